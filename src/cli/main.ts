@@ -1,0 +1,106 @@
+/**
+ * The headless `dreamgym` command line: the same core as the page, for scripted experiments.
+ * Every command has `--help`.
+ */
+import { readFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { JsonlError, parseJsonl } from '../core/jsonl.ts';
+import { ENV_NAMES } from '../core/types.ts';
+import { getEnvSpec } from '../envs/registry.ts';
+import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
+import { writeOfflineData } from './data.ts';
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`expected a positive integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected an integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function policySpec(value: string): string {
+  if (value === 'expert') return value;
+  const m = /^noisy:(\d*\.?\d+)$/.exec(value);
+  if (m && Number(m[1]) <= 1) return value;
+  throw new InvalidArgumentError(`expected "expert" or "noisy:EPS" with EPS in [0, 1], got ${JSON.stringify(value)}`);
+}
+
+/** Builds the command tree. Output goes through `out`/`err` so tests can capture it. */
+export function buildProgram(out: (text: string) => void, err: (text: string) => void): Command {
+  const program = new Command('dreamgym')
+    .description('DreamGym in the browser: headless CLI running the same core as the page.')
+    .configureOutput({ writeOut: out, writeErr: err })
+    .exitOverride()
+    .showHelpAfterError();
+
+  program
+    .command('data')
+    .description('Run a rule-based policy in a real environment and write tasks + trajectories as dreamgym JSONL.')
+    .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
+    .option('--episodes <n>', 'number of episodes (one per seed task)', positiveInt, 100)
+    .option('--seed <s>', 'seed for tasks and policy noise', integer, 0)
+    .option('--policy <p>', 'expert | noisy:EPS (expert with prob 1-EPS, random admissible action otherwise)', policySpec, 'expert')
+    .addOption(new Option('--split <split>', 'task split').choices(['train', 'test']).default('train'))
+    .requiredOption('--out <file>', 'output JSONL file')
+    .action(async (opts: { env: string; episodes: number; seed: number; policy: string; split: 'train' | 'test'; out: string }) => {
+      const spec = getEnvSpec(opts.env);
+      const started = performance.now();
+      const summary = await writeOfflineData(spec, opts, opts.out);
+      const seconds = (performance.now() - started) / 1000;
+      out(
+        `${spec.name}: episodes=${summary.episodes} success_rate=${summary.successRate.toFixed(3)} ` +
+          `mean_steps=${summary.meanSteps.toFixed(2)} mean_reward=${summary.meanReward.toFixed(3)} ` +
+          `split=${opts.split} policy=${opts.policy} seconds=${seconds.toFixed(1)} out=${opts.out}\n`,
+      );
+    });
+
+  program
+    .command('validate')
+    .description('Check a dreamgym JSONL file: every line, every field; prints counts or the problems with line numbers.')
+    .argument('<file>', 'JSONL file')
+    .action(async (file: string) => {
+      const data = parseJsonl(await readFile(file, 'utf8'));
+      out(`${file}: valid, ${data.tasks.length} tasks, ${data.trajectories.length} trajectories\n`);
+    });
+
+  program
+    .command('bench')
+    .description('Run benchmarks and write the figures as JSON (summarised by hand in BENCHMARKS.md).')
+    .addArgument(program.createArgument('[suite]', 'which benchmark').choices([...BENCH_SUITES, 'all']).default('all'))
+    .option('--json', 'print the results as JSON on stdout')
+    .option('--out <file>', 'also write the results to this JSON file')
+    .option('--markdown <file>', "rewrite each suite's generated table in this markdown file (e.g. BENCHMARKS.md)")
+    .action(async (suite: BenchSuite | 'all', opts: { json?: boolean; out?: string; markdown?: string }) => {
+      await runBench(suite, { json: opts.json === true, out: opts.out, markdown: opts.markdown, log: out });
+    });
+
+  return program;
+}
+
+/** Runs the CLI; returns the process exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const out = (text: string): void => void process.stdout.write(text);
+  const err = (text: string): void => void process.stderr.write(text);
+  const program = buildProgram(out, err);
+  try {
+    await program.parseAsync(argv as string[]);
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode;
+    if (e instanceof JsonlError) {
+      err(`dreamgym: ${e.message}\n`);
+      return 1;
+    }
+    err(`dreamgym: error: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  process.exitCode = await main(process.argv);
+}

@@ -1,0 +1,122 @@
+/**
+ * The core data types shared by environments, the replay buffer, the trainer and the page.
+ * The zod schemas are the single source of truth; the TypeScript types are inferred from them
+ * so that what we validate on import is exactly what the code works with.
+ */
+import { z } from 'zod';
+
+/** Names of the built-in environments. */
+export const ENV_NAMES = ['shop', 'household'] as const;
+export const EnvNameSchema = z.enum(ENV_NAMES);
+export type EnvName = z.infer<typeof EnvNameSchema>;
+
+/** A JSON value (what a task goal may contain). */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export const JsonValueSchema: z.ZodType<JsonValue> = z.json();
+
+/**
+ * An abstract textual state: a compact description of what is on the "screen", and the
+ * admissible actions (DreamGym's abstract state space).
+ */
+export const ObservationSchema = z.object({
+  text: z.string(),
+  actions: z.array(z.string()),
+});
+export type Observation = z.infer<typeof ObservationSchema>;
+
+/** A task: an instruction and an environment-specific, JSON-serialisable goal. */
+export const TaskSchema = z.object({
+  id: z.string().min(1),
+  env: EnvNameSchema,
+  instruction: z.string().min(1),
+  goal: JsonValueSchema,
+  split: z.enum(['train', 'test']),
+  origin: z.enum(['seed', 'generated']),
+  parentId: z.string().min(1).optional(),
+});
+export type Task = z.infer<typeof TaskSchema>;
+
+const finite = z.number().finite();
+
+/** One step of a trajectory: the observation the agent saw, the action it took and what followed. */
+export const StepSchema = z.object({
+  observation: ObservationSchema,
+  action: z.string(),
+  reward: finite,
+  done: z.boolean(),
+  valid: z.boolean(),
+  reasoning: z.string().optional(),
+});
+export type Step = z.infer<typeof StepSchema>;
+
+/** Where a trajectory came from. */
+export const TrajectorySourceSchema = z.enum(['offline', 'synthetic', 'real']);
+export type TrajectorySource = z.infer<typeof TrajectorySourceSchema>;
+
+/** A whole episode. `reward` is the episode's outcome reward; `success` whether the goal was met. */
+export const TrajectorySchema = z.object({
+  id: z.string().min(1),
+  taskId: z.string().min(1),
+  env: EnvNameSchema,
+  source: TrajectorySourceSchema,
+  steps: z.array(StepSchema),
+  reward: finite,
+  success: z.boolean(),
+});
+export type Trajectory = z.infer<typeof TrajectorySchema>;
+
+/** What `Environment.step` returns. An invalid action never throws: `info.valid` is false. */
+export interface StepResult {
+  observation: Observation;
+  reward: number;
+  done: boolean;
+  info: StepInfo;
+}
+
+export interface StepInfo {
+  /** Whether the action was admissible and had its effect. */
+  valid: boolean;
+  /** Whether the episode's goal was met (set on the final step). */
+  success?: boolean;
+  /** Why the action was invalid, or why the episode ended, in plain words. */
+  message?: string;
+}
+
+/** A text environment. */
+export interface Environment {
+  readonly name: EnvName;
+  /** The maximum number of steps in an episode; the episode ends with reward 0 after it. */
+  readonly maxSteps: number;
+  /** Starts an episode on `task` and returns the first observation. */
+  reset(task: Task): Observation;
+  /** Applies an action. Never throws on a bad action. Throws if called before `reset` or after `done`. */
+  step(action: string): StepResult;
+}
+
+/**
+ * A real, rule-based environment: ground truth for offline data, evaluation and S2R.
+ * It also knows the optimal next action from its true state (the rule-based expert).
+ */
+export interface RealEnvironment extends Environment {
+  /** The expert's next action from the current state, recovering from any earlier mistakes. */
+  expertAction(): string;
+}
+
+/** Result of checking whether a task's goal is achievable in its environment. */
+export type TaskValidation = { ok: true } | { ok: false; reason: string };
+
+/** Thrown when an environment is used out of order (step before reset, step after done). */
+export class EnvironmentStateError extends Error {
+  override name = 'EnvironmentStateError';
+}
+
+/** Thrown when a task does not belong to, or is not achievable in, an environment. */
+export class InvalidTaskError extends Error {
+  override name = 'InvalidTaskError';
+  constructor(
+    readonly taskId: string,
+    readonly reason: string,
+  ) {
+    super(`Task ${JSON.stringify(taskId)} is invalid: ${reason}`);
+  }
+}

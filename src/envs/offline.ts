@@ -1,0 +1,63 @@
+import { Rng, hashString } from '../core/rng.ts';
+import type { Task, Trajectory } from '../core/types.ts';
+import { parsePolicy, runEpisode } from './episode.ts';
+import type { EnvSpec, Split } from './spec.ts';
+
+/** Options for generating offline (real-environment) trajectories. */
+export interface OfflineDataOptions {
+  episodes: number;
+  seed: number;
+  /** `expert` or `noisy:EPS`. */
+  policy: string;
+  split: Split;
+}
+
+/** Summary of a generated dataset. */
+export interface OfflineDataSummary {
+  episodes: number;
+  successRate: number;
+  meanSteps: number;
+  meanReward: number;
+}
+
+/**
+ * Runs one episode per seed task with a rule-based policy in the real environment and yields
+ * `{task, trajectory}` pairs one at a time, so callers can stream them to disk or a store and
+ * report progress. Deterministic for the options.
+ */
+export function* generateOfflineData(
+  spec: EnvSpec,
+  options: OfflineDataOptions,
+): Generator<{ task: Task; trajectory: Trajectory }> {
+  if (!(Number.isInteger(options.episodes) && options.episodes > 0)) {
+    throw new RangeError(`episodes must be a positive integer, got ${options.episodes}`);
+  }
+  if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
+  const policy = parsePolicy(options.policy);
+  const tasks = spec.tasks({ split: options.split, count: options.episodes, seed: options.seed });
+  const rng = new Rng(options.seed ^ hashString(`policy:${options.policy}`));
+  const env = spec.create();
+  for (const task of tasks) {
+    const trajectory = runEpisode(env, task, policy, {
+      rng,
+      source: 'offline',
+      trajectoryId: `${task.id}:${options.policy}`,
+    });
+    yield { task, trajectory };
+  }
+}
+
+/** Success rate, mean steps and mean reward of a set of trajectories. */
+export function summarise(trajectories: readonly Trajectory[]): OfflineDataSummary {
+  const n = trajectories.length;
+  if (n === 0) return { episodes: 0, successRate: 0, meanSteps: 0, meanReward: 0 };
+  let successes = 0;
+  let steps = 0;
+  let reward = 0;
+  for (const t of trajectories) {
+    if (t.success) successes++;
+    steps += t.steps.length;
+    reward += t.reward;
+  }
+  return { episodes: n, successRate: successes / n, meanSteps: steps / n, meanReward: reward / n };
+}

@@ -1,0 +1,30 @@
+import type { EnvName, RealEnvironment, Task, TaskValidation } from '../core/types.ts';
+
+/** Which split a task belongs to. Train and test tasks never share a target product or layout. */
+export type Split = 'train' | 'test';
+
+/** Options for generating seed tasks. */
+export interface TaskGenOptions {
+  split: Split;
+  count: number;
+  /** Seed of the task sampler; the same seed gives the same tasks. */
+  seed: number;
+}
+
+/**
+ * Everything the rest of the system needs to know about one built-in environment.
+ * Each environment module exports one of these (`shopSpec`, `householdSpec`).
+ */
+export interface EnvSpec {
+  readonly name: EnvName;
+  /** One line for menus and `--help`. */
+  readonly description: string;
+  /** Episode step limit. */
+  readonly maxSteps: number;
+  /** A fresh environment instance (worlds are deterministic functions of the task's goal). */
+  create(): RealEnvironment;
+  /** Deterministic seed tasks for a split. */
+  tasks(options: TaskGenOptions): Task[];
+  /** Whether `task` belongs to this environment and its goal is achievable here. */
+  validateTask(task: Task): TaskValidation;
+}

@@ -1,0 +1,122 @@
+/**
+ * The real page, end to end: Vite builds it, Vite's preview server serves it (with the
+ * cross-origin isolation headers from vite.config.ts), and system Chromium plays one shop task
+ * by clicking the actions of the rule-based expert computed here in Node.
+ *
+ * Set UI_SCREENSHOT=/path.png to also save a screenshot after a few steps.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { build, preview, type PreviewServer } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StepResult, Task } from '../src/core/types.ts';
+import { ENVIRONMENTS, getEnvSpec } from '../src/envs/registry.ts';
+
+const root = resolve(import.meta.dirname, '..');
+const chromiumArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--enable-unsafe-webgpu',
+];
+
+let outDir = '';
+let server: PreviewServer | null = null;
+let browser: Browser | null = null;
+let page: Page;
+let baseUrl = '';
+const consoleErrors: string[] = [];
+const pageErrors: string[] = [];
+let mainHeaders: Record<string, string> = {};
+
+beforeAll(async () => {
+  outDir = await mkdtemp(join(tmpdir(), 'dreamgym-page-'));
+  await build({ root, logLevel: 'silent', build: { outDir, emptyOutDir: true } });
+  server = await preview({ root, logLevel: 'silent', build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
+  const address = server.httpServer.address() as AddressInfo | string | null;
+  if (!address || typeof address === 'string') throw new Error(`unexpected preview address ${String(address)}`);
+  baseUrl = `http://127.0.0.1:${address.port}/`;
+
+  browser = await chromium.launch({ executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium', args: chromiumArgs });
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(`${msg.text()} @ ${msg.location().url}`);
+  });
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  const response = await page.goto(baseUrl, { waitUntil: 'load' });
+  if (!response) throw new Error('no response for the page');
+  mainHeaders = response.headers();
+  await page.getByTestId('play-panel').waitFor();
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  if (outDir) await rm(outDir, { recursive: true, force: true });
+});
+
+describe('the built page', () => {
+  it('loads without console errors and lists both environments', async () => {
+    expect(await page.title()).toBe('dreamgym-web');
+    expect(await page.locator('h1').textContent()).toBe('dreamgym-web');
+    const picker = page.getByTestId('env-picker');
+    for (const spec of Object.values(ENVIRONMENTS)) {
+      expect(await picker.locator(`input[value="${spec.name}"]`).count()).toBe(1);
+      expect(await picker.textContent()).toContain(spec.description);
+    }
+    expect(consoleErrors).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('is served cross-origin isolated', async () => {
+    expect(mainHeaders['cross-origin-opener-policy']).toBe('same-origin');
+    expect(mainHeaders['cross-origin-embedder-policy']).toBe('require-corp');
+    expect(await page.evaluate(() => globalThis.crossOriginIsolated)).toBe(true);
+  });
+
+  it('plays one shop task to success by clicking the expert actions', async () => {
+    const spec = getEnvSpec('shop');
+    const index = 7;
+    const task = spec.tasks({ split: 'train', count: 200, seed: 0 })[index] as Task;
+    await page.getByTestId('env-picker').locator('input[value="shop"]').check();
+    await page.getByTestId('split').selectOption('train');
+    await page.getByTestId('task-index').fill(String(index));
+    await page.getByTestId('new-task').click();
+    expect(await page.getByTestId('instruction').textContent()).toBe(task.instruction);
+
+    const expert = spec.create();
+    expert.reset(task);
+    let last: StepResult | null = null;
+    let clicked = 0;
+    for (let t = 0; t < spec.maxSteps && !last?.done; t++) {
+      const action = expert.expertAction();
+      const buttons = page.getByTestId('actions').locator('button');
+      const labels = await buttons.evaluateAll((nodes) => nodes.map((n) => (n as HTMLElement).dataset['action'] ?? ''));
+      const at = labels.indexOf(action);
+      if (at >= 0) {
+        await buttons.nth(at).click();
+        clicked++;
+      } else {
+        await page.getByTestId('action-input').fill(action);
+        await page.getByTestId('action-input').press('Enter');
+      }
+      last = expert.step(action);
+      await expect.poll(() => page.getByTestId('steps').textContent()).toContain(`Step ${t + 1} /`);
+      expect(await page.getByTestId('observation').textContent()).toBe(last.observation.text);
+      if (t === 2 && process.env['UI_SCREENSHOT']) await page.screenshot({ path: process.env['UI_SCREENSHOT'], fullPage: true });
+    }
+    expect(last?.info.success).toBe(true);
+    expect(clicked).toBeGreaterThan(0);
+    expect(await page.getByTestId('status').textContent()).toBe('Episode finished: success, reward 1');
+    expect(await page.getByTestId('actions').locator('button:not([disabled])').count()).toBe(0);
+    expect(consoleErrors).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,60 @@
+/// <reference types="vitest/config" />
+import { defineConfig } from 'vite';
+import { playwright } from '@vitest/browser-playwright';
+
+/** Cross-origin isolation, so that SharedArrayBuffer and threaded tfjs-wasm work in the page. */
+const isolationHeaders = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+};
+
+const chromiumArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--enable-unsafe-webgpu',
+];
+
+export default defineConfig({
+  server: { host: '127.0.0.1', headers: isolationHeaders },
+  preview: { host: '127.0.0.1', headers: isolationHeaders },
+  worker: { format: 'es' },
+  // Pre-bundle up front so the browser test runner never reloads mid-run on a late discovery.
+  optimizeDeps: { include: ['zod', 'minisearch'] },
+  build: { target: 'es2022', sourcemap: true },
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'node',
+          environment: 'node',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/**/*.browser.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'browser',
+          include: ['test/**/*.browser.test.ts'],
+          testTimeout: 60_000,
+          browser: {
+            enabled: true,
+            headless: true,
+            provider: playwright({
+              launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs },
+            }),
+            instances: [{ browser: 'chromium' }],
+          },
+        },
+      },
+    ],
+  },
+});
