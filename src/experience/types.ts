@@ -1,0 +1,60 @@
+/**
+ * The experience-model interface: what stands in for the real environment during synthetic
+ * rollouts (DreamGym's M_exp). Two backends implement it: the LLM experience model (prompted
+ * local LLM, grounded by retrieved demonstrations) and the retrieval experience model (no LLM:
+ * nearest stored real transitions plus a learned reward model).
+ */
+import type { Observation, Task } from '../core/types.ts';
+
+/** A stored real transition retrieved from the replay buffer to ground the experience model. */
+export interface Demonstration {
+  /** State text before the action. */
+  state: string;
+  action: string;
+  /** State text after the action. */
+  nextState: string;
+  /** Admissible actions in `nextState`. */
+  nextActions: string[];
+  reward: number;
+  done: boolean;
+  /** Whether the action was admissible. */
+  valid: boolean;
+  /** Cosine similarity to the query, when retrieved by embedding. */
+  score?: number;
+}
+
+/** One earlier step of the current synthetic episode. */
+export interface HistoryStep {
+  observation: Observation;
+  action: string;
+}
+
+/** What the experience model is asked to predict: the outcome of `action` in `observation`. */
+export interface ExperienceStepRequest {
+  task: Task;
+  /** Earlier steps of this episode, oldest first (excluding the current one). */
+  history: readonly HistoryStep[];
+  observation: Observation;
+  action: string;
+  /** Top-k retrieved demonstrations for (observation, action). */
+  demos: readonly Demonstration[];
+}
+
+/** The predicted outcome: reasoning first, then the next state, reward and done. */
+export interface ExperienceStep {
+  reasoning: string;
+  observation: Observation;
+  reward: number;
+  done: boolean;
+  valid: boolean;
+}
+
+/** An environment simulator used for synthetic rollouts. */
+export interface ExperienceModel {
+  /** Identifies the backend in metrics and trajectories ('llm', 'retrieval'). */
+  readonly kind: string;
+  /** The first observation of an episode on `task`. `demos` are retrieved initial states. */
+  reset(task: Task, demos: readonly Demonstration[]): Promise<Observation>;
+  /** Predicts the outcome of one action. Never returns a half-formed step: it resolves or throws a typed error. */
+  step(request: ExperienceStepRequest): Promise<ExperienceStep>;
+}
