@@ -10,6 +10,7 @@ import { Rng } from '../core/rng.ts';
 import { ENV_NAMES } from '../core/types.ts';
 import { expertPolicy, runEpisode } from '../envs/episode.ts';
 import { getEnvSpec } from '../envs/registry.ts';
+import { benchReplayBrowser, benchReplayNode } from '../replay/bench-node.ts';
 
 /** One measured figure. */
 export interface BenchRow {
@@ -56,7 +57,12 @@ async function benchEnvs(): Promise<BenchRow[]> {
   return rows;
 }
 
-const SUITES: Record<string, SuiteFn> = { envs: benchEnvs };
+const SUITES: Record<string, SuiteFn> = {
+  envs: benchEnvs,
+  // Replay buffer: node over fake-indexeddb, and headless Chromium over its real IndexedDB.
+  replay: () => benchReplayNode(),
+  'replay-browser': () => benchReplayBrowser(),
+};
 
 /** Names of the benchmark suites. */
 export const BENCH_SUITES = Object.keys(SUITES);

@@ -1,0 +1,345 @@
+/**
+ * Streaming import and export of dreamgym JSONL (format v1, see src/core/jsonl.ts) into and out
+ * of a run of the replay store.
+ *
+ * Import is all or nothing with respect to the file: every line is validated against the
+ * Foundation schema (and task references, duplicates and environments are checked against the
+ * run) before anything is written, so a file with any bad line writes nothing and the error
+ * (`JsonlError`) lists the bad lines. Then tasks are written, and trajectories in batches (one
+ * transaction each, embedded in between). If a write fails midway (e.g. `StorageFullError`),
+ * what this import already wrote is deleted again before the error is rethrown.
+ *
+ * Inputs that can be read twice (a string, a Blob/File, or a function returning a fresh stream)
+ * are streamed twice (validate, then write) and never held in memory whole; one-shot streams
+ * are validated while their parsed records are kept for the write phase.
+ */
+import type { Embedder } from '../core/embedding.ts';
+import { JsonlError, parseJsonlLine, taskLine, trajectoryLine, type JsonlIssue, type JsonlRecord } from '../core/jsonl.ts';
+import type { Task, Trajectory, TrajectorySource } from '../core/types.ts';
+import { EmbedderMismatchError, EmbeddingDimensionError, UnknownRunError } from './errors.ts';
+import type { ReplayStore } from './store.ts';
+import { checkId, checkPositive } from './validate.ts';
+
+/** A stream of text or bytes. */
+export type JsonlStream = ReadableStream<Uint8Array> | AsyncIterable<string | Uint8Array> | Iterable<string | Uint8Array>;
+
+/** What `importJsonl` reads: text, a Blob/File, a stream, or a function opening a fresh stream (re-readable). */
+export type JsonlInput = string | Blob | JsonlStream | (() => JsonlStream);
+
+/** Progress of an import. */
+export interface ImportProgress {
+  phase: 'validate' | 'write';
+  /** Lines read so far (in this phase). */
+  lines: number;
+  /** Bytes (for text input: characters) read so far in this phase. */
+  bytes: number;
+  /** Size of the input when known. */
+  totalBytes?: number;
+  /** Trajectories written so far (write phase). */
+  written: number;
+  /** Trajectories in the file (known after validation). */
+  totalTrajectories?: number;
+}
+
+/** Options of `importJsonl`. */
+export interface ImportJsonlOptions {
+  /** Embeds each step for retrieval; must match the run's embedder. */
+  embedder: Embedder;
+  /** Trajectories per transaction (default 256). */
+  batchSize?: number;
+  /** Trajectory ids already in the run: error (default, nothing is written) or skip. */
+  onDuplicate?: 'error' | 'skip';
+  /** Pin the imported trajectories (default: offline ones are pinned). */
+  pinned?: boolean;
+  onProgress?: (progress: ImportProgress) => void;
+  /** Cancels the import; what was written is removed again. */
+  signal?: AbortSignal;
+}
+
+/** What an import wrote. */
+export interface ImportSummary {
+  tasks: number;
+  trajectories: number;
+  transitions: number;
+  /** Trajectory ids skipped as already stored (`onDuplicate: 'skip'`). */
+  skipped: string[];
+  /** Trajectories evicted to make room (unpinned data only). */
+  evicted: number;
+}
+
+const MAX_ISSUES = 50;
+const PROGRESS_EVERY_LINES = 2000;
+
+function isReadableStream(x: unknown): x is ReadableStream<Uint8Array> {
+  return typeof x === 'object' && x !== null && typeof (x as ReadableStream).getReader === 'function';
+}
+
+function isBlob(x: unknown): x is Blob {
+  return typeof Blob !== 'undefined' && x instanceof Blob;
+}
+
+async function* chunks(stream: JsonlStream | string | Blob): AsyncGenerator<string | Uint8Array> {
+  if (typeof stream === 'string') {
+    yield stream;
+    return;
+  }
+  const source = isBlob(stream) ? (stream.stream() as ReadableStream<Uint8Array>) : stream;
+  if (isReadableStream(source)) {
+    const reader = source.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        yield value;
+      }
+    } finally {
+      reader.releaseLock();
+    }
+  }
+  if (typeof (source as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function' || typeof (source as Iterable<unknown>)[Symbol.iterator] === 'function') {
+    for await (const chunk of source as AsyncIterable<string | Uint8Array>) {
+      if (typeof chunk !== 'string' && !(chunk instanceof Uint8Array)) throw new TypeError(`JSONL stream chunks must be strings or Uint8Arrays, got ${Object.prototype.toString.call(chunk)}`);
+      yield chunk;
+    }
+    return;
+  }
+  throw new TypeError(`cannot read JSONL from ${Object.prototype.toString.call(stream)}`);
+}
+
+/** Splits a stream into lines (without `\n` or a trailing `\r`), counting bytes. */
+async function* lines(stream: JsonlStream | string | Blob, onBytes: (n: number) => void): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  let tail = '';
+  let lineNo = 0;
+  const decode = (bytes: Uint8Array | undefined, final: boolean): string => {
+    try {
+      return final ? decoder.decode(bytes) : decoder.decode(bytes, { stream: true });
+    } catch {
+      throw new JsonlError([{ line: lineNo + 1 + countNewlines(tail), message: 'not valid UTF-8' }]);
+    }
+  };
+  for await (const chunk of chunks(stream)) {
+    onBytes(typeof chunk === 'string' ? chunk.length : chunk.byteLength);
+    tail += typeof chunk === 'string' ? chunk : decode(chunk, false);
+    let start = 0;
+    for (let nl = tail.indexOf('\n', start); nl >= 0; nl = tail.indexOf('\n', start)) {
+      const raw = tail.slice(start, nl);
+      lineNo++;
+      yield raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      start = nl + 1;
+    }
+    tail = tail.slice(start);
+  }
+  tail += decode(undefined, true);
+  if (tail !== '') yield tail.endsWith('\r') ? tail.slice(0, -1) : tail;
+}
+
+function countNewlines(s: string): number {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i >= 0; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+interface Located<T> {
+  line: number;
+  value: T;
+}
+
+/**
+ * Imports tasks and trajectories from dreamgym JSONL into an existing run. See the module
+ * comment for the all-or-nothing guarantees. Throws `JsonlError` (with line numbers) when any
+ * line is bad, `UnknownRunError`, `EmbedderMismatchError`/`EmbeddingDimensionError`, or the
+ * write's error (e.g. `StorageFullError`) after removing what it had written.
+ */
+export async function importJsonl(store: ReplayStore, runId: string, input: JsonlInput, options: ImportJsonlOptions): Promise<ImportSummary> {
+  checkId('run id', runId);
+  if (typeof options !== 'object' || options === null || !options.embedder) throw new TypeError('importJsonl needs options.embedder');
+  const batchSize = options.batchSize ?? 256;
+  checkPositive('batchSize', batchSize);
+  const run = await store.getRun(runId);
+  if (!run) throw new UnknownRunError(runId);
+  const { embedder } = options;
+  if (embedder.id !== run.embedderId) throw new EmbedderMismatchError(runId, run.embedderId, embedder.id);
+  if (embedder.dim !== run.embeddingDim) throw new EmbeddingDimensionError(runId, run.embeddingDim, embedder.dim, `embedder ${JSON.stringify(embedder.id)}`);
+
+  const rereadable = typeof input === 'string' || isBlob(input) || typeof input === 'function';
+  const open = (): JsonlStream | string | Blob => (typeof input === 'function' ? input() : input);
+  const totalBytes = typeof input === 'string' ? input.length : isBlob(input) ? input.size : undefined;
+  const progress = (p: Omit<ImportProgress, 'totalBytes'>): void => {
+    if (!options.onProgress) return;
+    const full: ImportProgress = { ...p };
+    if (totalBytes !== undefined) full.totalBytes = totalBytes;
+    options.onProgress(full);
+  };
+  const checkAborted = (): void => {
+    if (options.signal?.aborted) throw options.signal.reason ?? new DOMException('import aborted', 'AbortError');
+  };
+
+  // ---- Phase 1: validate every line (schema, references, duplicates) before writing anything.
+  const issues: JsonlIssue[] = [];
+  const fileTasks = new Map<string, Located<Task>>();
+  const fileTrajectoryLines = new Map<string, number>();
+  const trajectoryRefs: Located<{ id: string; taskId: string; env: Task['env'] }>[] = [];
+  const kept: { tasks: Task[]; trajectories: Trajectory[] } | null = rereadable ? null : { tasks: [], trajectories: [] };
+  let lineNo = 0;
+  let bytes = 0;
+  for await (const text of lines(open(), (n) => (bytes += n))) {
+    lineNo++;
+    if (lineNo % PROGRESS_EVERY_LINES === 0) {
+      checkAborted();
+      progress({ phase: 'validate', lines: lineNo, bytes, written: 0 });
+    }
+    const result = parseJsonlLine(text, lineNo);
+    if (result === null) continue;
+    if (Array.isArray(result)) {
+      if (issues.length < MAX_ISSUES) issues.push(...result.slice(0, MAX_ISSUES - issues.length));
+      continue;
+    }
+    if (result.type === 'task') {
+      const task = result.task;
+      if (fileTasks.has(task.id)) issues.push({ line: lineNo, field: 'task.id', message: `duplicate task id ${JSON.stringify(task.id)} (first on line ${fileTasks.get(task.id)?.line})` });
+      else fileTasks.set(task.id, { line: lineNo, value: task });
+      kept?.tasks.push(task);
+    } else {
+      const t = result.trajectory;
+      const first = fileTrajectoryLines.get(t.id);
+      if (first !== undefined) issues.push({ line: lineNo, field: 'trajectory.id', message: `duplicate trajectory id ${JSON.stringify(t.id)} (first on line ${first})` });
+      else fileTrajectoryLines.set(t.id, lineNo);
+      trajectoryRefs.push({ line: lineNo, value: { id: t.id, taskId: t.taskId, env: t.env } });
+      kept?.trajectories.push(t);
+    }
+  }
+  progress({ phase: 'validate', lines: lineNo, bytes, written: 0 });
+
+  // References against the file and the run.
+  const runTasks = new Map((await store.getTasks(runId)).map((r) => [r.id, r.task]));
+  const taskOf = (id: string): Task | undefined => fileTasks.get(id)?.value ?? runTasks.get(id);
+  for (const { line, value: task } of fileTasks.values()) {
+    if (task.parentId !== undefined && !taskOf(task.parentId)) {
+      issues.push({ line, field: 'task.parentId', message: `unknown parent task ${JSON.stringify(task.parentId)}: not in this file nor in run ${JSON.stringify(runId)}` });
+    }
+  }
+  const stored = new Set((await store.getTrajectoryRecords({ runId })).map((h) => h.id));
+  const skipIds = new Set<string>();
+  for (const { line, value: ref } of trajectoryRefs) {
+    const task = taskOf(ref.taskId);
+    if (!task) issues.push({ line, field: 'trajectory.taskId', message: `unknown task ${JSON.stringify(ref.taskId)}: not in this file nor in run ${JSON.stringify(runId)}` });
+    else if (task.env !== ref.env) issues.push({ line, field: 'trajectory.env', message: `trajectory is in env ${ref.env} but task ${JSON.stringify(task.id)} is in ${task.env}` });
+    if (stored.has(ref.id)) {
+      if ((options.onDuplicate ?? 'error') === 'error') issues.push({ line, field: 'trajectory.id', message: `run ${JSON.stringify(runId)} already has trajectory ${JSON.stringify(ref.id)}` });
+      else skipIds.add(ref.id);
+    }
+  }
+  if (issues.length > 0) throw new JsonlError(issues.sort((a, b) => a.line - b.line).slice(0, MAX_ISSUES));
+  const totalTrajectories = trajectoryRefs.length - skipIds.size;
+
+  // ---- Phase 2: write; on failure remove what this import wrote.
+  const replacedTasks = [...fileTasks.keys()].map((id) => runTasks.get(id)).filter((t): t is Task => t !== undefined);
+  const newTaskIds = [...fileTasks.keys()].filter((id) => !runTasks.has(id));
+  const written: string[] = [];
+  const summary: ImportSummary = { tasks: 0, trajectories: 0, transitions: 0, skipped: [...skipIds], evicted: 0 };
+  let tasksWritten = false;
+  try {
+    checkAborted();
+    if (fileTasks.size > 0) {
+      await store.putTasks(runId, [...fileTasks.values()].map((t) => t.value));
+      tasksWritten = true;
+      summary.tasks = fileTasks.size;
+    }
+    let batch: Trajectory[] = [];
+    let lines2 = 0;
+    let bytes2 = 0;
+    const flush = async (): Promise<void> => {
+      if (batch.length === 0) return;
+      checkAborted();
+      const result = await store.putTrajectories(runId, batch, { embedder, pinned: options.pinned, onDuplicate: 'error' });
+      written.push(...result.added);
+      summary.trajectories += result.added.length;
+      summary.transitions += result.transitions;
+      summary.evicted += result.evicted.trajectoryIds.length;
+      batch = [];
+      progress({ phase: 'write', lines: lines2, bytes: bytes2, written: written.length, totalTrajectories });
+    };
+    const take = async (t: Trajectory): Promise<void> => {
+      if (skipIds.has(t.id)) return;
+      batch.push(t);
+      if (batch.length >= batchSize) await flush();
+    };
+    if (kept) {
+      for (const t of kept.trajectories) await take(t);
+    } else {
+      // Re-read; a line that changed since validation still fails loudly.
+      const again: JsonlIssue[] = [];
+      for await (const text of lines(open(), (n) => (bytes2 += n))) {
+        lines2++;
+        const result: JsonlRecord | JsonlIssue[] | null = parseJsonlLine(text, lines2);
+        if (result === null) continue;
+        if (Array.isArray(result)) {
+          again.push(...result);
+          break;
+        }
+        if (result.type === 'trajectory') await take(result.trajectory);
+      }
+      if (again.length > 0 || lines2 !== lineNo) {
+        throw new JsonlError(again.length > 0 ? again : [{ line: lines2, message: `the input changed while importing (${lineNo} lines validated, ${lines2} read)` }]);
+      }
+    }
+    await flush();
+  } catch (err) {
+    // Undo: trajectories written by this import, then the tasks it created or replaced.
+    try {
+      if (written.length > 0) await store.deleteTrajectories(runId, written);
+      if (tasksWritten) {
+        if (newTaskIds.length > 0) await store.deleteTasks(runId, newTaskIds);
+        if (replacedTasks.length > 0) await store.putTasks(runId, replacedTasks);
+      }
+    } catch (undoError) {
+      throw new AggregateError([err, undoError], `import failed (${String((err as Error)?.message ?? err)}) and undoing it failed too (${String((undoError as Error)?.message ?? undoError)})`);
+    }
+    throw err;
+  }
+  return summary;
+}
+
+/** Options of `exportJsonl`. */
+export interface ExportJsonlOptions {
+  /** Only trajectories from these sources (default all). */
+  source?: TrajectorySource | readonly TrajectorySource[];
+  /** Write the run's tasks first (default true). */
+  includeTasks?: boolean;
+  /** Trajectories read per transaction (default 256). */
+  pageSize?: number;
+  onProgress?: (progress: { trajectories: number; totalTrajectories: number }) => void;
+}
+
+/**
+ * Streams a run as dreamgym JSONL: tasks first (in insertion order), then trajectories (oldest
+ * first), one newline-terminated line per yield. Reads page by page, so a large run is never
+ * held in memory whole.
+ */
+export async function* exportJsonl(store: ReplayStore, runId: string, options: ExportJsonlOptions = {}): AsyncGenerator<string> {
+  checkId('run id', runId);
+  const pageSize = options.pageSize ?? 256;
+  checkPositive('pageSize', pageSize);
+  if (!(await store.getRun(runId))) throw new UnknownRunError(runId);
+  if (options.includeTasks ?? true) {
+    for (const record of await store.getTasks(runId)) yield `${taskLine(record.task)}\n`;
+  }
+  const filter = options.source === undefined ? { runId } : { runId, source: options.source };
+  const headers = await store.getTrajectoryRecords(filter);
+  let done = 0;
+  for (let i = 0; i < headers.length; i += pageSize) {
+    const ids = headers.slice(i, i + pageSize).map((h) => h.id);
+    const page = await store.getTrajectories({ runId, ids });
+    for (const t of page) yield `${trajectoryLine(t)}\n`;
+    done += page.length;
+    options.onProgress?.({ trajectories: done, totalTrajectories: headers.length });
+  }
+}
+
+/** The whole export as one string (convenient for small runs and tests). */
+export async function exportJsonlToString(store: ReplayStore, runId: string, options: ExportJsonlOptions = {}): Promise<string> {
+  const parts: string[] = [];
+  for await (const line of exportJsonl(store, runId, options)) parts.push(line);
+  return parts.join('');
+}

@@ -1,0 +1,1207 @@
+/**
+ * The replay store: DreamGym's experience replay buffer and the persistence of a training run
+ * (tasks, trajectories, transitions with embeddings, checkpoints, metrics) in IndexedDB via idb.
+ *
+ * - Every write is one transaction: all of it lands or none of it does. A full disk surfaces as
+ *   `StorageFullError` with the transaction rolled back.
+ * - Capacity is per run (`maxTransitions`): when a write would exceed it, whole trajectories are
+ *   evicted, oldest synthetic first, then other unpinned data; pinned data (offline seed data by
+ *   default) is never evicted.
+ * - `retrieve` answers exact top-k cosine queries from an in-memory index per run, loaded lazily
+ *   from the database and kept in sync with this store's writes and evictions; writes by other
+ *   contexts (announced over BroadcastChannel) make it reload.
+ * - The factory is injected (`indexedDB` option), so the same code runs in the page, in workers
+ *   and in Node over fake-indexeddb.
+ */
+import { unwrap, type IDBPDatabase, type IDBPTransaction } from 'idb';
+import { transitionText } from '../core/embedding.ts';
+import { Rng } from '../core/rng.ts';
+import type { Task, Trajectory, TrajectorySource } from '../core/types.ts';
+import {
+  ChangeNotifier,
+  acquireRunLock,
+  defaultLockManager,
+  isRunLocked,
+  type LockManagerLike,
+  type ReplayChange,
+  type ReplayListener,
+  type RunLock,
+} from './coordination.ts';
+import { assertIdbGlobals, openDatabase } from './database.ts';
+import {
+  CapacityError,
+  CheckpointNotFoundError,
+  DuplicateTrajectoryError,
+  EmbedderMismatchError,
+  EmbeddingDimensionError,
+  ReplayValidationError,
+  RunExistsError,
+  RunLockedError,
+  StoreClosedError,
+  UnknownRunError,
+  UnknownTaskError,
+  toReplayError,
+} from './errors.ts';
+import { toTransitionRecords, trajectoryOf } from './records.ts';
+import { IndexCache } from './index-cache.ts';
+import type { RetrievalIndex } from './retrieval.ts';
+import {
+  DEFAULT_DB_NAME,
+  SCHEMA_VERSION,
+  SOURCES,
+  emptyCounters,
+  evictRankOf,
+  runRange,
+  type CheckpointRecord,
+  type MetricRecord,
+  type ReplayDB,
+  type ReplayStoreName,
+  type RunRecord,
+  type TaskRecord,
+  type TrajectoryRecord,
+  type TransitionRecord,
+} from './schema.ts';
+import type {
+  CheckpointInfo,
+  CheckpointInput,
+  MetricInput,
+  OpenReplayStoreOptions,
+  PutTrajectoriesOptions,
+  PutTrajectoriesResult,
+  ReplayFilter,
+  RetrievalHit,
+  RunCounts,
+  RunInit,
+  RunStats,
+  SampleOptions,
+  SourceCounts,
+  TrajectoryFilter,
+  TransitionFilter,
+} from './types.ts';
+import { checkCount, checkId, checkPositive, checkTensor, compactCopy, idList, sourceList, validateTask, validateTrajectory } from './validate.ts';
+
+/** The default per-run capacity in transitions. */
+export const DEFAULT_MAX_TRANSITIONS = 1_000_000;
+
+type RW = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readwrite'>;
+type RO = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readonly'>;
+type AnyTx = RW | RO;
+
+/** Eviction candidates fetched per request. */
+const EVICT_PAGE = 256;
+/** Texts per embedder call. */
+const EMBED_CHUNK = 1024;
+
+/** Merges a sorted list of seqs into inclusive [from, to] ranges. */
+function seqRanges(seqs: readonly number[]): [number, number][] {
+  const out: [number, number][] = [];
+  for (const s of seqs) {
+    const last = out[out.length - 1];
+    if (last && s === last[1] + 1) last[1] = s;
+    else out.push([s, s]);
+  }
+  return out;
+}
+
+function totalTransitions(run: RunRecord): number {
+  return SOURCES.reduce((n, s) => n + run.counters.bySource[s].transitions, 0);
+}
+
+function totalTrajectories(run: RunRecord): number {
+  return SOURCES.reduce((n, s) => n + run.counters.bySource[s].trajectories, 0);
+}
+
+function transitionsRange(runId: string, first: number, length: number): IDBKeyRange {
+  return IDBKeyRange.bound([runId, first], [runId, first + length - 1]);
+}
+
+/**
+ * Opens (creating or upgrading) the replay database. In Node pass fake-indexeddb's factory
+ * (or use `openNodeReplayStore` from `src/replay/node.ts`).
+ */
+export async function openReplayStore(options: OpenReplayStoreOptions = {}): Promise<ReplayStore> {
+  const name = options.name ?? DEFAULT_DB_NAME;
+  checkId('store name', name);
+  const maxTransitions = options.maxTransitions ?? DEFAULT_MAX_TRANSITIONS;
+  checkPositive('maxTransitions', maxTransitions, true);
+  const blockedTimeoutMs = options.blockedTimeoutMs ?? 10_000;
+  if (!(Number.isFinite(blockedTimeoutMs) && blockedTimeoutMs >= 0)) throw new RangeError(`blockedTimeoutMs must be a non-negative number, got ${blockedTimeoutMs}`);
+  const factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB;
+  if (!factory) throw new TypeError('No IndexedDB in this context: pass options.indexedDB (in Node, fake-indexeddb; see src/replay/node.ts)');
+  assertIdbGlobals();
+  const db = await openDatabase(factory, name, SCHEMA_VERSION, { blockedTimeoutMs, onBlocked: options.onBlocked });
+  return new ReplayStore(db, name, {
+    maxTransitions,
+    locks: options.locks ?? defaultLockManager(),
+    broadcast: options.broadcast ?? true,
+    onClosed: options.onClosed,
+    durability: options.durability ?? 'relaxed',
+  });
+}
+
+/** The replay store. Get one with `openReplayStore`. */
+export class ReplayStore {
+  private closedReason: string | null = null;
+  private readonly notifier: ChangeNotifier;
+  private readonly indexes: IndexCache;
+  private readonly runMeta = new Map<string, { embeddingDim: number; embedderId: string }>();
+  private readonly heldLocks = new Map<string, RunLock>();
+
+  /** @internal Use `openReplayStore`. */
+  constructor(
+    private readonly db: IDBPDatabase<ReplayDB>,
+    /** The database name. */
+    readonly name: string,
+    private readonly settings: {
+      maxTransitions: number;
+      locks: LockManagerLike;
+      broadcast: boolean;
+      onClosed?: (reason: string) => void;
+      durability: IDBTransactionDurability;
+    },
+  ) {
+    this.indexes = new IndexCache({
+      describe: async (runId) => {
+        const run = await this.getRun(runId);
+        if (!run) throw new UnknownRunError(runId);
+        return { dim: run.embeddingDim, transitions: totalTransitions(run) };
+      },
+      read: (runId, from, to, limit) =>
+        this.read(['transitions'], (tx) => tx.objectStore('transitions').getAll(IDBKeyRange.bound([runId, from], [runId, to]), limit)),
+    });
+    this.notifier = new ChangeNotifier(name, settings.broadcast, (change) => this.onRemoteChange(change));
+    const raw = unwrap(db);
+    raw.onversionchange = (event) => {
+      this.shutDown(`another tab or worker is opening a newer version of the database (${event.oldVersion} -> ${event.newVersion}); reload the page`);
+    };
+    raw.onclose = () => this.shutDown('the browser closed the database connection (storage cleared or unavailable)');
+  }
+
+  /** The schema version of the open database. */
+  get version(): number {
+    return this.db.version;
+  }
+
+  /** Whether the store is closed. */
+  get closed(): boolean {
+    return this.closedReason !== null;
+  }
+
+  /** The default per-run capacity in transitions. */
+  get maxTransitions(): number {
+    return this.settings.maxTransitions;
+  }
+
+  /** Closes the connection and the channel and releases the run locks this store holds. */
+  async close(): Promise<void> {
+    if (this.closedReason !== null) return;
+    this.closedReason = 'close() was called';
+    const locks = [...this.heldLocks.values()];
+    this.heldLocks.clear();
+    await Promise.all(locks.map((l) => l.release()));
+    this.notifier.close();
+    this.indexes.clear();
+    this.db.close();
+  }
+
+  private shutDown(reason: string): void {
+    if (this.closedReason !== null) return;
+    this.closedReason = reason;
+    for (const lock of this.heldLocks.values()) void lock.release();
+    this.heldLocks.clear();
+    this.notifier.close();
+    this.indexes.clear();
+    this.db.close();
+    this.settings.onClosed?.(reason);
+  }
+
+  private assertOpen(): void {
+    if (this.closedReason !== null) throw new StoreClosedError(this.closedReason);
+  }
+
+  // ---------------------------------------------------------------- transactions
+
+  /** Runs `body` in one readwrite transaction; maps failures (quota!) to typed errors. */
+  private async write<T>(stores: ReplayStoreName[], operation: string, body: (tx: RW) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    let tx: RW;
+    try {
+      tx = this.db.transaction(stores, 'readwrite', { durability: this.settings.durability });
+    } catch (err) {
+      throw toReplayError(operation, err);
+    }
+    const raw = unwrap(tx);
+    const done = tx.done;
+    done.catch(() => undefined);
+    let result: T;
+    try {
+      result = await body(tx);
+    } catch (err) {
+      try {
+        raw.abort();
+      } catch {
+        // Already aborted (e.g. by the quota failure that caused err).
+      }
+      await done.catch(() => undefined);
+      throw toReplayError(operation, raw.error, err);
+    }
+    try {
+      // Commit now rather than when the event loop turns (an optimisation only: if the
+      // transaction already finished, `done` says how).
+      raw.commit?.();
+    } catch {
+      // Finished or aborted already.
+    }
+    try {
+      await done;
+    } catch (err) {
+      throw toReplayError(operation, raw.error, err);
+    }
+    return result;
+  }
+
+  private async read<T>(stores: ReplayStoreName[], body: (tx: RO) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    const tx = this.db.transaction(stores, 'readonly');
+    const done = tx.done;
+    done.catch(() => undefined);
+    const result = await body(tx);
+    await done;
+    return result;
+  }
+
+  private async requireRun(tx: AnyTx, runId: string): Promise<RunRecord> {
+    const run = await tx.objectStore('runs').get(runId);
+    if (!run) throw new UnknownRunError(runId);
+    return run;
+  }
+
+  private async meta(runId: string): Promise<{ embeddingDim: number; embedderId: string }> {
+    const cached = this.runMeta.get(runId);
+    if (cached) return cached;
+    const run = await this.getRun(runId);
+    if (!run) throw new UnknownRunError(runId);
+    const meta = { embeddingDim: run.embeddingDim, embedderId: run.embedderId };
+    this.runMeta.set(runId, meta);
+    return meta;
+  }
+
+  // ---------------------------------------------------------------- runs
+
+  /** Creates a run. Throws `RunExistsError` if the id is taken. */
+  async createRun(init: RunInit): Promise<RunRecord> {
+    checkId('run id', init?.id);
+    if (typeof init.embedding !== 'object' || init.embedding === null) throw new TypeError(`run ${init.id}: embedding must be { id, dim }, got ${String(init.embedding)}`);
+    checkId('embedding id', init.embedding.id);
+    checkPositive('embedding dim', init.embedding.dim);
+    if (init.maxTransitions !== undefined) checkPositive('maxTransitions', init.maxTransitions, true);
+    const now = Date.now();
+    const run: RunRecord = {
+      id: init.id,
+      createdAt: now,
+      updatedAt: now,
+      embedderId: init.embedding.id,
+      embeddingDim: init.embedding.dim,
+      next: { task: 0, trajectory: 0, transition: 0 },
+      counters: emptyCounters(),
+    };
+    if (init.name !== undefined) run.name = init.name;
+    if (init.config !== undefined) run.config = init.config;
+    if (init.maxTransitions !== undefined) run.maxTransitions = init.maxTransitions;
+    await this.write(['runs'], `createRun(${init.id})`, async (tx) => {
+      const runs = tx.objectStore('runs');
+      if ((await runs.getKey(init.id)) !== undefined) throw new RunExistsError(init.id);
+      await runs.add(run);
+    });
+    this.runMeta.set(run.id, { embeddingDim: run.embeddingDim, embedderId: run.embedderId });
+    this.notifier.publish({ type: 'run-created', runId: run.id });
+    return run;
+  }
+
+  /** The run record, or undefined. */
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    checkId('run id', runId);
+    return this.read(['runs'], (tx) => tx.objectStore('runs').get(runId));
+  }
+
+  /** Every run, by id. */
+  async listRuns(): Promise<RunRecord[]> {
+    return this.read(['runs'], (tx) => tx.objectStore('runs').getAll());
+  }
+
+  /**
+   * Deletes a run and everything in it. Returns false if there was no such run. Refuses with
+   * `RunLockedError` while another context trains it.
+   */
+  async deleteRun(runId: string): Promise<boolean> {
+    checkId('run id', runId);
+    this.assertOpen();
+    if (!this.heldLocks.has(runId) && (await isRunLocked(this.settings.locks, this.name, runId))) throw new RunLockedError(runId);
+    const existed = await this.write(['runs', 'tasks', 'trajectories', 'transitions', 'checkpoints', 'metrics'], `deleteRun(${runId})`, async (tx) => {
+      const runs = tx.objectStore('runs');
+      if ((await runs.getKey(runId)) === undefined) return false;
+      const range = runRange(runId);
+      await Promise.all([
+        runs.delete(runId),
+        tx.objectStore('tasks').delete(range),
+        tx.objectStore('trajectories').delete(range),
+        tx.objectStore('transitions').delete(range),
+        tx.objectStore('checkpoints').delete(range),
+        tx.objectStore('metrics').delete(range),
+      ]);
+      return true;
+    });
+    this.indexes.drop(runId);
+    this.runMeta.delete(runId);
+    if (existed) this.notifier.publish({ type: 'run-deleted', runId });
+    return existed;
+  }
+
+  // ---------------------------------------------------------------- tasks
+
+  /**
+   * Stores tasks in a run (one transaction). A generated task's parent must be in the run or in
+   * the same call; its generation is the parent's plus one (seed tasks: 0). Putting an existing
+   * id replaces the task but keeps its reward statistics.
+   */
+  async putTasks(runId: string, tasks: readonly Task[]): Promise<TaskRecord[]> {
+    checkId('run id', runId);
+    if (!Array.isArray(tasks)) throw new TypeError(`tasks must be an array, got ${String(tasks)}`);
+    const parsed = tasks.map((t, i) => validateTask(t, i));
+    const seen = new Set<string>();
+    for (const t of parsed) {
+      if (seen.has(t.id)) throw new ReplayValidationError(`task ${JSON.stringify(t.id)} appears twice in one putTasks call`);
+      seen.add(t.id);
+    }
+    if (parsed.length === 0) {
+      await this.meta(runId);
+      return [];
+    }
+    const records = await this.write(['runs', 'tasks'], `putTasks(${runId}, ${parsed.length} tasks)`, async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      const store = tx.objectStore('tasks');
+      const batch = new Map(parsed.map((t) => [t.id, t]));
+      const existing = new Map<string, TaskRecord>();
+      const wanted = new Set<string>(parsed.map((t) => t.id));
+      for (const t of parsed) if (t.parentId !== undefined) wanted.add(t.parentId);
+      const found = await Promise.all([...wanted].map((id) => store.get([runId, id])));
+      for (const r of found) if (r) existing.set(r.id, r);
+
+      const generation = new Map<string, number>();
+      const generationOf = (id: string, path: string[]): number => {
+        const known = generation.get(id);
+        if (known !== undefined) return known;
+        if (path.includes(id)) throw new ReplayValidationError(`task lineage has a cycle: ${[...path, id].join(' -> ')}`);
+        const inBatch = batch.get(id);
+        let g: number;
+        if (inBatch) {
+          if (inBatch.parentId === undefined) g = 0;
+          else {
+            if (!batch.has(inBatch.parentId) && !existing.has(inBatch.parentId)) throw new UnknownTaskError(runId, inBatch.parentId, `task ${inBatch.id} (parentId)`);
+            g = generationOf(inBatch.parentId, [...path, id]) + 1;
+          }
+        } else {
+          g = (existing.get(id) as TaskRecord).generation;
+        }
+        generation.set(id, g);
+        return g;
+      };
+
+      const now = Date.now();
+      const out: TaskRecord[] = [];
+      let added = 0;
+      for (const task of parsed) {
+        const old = existing.get(task.id);
+        const record: TaskRecord = {
+          runId,
+          id: task.id,
+          seq: old ? old.seq : run.next.task++,
+          task,
+          origin: task.origin,
+          generation: generationOf(task.id, []),
+          stats: old ? old.stats : { count: 0, rewardSum: 0, rewardSumSq: 0, successes: 0 },
+          createdAt: old ? old.createdAt : now,
+        };
+        if (task.parentId !== undefined) record.parentId = task.parentId;
+        if (!old) added++;
+        void store.put(record).catch(() => undefined);
+        out.push(record);
+      }
+      run.counters.tasks += added;
+      run.updatedAt = now;
+      await tx.objectStore('runs').put(run);
+      return out;
+    });
+    this.notifier.publish({ type: 'tasks-put', runId, taskIds: records.map((r) => r.id) });
+    return records;
+  }
+
+  /** Tasks of a run in insertion order; optionally only some ids or one origin. */
+  async getTasks(runId: string, filter: { ids?: readonly string[]; origin?: Task['origin'] } = {}): Promise<TaskRecord[]> {
+    checkId('run id', runId);
+    const ids = idList('task id', filter.ids);
+    return this.read(['tasks'], async (tx) => {
+      const store = tx.objectStore('tasks');
+      let records: TaskRecord[];
+      if (ids) records = (await Promise.all(ids.map((id) => store.get([runId, id])))).filter((r): r is TaskRecord => r !== undefined);
+      else if (filter.origin !== undefined) records = await store.index('by-run-origin').getAll([runId, filter.origin]);
+      else records = await store.index('by-run-seq').getAll(runRange(runId));
+      if (filter.origin !== undefined) records = records.filter((r) => r.origin === filter.origin);
+      return records.sort((a, b) => a.seq - b.seq);
+    });
+  }
+
+  // ---------------------------------------------------------------- trajectories
+
+  /**
+   * Stores trajectories in one transaction (all or nothing), one transition record per step with
+   * its embedding; updates the tasks' reward statistics and the run's counters, and evicts the
+   * oldest unpinned data if the run would exceed its capacity. Every trajectory's task must be
+   * stored in the run.
+   */
+  async putTrajectories(runId: string, trajectories: readonly Trajectory[], options: PutTrajectoriesOptions = {}): Promise<PutTrajectoriesResult> {
+    checkId('run id', runId);
+    if (!Array.isArray(trajectories)) throw new TypeError(`trajectories must be an array, got ${String(trajectories)}`);
+    const onDuplicate = options.onDuplicate ?? 'error';
+    if (onDuplicate !== 'error' && onDuplicate !== 'skip') throw new RangeError(`onDuplicate must be "error" or "skip", got ${JSON.stringify(onDuplicate)}`);
+    const parsed = trajectories.map((t, i) => validateTrajectory(t, i));
+    const seen = new Set<string>();
+    for (const t of parsed) {
+      if (seen.has(t.id)) throw new DuplicateTrajectoryError(runId, t.id);
+      seen.add(t.id);
+    }
+    const meta = await this.meta(runId);
+    const embeddings = await this.embeddingsFor(runId, meta, parsed, options);
+    const empty: PutTrajectoriesResult = { added: [], skipped: [], transitions: 0, evicted: { trajectoryIds: [], transitions: 0 } };
+    if (parsed.length === 0) return empty;
+
+    const operation = `putTrajectories(${runId}, ${parsed.length} trajectories)`;
+    let duplicate: string | undefined;
+    const outcome = await this.write(['runs', 'tasks', 'trajectories', 'transitions'], operation, async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      const trajStore = tx.objectStore('trajectories');
+      const taskStore = tx.objectStore('tasks');
+
+      // Duplicates already stored: looked up when skipping them; otherwise the headers are
+      // written with add(), which fails the transaction on an existing id (one request fewer per
+      // trajectory; every IndexedDB request costs tens of microseconds in Chromium).
+      const skipped: string[] = [];
+      const todo: { trajectory: Trajectory; vectors: Float32Array[] }[] = [];
+      if (onDuplicate === 'skip') {
+        const existingKeys = await Promise.all(parsed.map((t) => trajStore.getKey([runId, t.id])));
+        parsed.forEach((t, i) => {
+          if (existingKeys[i] !== undefined) skipped.push(t.id);
+          else todo.push({ trajectory: t, vectors: embeddings[i] as Float32Array[] });
+        });
+      } else parsed.forEach((t, i) => todo.push({ trajectory: t, vectors: embeddings[i] as Float32Array[] }));
+      if (todo.length === 0) return { added: [] as TrajectoryRecord[], rows: [] as TransitionRecord[], evicted: [] as TrajectoryRecord[], skipped };
+
+      // Tasks: must exist; collect their reward statistics updates. One getAll when the batch
+      // touches a good part of the run's tasks, else one get per task.
+      const taskIds = [...new Set(todo.map((d) => d.trajectory.taskId))];
+      const taskById = new Map<string, TaskRecord>();
+      if (run.counters.tasks <= 4 * taskIds.length) {
+        const wanted = new Set(taskIds);
+        for (const t of await taskStore.getAll(runRange(runId))) if (wanted.has(t.id)) taskById.set(t.id, t);
+      } else {
+        for (const t of await Promise.all(taskIds.map((id) => taskStore.get([runId, id])))) if (t) taskById.set(t.id, t);
+      }
+      for (const id of taskIds) {
+        if (!taskById.has(id)) {
+          const user = todo.find((d) => d.trajectory.taskId === id) as { trajectory: Trajectory };
+          throw new UnknownTaskError(runId, id, `trajectory ${user.trajectory.id}`);
+        }
+      }
+      for (const { trajectory } of todo) {
+        const task = taskById.get(trajectory.taskId) as TaskRecord;
+        if (task.task.env !== trajectory.env) {
+          throw new ReplayValidationError(`trajectory ${JSON.stringify(trajectory.id)} is in env ${trajectory.env} but its task ${JSON.stringify(task.id)} is in ${task.task.env}`);
+        }
+      }
+
+      // Capacity: evict the oldest unpinned trajectories (synthetic first) until the batch fits.
+      const max = run.maxTransitions ?? this.settings.maxTransitions;
+      const adding = todo.reduce((n, d) => n + d.trajectory.steps.length, 0);
+      let total = totalTransitions(run) + adding;
+      const evicted: TrajectoryRecord[] = [];
+      if (total > max) {
+        const index = trajStore.index('by-evict');
+        let lower: IDBKeyRange = IDBKeyRange.bound([runId], [runId, []]);
+        while (total > max) {
+          const page = await index.getAll(lower, EVICT_PAGE);
+          for (const victim of page) {
+            if (total <= max) break;
+            evicted.push(victim);
+            total -= victim.length;
+          }
+          const last = page[page.length - 1];
+          if (page.length < EVICT_PAGE || last === undefined) break;
+          lower = IDBKeyRange.bound([runId, last.evictRank as number, last.seq], [runId, []], true, false);
+        }
+        if (total > max) throw new CapacityError(runId, max, total);
+      }
+      const rawTraj = unwrap(trajStore);
+      const rawTransitions = unwrap(tx.objectStore('transitions'));
+      for (const victim of evicted) {
+        rawTraj.delete([runId, victim.id]);
+        if (victim.length > 0) rawTransitions.delete(transitionsRange(runId, victim.firstStep, victim.length));
+        const c = run.counters.bySource[victim.source];
+        c.trajectories -= 1;
+        c.transitions -= victim.length;
+        c.rewardSum -= victim.reward;
+        if (victim.success) c.successes -= 1;
+        run.counters.evicted.trajectories += 1;
+        run.counters.evicted.transitions += victim.length;
+      }
+
+      // Writes.
+      const now = Date.now();
+      const added: TrajectoryRecord[] = [];
+      const rows: TransitionRecord[] = [];
+      for (const { trajectory, vectors } of todo) {
+        const pinned = options.pinned ?? trajectory.source === 'offline';
+        const header: TrajectoryRecord = {
+          runId,
+          id: trajectory.id,
+          seq: run.next.trajectory++,
+          taskId: trajectory.taskId,
+          env: trajectory.env,
+          source: trajectory.source,
+          reward: trajectory.reward,
+          success: trajectory.success,
+          length: trajectory.steps.length,
+          firstStep: run.next.transition,
+          pinned,
+          createdAt: now,
+        };
+        const rank = evictRankOf(trajectory.source, pinned);
+        if (rank !== undefined) header.evictRank = rank;
+        run.next.transition += header.length;
+        if (onDuplicate === 'skip') rawTraj.put(header);
+        else {
+          const request = rawTraj.add(header);
+          request.onerror = () => {
+            if (request.error?.name === 'ConstraintError') duplicate ??= header.id;
+          };
+        }
+        for (const record of toTransitionRecords(runId, trajectory, header.firstStep, vectors)) {
+          rawTransitions.put(record);
+          rows.push(record);
+        }
+        added.push(header);
+        const c = run.counters.bySource[trajectory.source];
+        c.trajectories += 1;
+        c.transitions += header.length;
+        c.rewardSum += trajectory.reward;
+        if (trajectory.success) c.successes += 1;
+        const stats = (taskById.get(trajectory.taskId) as TaskRecord).stats;
+        stats.count += 1;
+        stats.rewardSum += trajectory.reward;
+        stats.rewardSumSq += trajectory.reward * trajectory.reward;
+        if (trajectory.success) stats.successes += 1;
+      }
+      const rawTasks = unwrap(taskStore);
+      for (const task of taskById.values()) rawTasks.put(task);
+      run.updatedAt = now;
+      unwrap(tx.objectStore('runs')).put(run);
+      return { added, rows, evicted, skipped };
+    }).catch((err: unknown) => {
+      throw duplicate !== undefined && (err as { name?: unknown } | null)?.name === 'ConstraintError' ? new DuplicateTrajectoryError(runId, duplicate) : err;
+    });
+
+    // Committed: bring the in-memory index along, then tell everyone.
+    this.indexes.apply(runId, (index) => {
+      for (const v of outcome.evicted) if (v.length > 0) index.removeRange(v.firstStep, v.firstStep + v.length - 1);
+      for (const r of outcome.rows) index.add({ seq: r.seq, source: r.source, taskId: r.taskId, vector: r.embedding });
+    });
+    const evictedTransitions = outcome.evicted.reduce((n, v) => n + v.length, 0);
+    if (outcome.evicted.length > 0) {
+      const ranges: [number, number][] = outcome.evicted.filter((v) => v.length > 0).map((v) => [v.firstStep, v.firstStep + v.length - 1]);
+      this.notifier.publish({
+        type: 'trajectories-removed',
+        runId,
+        trajectoryIds: outcome.evicted.map((v) => v.id),
+        transitions: evictedTransitions,
+        reason: 'evicted',
+        seqRanges: ranges.sort((a, b) => a[0] - b[0]),
+      });
+    }
+    if (outcome.added.length > 0) {
+      const perSource: Partial<Record<TrajectorySource, number>> = {};
+      for (const h of outcome.added) perSource[h.source] = (perSource[h.source] ?? 0) + h.length;
+      this.notifier.publish({
+        type: 'trajectories-added',
+        runId,
+        trajectoryIds: outcome.added.map((h) => h.id),
+        transitions: perSource,
+        seqRanges: seqRanges(outcome.rows.map((r) => r.seq)),
+      });
+    }
+    return {
+      added: outcome.added.map((h) => h.id),
+      skipped: outcome.skipped,
+      transitions: outcome.rows.length,
+      evicted: { trajectoryIds: outcome.evicted.map((v) => v.id), transitions: evictedTransitions },
+    };
+  }
+
+  /**
+   * Deletes trajectories (and their transitions) as if they had never been added: counters and
+   * the tasks' reward statistics are reverted. Unknown ids are ignored. Returns the ids deleted.
+   */
+  async deleteTrajectories(runId: string, ids: readonly string[]): Promise<string[]> {
+    checkId('run id', runId);
+    const list = idList('trajectory id', ids) ?? [];
+    if (list.length === 0) return [];
+    const removed = await this.write(['runs', 'tasks', 'trajectories', 'transitions'], `deleteTrajectories(${runId}, ${list.length} ids)`, async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      const trajStore = tx.objectStore('trajectories');
+      const taskStore = tx.objectStore('tasks');
+      const headers = (await Promise.all(list.map((id) => trajStore.get([runId, id])))).filter((h): h is TrajectoryRecord => h !== undefined);
+      const taskIds = [...new Set(headers.map((h) => h.taskId))];
+      const tasks = new Map<string, TaskRecord>();
+      for (const t of await Promise.all(taskIds.map((id) => taskStore.get([runId, id])))) if (t) tasks.set(t.id, t);
+      const rawTraj = unwrap(trajStore);
+      const rawTransitions = unwrap(tx.objectStore('transitions'));
+      for (const h of headers) {
+        rawTraj.delete([runId, h.id]);
+        if (h.length > 0) rawTransitions.delete(transitionsRange(runId, h.firstStep, h.length));
+        const c = run.counters.bySource[h.source];
+        c.trajectories -= 1;
+        c.transitions -= h.length;
+        c.rewardSum -= h.reward;
+        if (h.success) c.successes -= 1;
+        const task = tasks.get(h.taskId);
+        if (task) {
+          task.stats.count -= 1;
+          task.stats.rewardSum -= h.reward;
+          task.stats.rewardSumSq -= h.reward * h.reward;
+          if (h.success) task.stats.successes -= 1;
+        }
+      }
+      const rawTasks = unwrap(taskStore);
+      for (const t of tasks.values()) rawTasks.put(t);
+      run.updatedAt = Date.now();
+      unwrap(tx.objectStore('runs')).put(run);
+      return headers;
+    });
+    this.indexes.apply(runId, (index) => {
+      for (const h of removed) if (h.length > 0) index.removeRange(h.firstStep, h.firstStep + h.length - 1);
+    });
+    if (removed.length > 0) {
+      this.notifier.publish({
+        type: 'trajectories-removed',
+        runId,
+        trajectoryIds: removed.map((h) => h.id),
+        transitions: removed.reduce((n, h) => n + h.length, 0),
+        reason: 'deleted',
+        seqRanges: removed
+          .filter((h) => h.length > 0)
+          .map((h): [number, number] => [h.firstStep, h.firstStep + h.length - 1])
+          .sort((a, b) => a[0] - b[0]),
+      });
+    }
+    return removed.map((h) => h.id);
+  }
+
+  /**
+   * Deletes tasks from a run. Refuses with `ReplayValidationError` while a stored trajectory or
+   * another task (as parent) still refers to one of them. Returns the ids deleted.
+   */
+  async deleteTasks(runId: string, ids: readonly string[]): Promise<string[]> {
+    checkId('run id', runId);
+    const list = idList('task id', ids) ?? [];
+    if (list.length === 0) return [];
+    const gone = new Set(list);
+    const deleted = await this.write(['runs', 'tasks', 'trajectories'], `deleteTasks(${runId}, ${list.length} ids)`, async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      const taskStore = tx.objectStore('tasks');
+      const byTask = tx.objectStore('trajectories').index('by-run-task');
+      const present = (await Promise.all(list.map((id) => taskStore.getKey([runId, id])))).filter((k) => k !== undefined).map((k) => k[1]);
+      const used = await Promise.all(present.map((id) => byTask.count([runId, id])));
+      present.forEach((id, i) => {
+        if ((used[i] as number) > 0) throw new ReplayValidationError(`task ${JSON.stringify(id)} of run ${JSON.stringify(runId)} still has ${used[i]} stored trajectories`);
+      });
+      const children = await taskStore.index('by-run-seq').getAll(runRange(runId));
+      for (const child of children) {
+        if (child.parentId !== undefined && gone.has(child.parentId) && !gone.has(child.id)) {
+          throw new ReplayValidationError(`task ${JSON.stringify(child.parentId)} of run ${JSON.stringify(runId)} is the parent of task ${JSON.stringify(child.id)}`);
+        }
+      }
+      const raw = unwrap(taskStore);
+      for (const id of present) raw.delete([runId, id]);
+      run.counters.tasks -= present.length;
+      run.updatedAt = Date.now();
+      unwrap(tx.objectStore('runs')).put(run);
+      return present;
+    });
+    if (deleted.length > 0) this.notifier.publish({ type: 'tasks-deleted', runId, taskIds: deleted });
+    return deleted;
+  }
+
+  /** Checks or computes the embeddings of every step, before any transaction starts. */
+  private async embeddingsFor(
+    runId: string,
+    meta: { embeddingDim: number; embedderId: string },
+    trajectories: readonly Trajectory[],
+    options: PutTrajectoriesOptions,
+  ): Promise<Float32Array[][]> {
+    const dim = meta.embeddingDim;
+    const check = (v: unknown, what: string): Float32Array => {
+      if (!(v instanceof Float32Array)) throw new TypeError(`${what}: expected a Float32Array, got ${Object.prototype.toString.call(v)}`);
+      if (v.length !== dim) throw new EmbeddingDimensionError(runId, dim, v.length, what);
+      for (let i = 0; i < v.length; i++) {
+        if (!Number.isFinite(v[i])) throw new ReplayValidationError(`${what}: component ${i} is ${v[i]}`);
+      }
+      return compactCopy(v);
+    };
+    if (options.embeddings !== undefined) {
+      if (options.embedder !== undefined) throw new TypeError('pass either options.embedder or options.embeddings, not both');
+      const given = options.embeddings;
+      if (!Array.isArray(given) || given.length !== trajectories.length) {
+        throw new RangeError(`options.embeddings must have one entry per trajectory (${trajectories.length}), got ${Array.isArray(given) ? given.length : String(given)}`);
+      }
+      return trajectories.map((t, i) => {
+        const vs = given[i];
+        if (!Array.isArray(vs) || vs.length !== t.steps.length) {
+          throw new RangeError(`options.embeddings[${i}] must have one vector per step of ${JSON.stringify(t.id)} (${t.steps.length}), got ${Array.isArray(vs) ? vs.length : String(vs)}`);
+        }
+        return vs.map((v, s) => check(v, `embedding of trajectory ${t.id} step ${s}`));
+      });
+    }
+    const embedder = options.embedder;
+    if (embedder === undefined) throw new TypeError('putTrajectories needs options.embedder or options.embeddings (one vector per step)');
+    if (embedder.id !== meta.embedderId) throw new EmbedderMismatchError(runId, meta.embedderId, embedder.id);
+    if (embedder.dim !== dim) throw new EmbeddingDimensionError(runId, dim, embedder.dim, `embedder ${JSON.stringify(embedder.id)}`);
+    const texts = trajectories.flatMap((t) => t.steps.map((s) => transitionText(s.observation.text, s.action)));
+    const vectors: Float32Array[] = [];
+    for (let i = 0; i < texts.length; i += EMBED_CHUNK) {
+      const chunk = texts.slice(i, i + EMBED_CHUNK);
+      const out = await embedder.embed(chunk);
+      if (!Array.isArray(out) || out.length !== chunk.length) {
+        throw new ReplayValidationError(`embedder ${JSON.stringify(embedder.id)} returned ${Array.isArray(out) ? out.length : String(out)} vectors for ${chunk.length} texts`);
+      }
+      out.forEach((v, j) => vectors.push(check(v, `embedder ${JSON.stringify(embedder.id)} vector for text ${i + j}`)));
+    }
+    let k = 0;
+    return trajectories.map((t) => t.steps.map(() => vectors[k++] as Float32Array));
+  }
+
+  /** Trajectory headers matching a filter, oldest first (within one transaction). */
+  private async headers(tx: AnyTx, filter: TrajectoryFilter): Promise<TrajectoryRecord[]> {
+    const { runId } = filter;
+    const sources = sourceList(filter.source);
+    const taskIds = idList('task id', filter.taskId);
+    const ids = filter.ids === undefined ? undefined : idList('trajectory id', filter.ids);
+    const store = tx.objectStore('trajectories');
+    let headers: TrajectoryRecord[];
+    if (ids) headers = (await Promise.all(ids.map((id) => store.get([runId, id])))).filter((h): h is TrajectoryRecord => h !== undefined);
+    else if (taskIds) headers = (await Promise.all(taskIds.map((id) => store.index('by-run-task').getAll([runId, id])))).flat();
+    else if (sources) headers = (await Promise.all(sources.map((s) => store.index('by-run-source').getAll([runId, s])))).flat();
+    else headers = await store.index('by-run-seq').getAll(runRange(runId));
+    if (sources) headers = headers.filter((h) => sources.includes(h.source));
+    if (taskIds) headers = headers.filter((h) => taskIds.includes(h.taskId));
+    headers.sort((a, b) => a.seq - b.seq);
+    return headers;
+  }
+
+  private checkFilter(filter: ReplayFilter & { limit?: number }): void {
+    if (typeof filter !== 'object' || filter === null) throw new TypeError(`filter must be an object with a runId, got ${String(filter)}`);
+    checkId('filter.runId', filter.runId);
+    if (filter.limit !== undefined) checkCount('filter.limit', filter.limit);
+  }
+
+  /** Trajectory headers (no steps) matching the filter, oldest first. */
+  async getTrajectoryRecords(filter: TrajectoryFilter): Promise<TrajectoryRecord[]> {
+    this.checkFilter(filter);
+    const headers = await this.read(['trajectories'], (tx) => this.headers(tx, filter));
+    return filter.limit === undefined ? headers : headers.slice(0, filter.limit);
+  }
+
+  /** Whole trajectories matching the filter, oldest first. */
+  async getTrajectories(filter: TrajectoryFilter): Promise<Trajectory[]> {
+    this.checkFilter(filter);
+    return this.read(['trajectories', 'transitions'], async (tx) => {
+      let headers = await this.headers(tx, filter);
+      if (filter.limit !== undefined) headers = headers.slice(0, filter.limit);
+      return this.assemble(tx, headers);
+    });
+  }
+
+  private async assemble(tx: AnyTx, headers: readonly TrajectoryRecord[]): Promise<Trajectory[]> {
+    const store = tx.objectStore('transitions');
+    const steps = await Promise.all(headers.map((h) => (h.length === 0 ? Promise.resolve([]) : store.getAll(transitionsRange(h.runId, h.firstStep, h.length)))));
+    return headers.map((h, i) => trajectoryOf(h, steps[i] as TransitionRecord[]));
+  }
+
+  /** Transitions matching the filter, in storage order. */
+  async getTransitions(filter: TransitionFilter): Promise<TransitionRecord[]> {
+    this.checkFilter(filter);
+    if (filter.trajectoryId !== undefined) checkId('filter.trajectoryId', filter.trajectoryId);
+    const ids = filter.trajectoryId === undefined ? undefined : [filter.trajectoryId];
+    return this.read(['trajectories', 'transitions'], async (tx) => {
+      const headers = await this.headers(tx, { ...filter, ids, limit: undefined });
+      const store = tx.objectStore('transitions');
+      const out: TransitionRecord[] = [];
+      const limit = filter.limit ?? Number.POSITIVE_INFINITY;
+      for (const h of headers) {
+        if (out.length >= limit) break;
+        if (h.length === 0) continue;
+        const want = Math.min(h.length, limit - out.length);
+        out.push(...(await store.getAll(transitionsRange(h.runId, h.firstStep, want))));
+      }
+      return out;
+    });
+  }
+
+  /** One transition by its seq in the run, or undefined. */
+  async getTransition(runId: string, seq: number): Promise<TransitionRecord | undefined> {
+    checkId('run id', runId);
+    checkCount('seq', seq);
+    return this.read(['transitions'], (tx) => tx.objectStore('transitions').get([runId, seq]));
+  }
+
+  /**
+   * `n` distinct transitions drawn uniformly from those matching the filter (all of them, in
+   * random order, when fewer match).
+   */
+  async sampleTransitions(filter: ReplayFilter, n: number, options: SampleOptions = {}): Promise<TransitionRecord[]> {
+    this.checkFilter(filter);
+    checkCount('n', n);
+    const rng = options.rng ?? new Rng(Date.now());
+    return this.read(['trajectories', 'transitions'], async (tx) => {
+      const headers = await this.headers(tx, filter);
+      const starts: number[] = [];
+      let total = 0;
+      for (const h of headers) {
+        starts.push(total);
+        total += h.length;
+      }
+      const picks = sampleIndices(rng, total, Math.min(n, total));
+      const store = tx.objectStore('transitions');
+      const keys = picks.map((p): [string, number] => {
+        // The header whose range holds p (binary search over the prefix sums).
+        let lo = 0;
+        let hi = starts.length - 1;
+        while (lo < hi) {
+          const mid = (lo + hi + 1) >>> 1;
+          if ((starts[mid] as number) <= p) lo = mid;
+          else hi = mid - 1;
+        }
+        const h = headers[lo] as TrajectoryRecord;
+        return [filter.runId, h.firstStep + (p - (starts[lo] as number))];
+      });
+      const records = await Promise.all(keys.map((k) => store.get(k)));
+      return records.filter((r): r is TransitionRecord => r !== undefined);
+    });
+  }
+
+  /** `n` distinct whole trajectories drawn uniformly from those matching the filter. */
+  async sampleTrajectories(filter: ReplayFilter, n: number, options: SampleOptions = {}): Promise<Trajectory[]> {
+    this.checkFilter(filter);
+    checkCount('n', n);
+    const rng = options.rng ?? new Rng(Date.now());
+    return this.read(['trajectories', 'transitions'], async (tx) => {
+      const headers = await this.headers(tx, filter);
+      const picks = sampleIndices(rng, headers.length, Math.min(n, headers.length));
+      return this.assemble(
+        tx,
+        picks.map((i) => headers[i] as TrajectoryRecord),
+      );
+    });
+  }
+
+  // ---------------------------------------------------------------- counts and stats
+
+  /** What a run holds (from counters kept with every write: O(1)). */
+  async counts(runId: string): Promise<RunCounts> {
+    checkId('run id', runId);
+    const run = await this.getRun(runId);
+    if (!run) throw new UnknownRunError(runId);
+    return countsOf(run);
+  }
+
+  /** Counts, settings and reward summaries of a run. */
+  async stats(runId: string): Promise<RunStats> {
+    checkId('run id', runId);
+    const run = await this.getRun(runId);
+    if (!run) throw new UnknownRunError(runId);
+    const rewards = {} as RunStats['rewards'];
+    for (const s of SOURCES) {
+      const c = run.counters.bySource[s];
+      rewards[s] = c.trajectories === 0 ? { meanReward: null, successRate: null } : { meanReward: c.rewardSum / c.trajectories, successRate: c.successes / c.trajectories };
+    }
+    const stats: RunStats = {
+      ...countsOf(run),
+      runId,
+      embedderId: run.embedderId,
+      embeddingDim: run.embeddingDim,
+      maxTransitions: run.maxTransitions ?? this.settings.maxTransitions,
+      rewards,
+      createdAt: run.createdAt,
+      updatedAt: run.updatedAt,
+    };
+    if (run.latestCheckpoint !== undefined) stats.latestCheckpoint = run.latestCheckpoint;
+    return stats;
+  }
+
+  // ---------------------------------------------------------------- retrieval
+
+  /**
+   * The k stored transitions most similar to `query` (cosine similarity of embeddings), best
+   * first, ties to the older transition. `query` must have the run's embedding dimension.
+   */
+  async retrieve(query: Float32Array, k: number, filter: ReplayFilter): Promise<RetrievalHit[]> {
+    const [hits] = await this.retrieveBatch([query], k, filter);
+    return hits as RetrievalHit[];
+  }
+
+  /** `retrieve` for several queries in one pass over the index (cheaper than one call each). */
+  async retrieveBatch(queries: readonly Float32Array[], k: number, filter: ReplayFilter): Promise<RetrievalHit[][]> {
+    this.checkFilter(filter);
+    checkPositive('k', k);
+    if (!Array.isArray(queries)) throw new TypeError(`queries must be an array of Float32Array, got ${String(queries)}`);
+    const meta = await this.meta(filter.runId);
+    queries.forEach((q, i) => {
+      if (!(q instanceof Float32Array)) throw new TypeError(`query ${i} must be a Float32Array, got ${Object.prototype.toString.call(q)}`);
+      if (q.length !== meta.embeddingDim) throw new EmbeddingDimensionError(filter.runId, meta.embeddingDim, q.length, queries.length === 1 ? 'the query' : `query ${i}`);
+    });
+    const sources = sourceList(filter.source);
+    const taskIds = idList('task id', filter.taskId);
+    const index = await this.retrievalIndex(filter.runId);
+    const searchFilter: { sources?: TrajectorySource[]; taskIds?: string[] } = {};
+    if (sources) searchFilter.sources = sources;
+    if (taskIds) searchFilter.taskIds = taskIds;
+    const found = index.search(queries, k, searchFilter);
+    return this.read(['transitions'], async (tx) => {
+      const store = tx.objectStore('transitions');
+      return Promise.all(
+        found.map(async (hits) => {
+          const records = await Promise.all(hits.map((h) => store.get([filter.runId, h.seq])));
+          const out: RetrievalHit[] = [];
+          records.forEach((r, i) => {
+            // A transition evicted by another context since the index was built is skipped.
+            if (r) out.push({ score: (hits[i] as { score: number }).score, transition: r });
+          });
+          return out;
+        }),
+      );
+    });
+  }
+
+  /**
+   * The run's in-memory index, loading it on first use. Exposed for benchmarks and tools;
+   * `retrieve` is the normal entry point.
+   */
+  async retrievalIndex(runId: string): Promise<RetrievalIndex> {
+    checkId('run id', runId);
+    this.assertOpen();
+    return this.indexes.get(runId);
+  }
+
+  private onRemoteChange(change: ReplayChange): void {
+    switch (change.type) {
+      case 'trajectories-added':
+        this.indexes.remoteAdded(change.runId, change.seqRanges);
+        break;
+      case 'trajectories-removed':
+        this.indexes.remoteRemoved(change.runId, change.seqRanges);
+        break;
+      case 'run-deleted':
+      case 'run-created':
+        this.indexes.drop(change.runId);
+        this.runMeta.delete(change.runId);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // ---------------------------------------------------------------- checkpoints
+
+  /** Saves (or replaces) a named checkpoint and marks it the run's latest. */
+  async saveCheckpoint(runId: string, input: CheckpointInput): Promise<CheckpointInfo> {
+    checkId('run id', runId);
+    if (typeof input !== 'object' || input === null) throw new TypeError(`checkpoint must be an object, got ${String(input)}`);
+    checkId('checkpoint name', input.name);
+    checkCount('checkpoint iteration', input.iteration);
+    if (!Array.isArray(input.tensors)) throw new TypeError(`checkpoint tensors must be an array, got ${String(input.tensors)}`);
+    const tensors = input.tensors.map((t, i) => checkTensor(`tensor #${i}`, t));
+    const optimizerTensors = input.optimizer ? input.optimizer.tensors.map((t, i) => checkTensor(`optimizer tensor #${i}`, t)) : [];
+    const record: CheckpointRecord = {
+      runId,
+      name: input.name,
+      iteration: input.iteration,
+      createdAt: Date.now(),
+      tensors,
+      optimizer: { tensors: optimizerTensors },
+    };
+    if (input.optimizer?.config !== undefined) record.optimizer.config = input.optimizer.config;
+    if (input.config !== undefined) record.config = input.config;
+    await this.write(['runs', 'checkpoints'], `saveCheckpoint(${runId}, ${input.name})`, async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      run.latestCheckpoint = input.name;
+      run.updatedAt = record.createdAt;
+      await Promise.all([tx.objectStore('checkpoints').put(record), tx.objectStore('runs').put(run)]);
+    });
+    this.notifier.publish({ type: 'checkpoint-saved', runId, name: input.name, iteration: input.iteration });
+    return infoOf(record);
+  }
+
+  /** Loads a checkpoint by name, or the latest saved one. Throws `CheckpointNotFoundError`. */
+  async loadCheckpoint(runId: string, name?: string): Promise<CheckpointRecord> {
+    checkId('run id', runId);
+    if (name !== undefined) checkId('checkpoint name', name);
+    return this.read(['runs', 'checkpoints'], async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      const wanted = name ?? run.latestCheckpoint;
+      if (wanted === undefined) throw new CheckpointNotFoundError(runId, undefined);
+      const record = await tx.objectStore('checkpoints').get([runId, wanted]);
+      if (!record) throw new CheckpointNotFoundError(runId, wanted);
+      return record;
+    });
+  }
+
+  /** The run's checkpoints (without tensors), by name. */
+  async listCheckpoints(runId: string): Promise<CheckpointInfo[]> {
+    checkId('run id', runId);
+    const records = await this.read(['checkpoints'], (tx) => tx.objectStore('checkpoints').getAll(runRange(runId)));
+    return records.map(infoOf);
+  }
+
+  /** Deletes a checkpoint; returns whether it existed. */
+  async deleteCheckpoint(runId: string, name: string): Promise<boolean> {
+    checkId('run id', runId);
+    checkId('checkpoint name', name);
+    return this.write(['runs', 'checkpoints'], `deleteCheckpoint(${runId}, ${name})`, async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      const store = tx.objectStore('checkpoints');
+      if ((await store.getKey([runId, name])) === undefined) return false;
+      await store.delete([runId, name]);
+      if (run.latestCheckpoint === name) {
+        delete run.latestCheckpoint;
+        await tx.objectStore('runs').put(run);
+      }
+      return true;
+    });
+  }
+
+  // ---------------------------------------------------------------- metrics
+
+  /** Appends per-iteration records (an iteration already stored is replaced). One transaction. */
+  async appendMetrics(runId: string, records: readonly MetricInput[]): Promise<void> {
+    checkId('run id', runId);
+    if (!Array.isArray(records)) throw new TypeError(`metrics must be an array, got ${String(records)}`);
+    const now = Date.now();
+    const rows: MetricRecord[] = records.map((m, i) => {
+      if (typeof m !== 'object' || m === null) throw new TypeError(`metrics[${i}] must be an object, got ${String(m)}`);
+      checkCount(`metrics[${i}].iteration`, m.iteration);
+      if (m.time !== undefined && !Number.isFinite(m.time)) throw new RangeError(`metrics[${i}].time must be a finite number, got ${m.time}`);
+      if (typeof m.values !== 'object' || m.values === null) throw new TypeError(`metrics[${i}].values must be an object of numbers, got ${String(m.values)}`);
+      const values: Record<string, number> = {};
+      for (const [key, value] of Object.entries(m.values)) {
+        if (typeof value !== 'number') throw new TypeError(`metrics[${i}].values.${key} must be a number, got ${JSON.stringify(value)}`);
+        values[key] = value;
+      }
+      return { runId, iteration: m.iteration, time: m.time ?? now, values };
+    });
+    if (rows.length === 0) return;
+    await this.write(['runs', 'metrics'], `appendMetrics(${runId}, ${rows.length} records)`, async (tx) => {
+      await this.requireRun(tx, runId);
+      const store = unwrap(tx.objectStore('metrics'));
+      for (const row of rows) store.put(row);
+    });
+    this.notifier.publish({ type: 'metrics-appended', runId, iterations: rows.map((r) => r.iteration) });
+  }
+
+  /** Metric records of a run in iteration order, optionally within [from, to]. */
+  async readMetrics(runId: string, range: { from?: number; to?: number } = {}): Promise<MetricRecord[]> {
+    checkId('run id', runId);
+    const from = range.from ?? 0;
+    const to = range.to ?? Number.POSITIVE_INFINITY;
+    if (!(Number.isFinite(from) && from >= 0)) throw new RangeError(`from must be a non-negative number, got ${from}`);
+    if (!(to >= from)) throw new RangeError(`to must be >= from, got from ${from}, to ${to}`);
+    return this.read(['metrics'], (tx) => tx.objectStore('metrics').getAll(IDBKeyRange.bound([runId, from], [runId, to])));
+  }
+
+  // ---------------------------------------------------------------- coordination
+
+  /**
+   * Takes the run's trainer lock (a Web Lock shared by all tabs and workers of the origin).
+   * Throws `RunLockedError` ("this run is being trained elsewhere") if another context holds it.
+   * The lock is released by `release()`, by `close()`, or when this context ends.
+   */
+  async acquireRunLock(runId: string): Promise<RunLock> {
+    checkId('run id', runId);
+    this.assertOpen();
+    if (this.heldLocks.has(runId)) throw new RunLockedError(runId);
+    const lock = await acquireRunLock(this.settings.locks, this.name, runId);
+    const held: RunLock = {
+      runId: lock.runId,
+      name: lock.name,
+      get released() {
+        return lock.released;
+      },
+      release: async () => {
+        this.heldLocks.delete(runId);
+        await lock.release();
+      },
+    };
+    this.heldLocks.set(runId, held);
+    return held;
+  }
+
+  /** Whether some context (this one included) holds the run's trainer lock. */
+  async isRunLocked(runId: string): Promise<boolean> {
+    checkId('run id', runId);
+    return isRunLocked(this.settings.locks, this.name, runId);
+  }
+
+  /**
+   * Listens to changes: this store's own (`origin: 'local'`) and, over BroadcastChannel, those of
+   * other tabs and workers (`origin: 'remote'`). Returns the unsubscribe function.
+   */
+  subscribe(listener: ReplayListener): () => void {
+    this.assertOpen();
+    return this.notifier.subscribe(listener);
+  }
+}
+
+function countsOf(run: RunRecord): RunCounts {
+  const bySource = {} as Record<TrajectorySource, SourceCounts>;
+  for (const s of SOURCES) bySource[s] = { trajectories: run.counters.bySource[s].trajectories, transitions: run.counters.bySource[s].transitions };
+  return {
+    tasks: run.counters.tasks,
+    trajectories: totalTrajectories(run),
+    transitions: totalTransitions(run),
+    bySource,
+    evicted: { ...run.counters.evicted },
+  };
+}
+
+function infoOf(record: CheckpointRecord): CheckpointInfo {
+  const all = [...record.tensors, ...record.optimizer.tensors];
+  return {
+    name: record.name,
+    iteration: record.iteration,
+    createdAt: record.createdAt,
+    tensorCount: record.tensors.length,
+    bytes: all.reduce((n, t) => n + t.data.byteLength, 0),
+  };
+}
+
+/** `m` distinct integers from [0, total), in random order. */
+function sampleIndices(rng: Rng, total: number, m: number): number[] {
+  if (m <= 0) return [];
+  if (m * 3 >= total) return rng.sample(Array.from({ length: total }, (_, i) => i), m);
+  const picked = new Set<number>();
+  const out: number[] = [];
+  while (out.length < m) {
+    const i = rng.int(0, total - 1);
+    if (!picked.has(i)) {
+      picked.add(i);
+      out.push(i);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,159 @@
+/**
+ * Streaming JSONL import/export: exact round trip, every kind of input, progress, and
+ * all-or-nothing: a malformed or inconsistent file writes nothing, and a write failure midway
+ * removes what the import had written.
+ */
+import { Readable } from 'node:stream';
+import { IDBObjectStore as FakeObjectStore } from 'fake-indexeddb';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { JsonlError, taskLine, toJsonl, trajectoryLine } from '../src/core/jsonl.ts';
+import type { Task, Trajectory } from '../src/core/types.ts';
+import { exportJsonl, exportJsonlToString, importJsonl, StorageFullError, type ImportProgress, type ReplayStore } from '../src/replay/index.ts';
+import { openNodeReplayStore } from '../src/replay/node.ts';
+import { HashEmbedder, makeTask, makeTrajectory } from './fixtures/replay-data.ts';
+
+const embedder = new HashEmbedder(12);
+const stores: ReplayStore[] = [];
+let n = 0;
+
+async function storeWithRun(): Promise<ReplayStore> {
+  const store = await openNodeReplayStore({ name: `replay-jsonl-${process.pid}-${n++}` });
+  stores.push(store);
+  await store.createRun({ id: 'run', embedding: embedder });
+  return store;
+}
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+});
+
+function dataset(count: number): { tasks: Task[]; trajectories: Trajectory[] } {
+  const tasks = [makeTask('s0'), makeTask('s1'), makeTask('g0', { parentId: 's0' })];
+  const trajectories = Array.from({ length: count }, (_, i) => makeTrajectory(`tr${i}`, (tasks[i % 3] as Task).id, i % 2 === 0 ? 'offline' : 'synthetic', 1 + (i % 4), i % 3 === 0 ? 1 : 0));
+  return { tasks, trajectories };
+}
+
+async function snapshot(store: ReplayStore): Promise<unknown> {
+  return {
+    counts: await store.counts('run'),
+    tasks: await store.getTasks('run'),
+    trajectories: await store.getTrajectories({ runId: 'run' }),
+  };
+}
+
+describe('importJsonl / exportJsonl', () => {
+  it('round-trips a file exactly, in batches, reporting progress', async () => {
+    const store = await storeWithRun();
+    const data = dataset(25);
+    const text = toJsonl(data);
+    const progress: ImportProgress[] = [];
+    const summary = await importJsonl(store, 'run', text, { embedder, batchSize: 4, onProgress: (p) => progress.push(p) });
+    expect(summary).toEqual({ tasks: 3, trajectories: 25, transitions: data.trajectories.reduce((s, t) => s + t.steps.length, 0), skipped: [], evicted: 0 });
+    expect(await exportJsonlToString(store, 'run')).toBe(text);
+    expect((await store.getTasks('run', { ids: ['g0'] }))[0]?.generation).toBe(1);
+    expect((await store.counts('run')).bySource.offline.trajectories).toBe(13);
+
+    const writes = progress.filter((p) => p.phase === 'write');
+    expect(writes.map((p) => p.written)).toEqual([4, 8, 12, 16, 20, 24, 25]);
+    expect(writes.every((p) => p.totalTrajectories === 25 && p.totalBytes === text.length)).toBe(true);
+    expect(progress.some((p) => p.phase === 'validate' && p.bytes === text.length)).toBe(true);
+
+    // Export streams line by line, and can filter by source.
+    const lines: string[] = [];
+    for await (const line of exportJsonl(store, 'run', { source: 'synthetic', includeTasks: false, pageSize: 5 })) lines.push(line);
+    expect(lines).toEqual(data.trajectories.filter((t) => t.source === 'synthetic').map((t) => `${trajectoryLine(t)}\n`));
+  });
+
+  it('reads Blobs, web streams, Node streams of bytes split mid-character, and CRLF', async () => {
+    const data = dataset(6);
+    data.trajectories[0] = { ...(data.trajectories[0] as Trajectory), steps: [{ observation: { text: 'café 🍵 ünïcode', actions: ['a'] }, action: 'a', reward: 1, done: true, valid: true }] };
+    const text = toJsonl(data);
+    const bytes = new TextEncoder().encode(text.replace(/\n/g, '\r\n'));
+    const pieces = (size: number): Uint8Array[] => Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) => bytes.subarray(i * size, (i + 1) * size));
+    const inputs = [
+      () => new Blob([bytes]),
+      () => new ReadableStream<Uint8Array>({ start: (c) => (pieces(7).forEach((p) => c.enqueue(p)), c.close()) }),
+      () => Readable.from(pieces(3).map((p) => Buffer.from(p))),
+      () => () => Readable.from(pieces(5).map((p) => Buffer.from(p))), // re-openable factory
+    ];
+    for (const make of inputs) {
+      const store = await storeWithRun();
+      await importJsonl(store, 'run', make(), { embedder, batchSize: 2 });
+      expect(await exportJsonlToString(store, 'run')).toBe(text);
+    }
+  });
+
+  it('a file with any bad line writes nothing and names every bad line', async () => {
+    const store = await storeWithRun();
+    await importJsonl(store, 'run', toJsonl({ tasks: [makeTask('s0')], trajectories: [makeTrajectory('old', 's0', 'offline')] }), { embedder });
+    const before = await snapshot(store);
+    const good = dataset(9);
+    const lines = toJsonl(good).trimEnd().split('\n');
+    const bad = [...lines];
+    bad[5] = bad[5]?.replace('"reward":0', '"reward":"zero"') ?? '';
+    bad.splice(9, 0, '{"v":1,"type":"trajectory","trajectory":{"id":"x"');
+    const err = await importJsonl(store, 'run', `${bad.join('\n')}\n`, { embedder, batchSize: 2 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(JsonlError);
+    const issues = (err as JsonlError).issues;
+    expect(issues.map((i) => i.line)).toEqual([6, 10]);
+    expect(issues[0]?.field).toMatch(/^trajectory\.(reward|steps\.\d+\.reward)$/);
+    expect(issues[1]?.message).toMatch(/not valid JSON/);
+    expect(await snapshot(store)).toEqual(before);
+  });
+
+  it('references, duplicates and env mismatches are checked against the file and the run before writing', async () => {
+    const store = await storeWithRun();
+    await importJsonl(store, 'run', toJsonl({ tasks: [makeTask('s0')], trajectories: [makeTrajectory('old', 's0', 'offline')] }), { embedder });
+    const before = await snapshot(store);
+    // Each file starts with a good task line (line 1), which must not be written either.
+    const cases: [string, RegExp][] = [
+      [trajectoryLine(makeTrajectory('a', 'ghost', 'offline')), /line 2, field trajectory.taskId: unknown task "ghost"/],
+      [taskLine(makeTask('g', { parentId: 'ghost' })), /line 2, field task.parentId: unknown parent task "ghost"/],
+      [`${trajectoryLine(makeTrajectory('a', 's0', 'offline'))}\n${trajectoryLine(makeTrajectory('a', 's0', 'real'))}`, /line 3, field trajectory.id: duplicate trajectory id "a" \(first on line 2\)/],
+      [`${taskLine(makeTask('n'))}\n${taskLine(makeTask('n'))}`, /line 3, field task.id: duplicate task id "n"/],
+      [trajectoryLine(makeTrajectory('old', 's0', 'offline')), /line 2, field trajectory.id: run "run" already has trajectory "old"/],
+      [trajectoryLine({ ...makeTrajectory('h', 's0', 'offline'), env: 'household' }), /line 2, field trajectory.env: trajectory is in env household but task "s0" is in shop/],
+      ['{"v":2,"type":"task","task":{}}', /line 2, field v: unsupported format version 2/],
+    ];
+    for (const [text, message] of cases) {
+      const err = await importJsonl(store, 'run', `${taskLine(makeTask('fresh'))}\n${text}\n`, { embedder }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(JsonlError);
+      expect((err as Error).message).toMatch(message);
+      expect(await snapshot(store)).toEqual(before);
+    }
+    // With onDuplicate: 'skip', the stored id is skipped and the rest imported.
+    const summary = await importJsonl(store, 'run', `${trajectoryLine(makeTrajectory('old', 's0', 'offline'))}\n${trajectoryLine(makeTrajectory('b', 's0', 'real'))}\n`, { embedder, onDuplicate: 'skip' });
+    expect(summary).toMatchObject({ trajectories: 1, skipped: ['old'] });
+  });
+
+  it('a write failure midway removes what the import wrote, restoring replaced tasks', async () => {
+    const store = await storeWithRun();
+    await importJsonl(store, 'run', toJsonl({ tasks: [makeTask('s0')], trajectories: [makeTrajectory('old', 's0', 'offline')] }), { embedder });
+    const before = await snapshot(store);
+    const data = dataset(12);
+    data.tasks[0] = { ...makeTask('s0'), instruction: 'replaced instruction' };
+    // Fail the third trajectory batch's first transition put with a quota error.
+    const original = FakeObjectStore.prototype.put;
+    let transitionPuts = 0;
+    const failAt = data.trajectories.slice(0, 8).reduce((s, t) => s + t.steps.length, 0) + 1;
+    vi.spyOn(FakeObjectStore.prototype, 'put').mockImplementation(function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+      if (this.name === 'transitions' && ++transitionPuts === failAt) throw new DOMException('full', 'QuotaExceededError');
+      return original.call(this, value, key);
+    });
+    const err = await importJsonl(store, 'run', toJsonl(data), { embedder, batchSize: 4 }).catch((e: unknown) => e);
+    vi.restoreAllMocks();
+    expect(err).toBeInstanceOf(StorageFullError);
+    expect(transitionPuts).toBeGreaterThanOrEqual(failAt);
+    expect(await snapshot(store)).toEqual(before);
+  });
+
+  it('refuses a mismatched embedder and an unknown run before reading', async () => {
+    const store = await storeWithRun();
+    await expect(importJsonl(store, 'run', '', { embedder: new HashEmbedder(12, 'other') })).rejects.toThrow(/embedded with "test-hash-12"/);
+    await expect(importJsonl(store, 'run', '', { embedder: new HashEmbedder(13, embedder.id) })).rejects.toThrow(/stores 12-dim vectors/);
+    await expect(importJsonl(store, 'nope', '', { embedder })).rejects.toThrow(/No run "nope"/);
+    await expect(exportJsonlToString(store, 'nope')).rejects.toThrow(/No run "nope"/);
+    expect(await importJsonl(store, 'run', '\n\n', { embedder })).toEqual({ tasks: 0, trajectories: 0, transitions: 0, skipped: [], evicted: 0 });
+  });
+});
