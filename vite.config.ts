@@ -24,7 +24,7 @@ export default defineConfig({
   preview: { host: '127.0.0.1', headers: isolationHeaders },
   worker: { format: 'es' },
   // Pre-bundle up front so the browser test runner never reloads mid-run on a late discovery.
-  optimizeDeps: { include: ['zod', 'minisearch'] },
+  optimizeDeps: { include: ['zod', 'minisearch', 'idb', 'comlink', '@mlc-ai/web-llm'] },
   build: { target: 'es2022', sourcemap: true },
   test: {
     projects: [

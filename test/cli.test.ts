@@ -109,3 +109,23 @@ describe('dreamgym CLI', () => {
     expect(res.err).toMatch(/line 3, field task/);
   });
 });
+
+describe('dreamgym fidelity', () => {
+  it('prints a JSON report for the retrieval model', async () => {
+    const res = await cli('fidelity', '--env', 'household', '--train-episodes', '30', '--test-episodes', '8', '--json');
+    expect(res.code).toBe(0);
+    const report = JSON.parse(res.out) as Record<string, unknown>;
+    expect(report).toMatchObject({ env: 'household', sim: 'retrieval', trainEpisodes: 30, testEpisodes: 8 });
+    for (const key of ['actionAgreement', 'nextStateMatch', 'rewardAccuracy', 'invalidDetection']) {
+      expect(report[key]).toBeGreaterThanOrEqual(0);
+      expect(report[key]).toBeLessThanOrEqual(1);
+    }
+    expect(['wasm', 'cpu']).toContain(report.backend);
+  });
+
+  it('refuses a simulator that cannot run in Node', async () => {
+    const res = await cli('fidelity', '--env', 'shop', '--sim', 'llm');
+    expect(res.code).not.toBe(0);
+    expect(res.err).toMatch(/retrieval/);
+  });
+});

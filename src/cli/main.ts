@@ -10,6 +10,7 @@ import { ENV_NAMES } from '../core/types.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
 import { writeOfflineData } from './data.ts';
+import { formatFidelity, runFidelity } from './fidelity.ts';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -66,6 +67,26 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .action(async (file: string) => {
       const data = parseJsonl(await readFile(file, 'utf8'));
       out(`${file}: valid, ${data.tasks.length} tasks, ${data.trajectories.length} trajectories\n`);
+    });
+
+  program
+    .command('fidelity')
+    .description(
+      'Measure how faithfully an experience model imitates a real environment on held-out test-split transitions: ' +
+        'admissible-action agreement (Jaccard), next-state match rate, reward and done accuracy, invalid-action detection.',
+    )
+    .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
+    .addOption(
+      new Option('--sim <model>', 'experience model (the LLM model runs only in the page, where WebLLM has WebGPU)').choices(['retrieval']).default('retrieval'),
+    )
+    .option('--train-episodes <n>', 'real train-split episodes the model is built from', positiveInt, 300)
+    .option('--test-episodes <n>', 'held-out real test-split episodes it is measured on', positiveInt, 100)
+    .option('--seed <s>', 'seed for tasks and policy noise', integer, 0)
+    .option('--policy <p>', 'policy producing both data sets: expert | noisy:EPS', policySpec, 'noisy:0.3')
+    .option('--json', 'print the report as JSON')
+    .action(async (opts: { env: string; sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; seed: number; policy: string; json?: boolean }) => {
+      const report = await runFidelity(getEnvSpec(opts.env), opts);
+      out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatFidelity(report));
     });
 
   program

@@ -33,6 +33,8 @@ export const TaskSchema = z.object({
   split: z.enum(['train', 'test']),
   origin: z.enum(['seed', 'generated']),
   parentId: z.string().min(1).optional(),
+  /** 0 for seed tasks, the parent's generation + 1 for generated ones. */
+  generation: z.number().int().nonnegative().optional(),
 });
 export type Task = z.infer<typeof TaskSchema>;
 

@@ -1,0 +1,510 @@
+/**
+ * The LLM experience model (DreamGym's M_exp): a local LLM, prompted with the domain rules, the
+ * task, the interaction so far, the current state and action, and the top-k real transitions
+ * retrieved for them, predicts (reasoning first) the next state, reward and done.
+ *
+ * - Output: constrained by `response_format` (JSON schema or EBNF grammar), validated whole with
+ *   zod, DreamGym's rules enforced; an unusable reply is answered with a correction turn and
+ *   retried a bounded number of times, then {@link ExperienceParseError}. `step` never returns a
+ *   half-formed transition.
+ * - Cost: each trajectory is one growing conversation (WebLLM reuses its KV cache and prefills
+ *   only the new turn when a request extends the previous one); conversations restart with the
+ *   recent history restated when they grow past `maxConversationChars`. Optionally, transitions
+ *   are cached within a GRPO group: the same task, history, state and action reuse the sampled
+ *   outcome.
+ * - Accounting: per call prompt and completion tokens, latency, prompt characters; totals in
+ *   {@link LLMExperienceModel.stats}.
+ */
+import { hashString } from '../core/rng.ts';
+import type { Observation, Task } from '../core/types.ts';
+import { getEnvSpec } from '../envs/registry.ts';
+import type { ChatCompletionMessageParam, ChatEngine } from '../llm/engine.ts';
+import { completionText, messageChars } from '../llm/engine.ts';
+import { LLMConfigError, LLMRequestError, errorText } from '../llm/errors.ts';
+import { type OutputConstraint, parseResetReply, parseStepReply, responseFormat } from './llm-output.ts';
+import {
+  DEFAULT_PROMPT_CONFIG,
+  type ExperiencePromptConfig,
+  correctionTurn,
+  demoKey,
+  experienceSystemPrompt,
+  firstStepTurn,
+  followUpStepTurn,
+  resetTurn,
+  selectDemos,
+} from './prompt.ts';
+import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from './types.ts';
+
+/** Thrown when the model gave no usable reply within the retry budget. Nothing was recorded. */
+export class ExperienceParseError extends Error {
+  override name = 'ExperienceParseError';
+  constructor(
+    message: string,
+    /** Attempts made (1 + retries). */
+    readonly attempts: number,
+    /** Why each attempt's reply was unusable, in order. */
+    readonly problems: readonly string[],
+    /** The last reply (cut to 500 characters). */
+    readonly lastReply: string,
+  ) {
+    super(message);
+  }
+}
+
+/** How the first observation of an episode is made. */
+export type InitialObservationSource = 'env' | 'llm';
+
+/** Settings of {@link LLMExperienceModel}; defaults in {@link DEFAULT_LLM_EXPERIENCE_CONFIG}. */
+export interface LLMExperienceConfig extends ExperiencePromptConfig {
+  /** Model id for the requests (needed when the engine hosts several models). */
+  model?: string;
+  /** Sampling temperature. */
+  temperature: number;
+  /** Nucleus sampling. */
+  topP: number;
+  /** Completion token limit per call. */
+  maxTokens: number;
+  /** How the reply is constrained. */
+  constraint: OutputConstraint;
+  /** Retries after an unusable reply (so `maxRetries + 1` attempts). */
+  maxRetries: number;
+  /** One growing conversation per trajectory (KV-cache reuse) instead of one prompt per step. */
+  conversation: boolean;
+  /** A conversation restarts (recent history restated) once its prompt would exceed this many characters. */
+  maxConversationChars: number;
+  /** Conversations remembered (least recently used are dropped). */
+  maxConversations: number;
+  /** Reuse the sampled transition for the same task, history, state and action (GRPO groups). */
+  groupCache: boolean;
+  /** Transitions remembered by the group cache. */
+  groupCacheSize: number;
+  /**
+   * 'env': the first observation comes from the task's built-in environment (a pure function of
+   * the task; the LLM is asked only when that fails); 'llm': the LLM writes it from the task and
+   * the retrieved initial states.
+   */
+  initialObservation: InitialObservationSource;
+}
+
+/** Defaults of {@link LLMExperienceConfig}. */
+export const DEFAULT_LLM_EXPERIENCE_CONFIG: LLMExperienceConfig = {
+  ...DEFAULT_PROMPT_CONFIG,
+  temperature: 0.3,
+  topP: 0.95,
+  maxTokens: 768,
+  constraint: 'json-schema',
+  maxRetries: 2,
+  conversation: true,
+  maxConversationChars: 12_000,
+  maxConversations: 256,
+  groupCache: false,
+  groupCacheSize: 4096,
+  initialObservation: 'env',
+};
+
+/** Per-call overrides of {@link LLMExperienceModel.step}. */
+export type StepCallOptions = Partial<Pick<LLMExperienceConfig, 'temperature' | 'topP' | 'maxTokens' | 'maxRetries'>>;
+
+/** One request to the engine. */
+export interface CallRecord {
+  kind: 'step' | 'reset';
+  /** 1 for the first try, 2 for the first retry, ... */
+  attempt: number;
+  /** Tokens prefilled (WebLLM counts only the new part when it reuses the KV cache). */
+  promptTokens: number;
+  completionTokens: number;
+  latencyMs: number;
+  /** Characters of the whole prompt. */
+  promptChars: number;
+  /** Characters of the new part of the prompt (what extends the previous request). */
+  newPromptChars: number;
+  /** Whether the request extended the previous one (so WebLLM could reuse its KV cache). */
+  extendsPrevious: boolean;
+  /** Whether the reply was usable. */
+  ok: boolean;
+  /** Why not, when it was not. */
+  problem?: string;
+}
+
+/** Totals of an {@link LLMExperienceModel}. */
+export interface LLMExperienceStats {
+  /** Steps answered (including group-cache hits). */
+  steps: number;
+  /** Resets answered by the LLM. */
+  resets: number;
+  /** Requests sent to the engine. */
+  calls: number;
+  promptTokens: number;
+  completionTokens: number;
+  latencyMs: number;
+  /** Unusable replies. */
+  parseFailures: number;
+  /** Retries after unusable replies. */
+  retries: number;
+  /** Steps or resets that failed after all retries. */
+  failures: number;
+  /** Engine errors (thrown by the engine). */
+  engineErrors: number;
+  /** Rule fixes applied to otherwise valid replies (e.g. reward of an invalid action set to 0). */
+  ruleCorrections: number;
+  /** Group-cache lookups and hits. */
+  cacheLookups: number;
+  cacheHits: number;
+  /** cacheHits / cacheLookups (0 when no lookups). */
+  cacheHitRate: number;
+  /** Total characters of all prompts, and of their new parts. */
+  promptChars: number;
+  newPromptChars: number;
+  /** newPromptChars per step that called the engine (what must be prefilled per step). */
+  promptCharsPerStep: number;
+  /**
+   * Requests that extended this model's previous request, so WebLLM could prefill only the new
+   * turn. WebLLM keeps one conversation per model: the reuse happens only if no other request
+   * (another trajectory, the policy prior, the task generator) ran on the chat model in between.
+   */
+  extendedCalls: number;
+  /** Conversations started (a trajectory's first step, or a restart past the size limit). */
+  conversationsStarted: number;
+  conversationRestarts: number;
+}
+
+function emptyStats(): LLMExperienceStats {
+  return {
+    steps: 0,
+    resets: 0,
+    calls: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    latencyMs: 0,
+    parseFailures: 0,
+    retries: 0,
+    failures: 0,
+    engineErrors: 0,
+    ruleCorrections: 0,
+    cacheLookups: 0,
+    cacheHits: 0,
+    cacheHitRate: 0,
+    promptChars: 0,
+    newPromptChars: 0,
+    promptCharsPerStep: 0,
+    extendedCalls: 0,
+    conversationsStarted: 0,
+    conversationRestarts: 0,
+  };
+}
+
+/** A conversation: its messages (system first, assistant last) and the state its last reply predicted. */
+interface Conversation {
+  messages: ChatCompletionMessageParam[];
+  chars: number;
+  predicted: Observation | null;
+  /** Keys of the retrieved transitions already shown (see `demoKey`). */
+  shownDemos: ReadonlySet<string>;
+}
+
+/** A bounded map that forgets the least recently used entry. */
+class Lru<V> {
+  private readonly map = new Map<string, V>();
+  constructor(private readonly capacity: number) {}
+  get(key: string): V | undefined {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+  set(key: string, value: V): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    while (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as string);
+  }
+  clear(): void {
+    this.map.clear();
+  }
+  get size(): number {
+    return this.map.size;
+  }
+}
+
+/** A 53-bit key of some strings (two independent 32-bit hashes), collision-safe for cache use. */
+function key(parts: readonly string[]): string {
+  const joined = parts.join('\u0000');
+  return `${hashString(joined).toString(36)}.${hashString(`\u0001${joined}`).toString(36)}.${joined.length}`;
+}
+
+function historyParts(taskId: string, history: readonly HistoryStep[]): string[] {
+  const parts = [taskId];
+  for (const h of history) parts.push(h.observation.text, h.observation.actions.join('\u0002'), h.action);
+  return parts;
+}
+
+function sameObservation(a: Observation | null, b: Observation): boolean {
+  return a !== null && a.text === b.text && a.actions.length === b.actions.length && a.actions.every((x, i) => x === b.actions[i]);
+}
+
+function checkConfig(c: LLMExperienceConfig): void {
+  const int = (name: keyof LLMExperienceConfig, min: number): void => {
+    const v = c[name];
+    if (!(typeof v === 'number' && Number.isInteger(v) && v >= min)) throw new LLMConfigError(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  };
+  int('topK', 0);
+  int('maxDemoChars', 1);
+  int('maxDemoActions', 1);
+  int('maxStateChars', 1);
+  int('historyWindow', 0);
+  int('historyStateChars', 1);
+  int('maxTokens', 1);
+  int('maxRetries', 0);
+  int('maxConversationChars', 1);
+  int('maxConversations', 1);
+  int('groupCacheSize', 1);
+  if (!(Number.isFinite(c.temperature) && c.temperature >= 0 && c.temperature <= 2)) throw new LLMConfigError(`temperature must be in [0, 2], got ${c.temperature}`);
+  if (!(Number.isFinite(c.topP) && c.topP > 0 && c.topP <= 1)) throw new LLMConfigError(`topP must be in (0, 1], got ${c.topP}`);
+  if (!['json-schema', 'grammar', 'none'].includes(c.constraint)) throw new LLMConfigError(`constraint must be 'json-schema', 'grammar' or 'none', got ${JSON.stringify(c.constraint)}`);
+  if (!['env', 'llm'].includes(c.initialObservation)) throw new LLMConfigError(`initialObservation must be 'env' or 'llm', got ${JSON.stringify(c.initialObservation)}`);
+  if (typeof c.conversation !== 'boolean' || typeof c.groupCache !== 'boolean') throw new LLMConfigError('conversation and groupCache must be booleans');
+}
+
+function checkRequest(r: ExperienceStepRequest): void {
+  if (!r || typeof r !== 'object') throw new LLMConfigError(`step needs a request object, got ${JSON.stringify(r)}`);
+  if (!r.task || typeof r.task.id !== 'string' || typeof r.task.instruction !== 'string') throw new LLMConfigError(`step: request.task must be a task, got ${JSON.stringify(r.task)}`);
+  if (!Array.isArray(r.history)) throw new LLMConfigError(`step: request.history must be an array, got ${JSON.stringify(r.history)}`);
+  if (!r.observation || typeof r.observation.text !== 'string' || !Array.isArray(r.observation.actions)) {
+    throw new LLMConfigError(`step: request.observation must be {text, actions}, got ${JSON.stringify(r.observation)}`);
+  }
+  if (typeof r.action !== 'string') throw new LLMConfigError(`step: request.action must be a string, got ${JSON.stringify(r.action)}`);
+  if (!Array.isArray(r.demos)) throw new LLMConfigError(`step: request.demos must be an array, got ${JSON.stringify(r.demos)}`);
+}
+
+function cloneStep(s: ExperienceStep): ExperienceStep {
+  return { reasoning: s.reasoning, observation: { text: s.observation.text, actions: [...s.observation.actions] }, reward: s.reward, done: s.done, valid: s.valid };
+}
+
+/** The DreamGym experience model on a local LLM. */
+export class LLMExperienceModel implements ExperienceModel {
+  readonly kind = 'llm';
+  readonly config: Readonly<LLMExperienceConfig>;
+  private readonly conversations: Lru<Conversation>;
+  private readonly cache: Lru<ExperienceStep>;
+  private totals = emptyStats();
+  private enginePromptCalls = 0;
+  /** The messages of the last request, for telling whether the next one extends it. */
+  private lastSent: { messages: ChatCompletionMessageParam[]; reply: string } | null = null;
+  /** Called after every engine request. */
+  onCall: ((record: CallRecord) => void) | undefined;
+
+  constructor(
+    private readonly engine: ChatEngine,
+    config: Partial<LLMExperienceConfig> = {},
+  ) {
+    if (!engine || typeof engine.chatCompletion !== 'function') throw new LLMConfigError('LLMExperienceModel needs an engine with chatCompletion()');
+    const merged: LLMExperienceConfig = { ...DEFAULT_LLM_EXPERIENCE_CONFIG, ...config };
+    checkConfig(merged);
+    this.config = Object.freeze(merged);
+    this.conversations = new Lru(merged.maxConversations);
+    this.cache = new Lru(merged.groupCacheSize);
+  }
+
+  /** Totals so far (a copy). */
+  get stats(): LLMExperienceStats {
+    const s = { ...this.totals };
+    s.cacheHitRate = s.cacheLookups > 0 ? s.cacheHits / s.cacheLookups : 0;
+    s.promptCharsPerStep = this.enginePromptCalls > 0 ? s.newPromptChars / this.enginePromptCalls : 0;
+    return s;
+  }
+
+  /** Zeroes the totals. */
+  resetStats(): void {
+    this.totals = emptyStats();
+    this.enginePromptCalls = 0;
+  }
+
+  /** Forgets conversations and cached transitions (e.g. between training iterations). */
+  clearCache(): void {
+    this.conversations.clear();
+    this.cache.clear();
+  }
+
+  async reset(task: Task, demos: readonly Demonstration[]): Promise<Observation> {
+    if (!task || typeof task.id !== 'string') throw new LLMConfigError(`reset needs a task, got ${JSON.stringify(task)}`);
+    if (!Array.isArray(demos)) throw new LLMConfigError(`reset: demos must be an array, got ${JSON.stringify(demos)}`);
+    if (this.config.initialObservation === 'env') {
+      const fromEnv = this.envObservation(task);
+      if (fromEnv) return fromEnv;
+    }
+    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(task.env) };
+    const turn = resetTurn(task, demos, this.config);
+    const result = await this.converse('reset', [system], turn, (reply) => parseResetReply(reply, { allowSurroundingText: this.config.constraint === 'none' }), {});
+    this.totals.resets++;
+    const observation = result.value.observation;
+    if (this.config.conversation) {
+      this.conversations.set(key(historyParts(task.id, [])), { messages: result.messages, chars: messageChars(result.messages), predicted: observation, shownDemos: new Set() });
+    }
+    return { text: observation.text, actions: [...observation.actions] };
+  }
+
+  private envObservation(task: Task): Observation | null {
+    try {
+      const env = getEnvSpec(task.env).create();
+      return env.reset(task);
+    } catch {
+      return null;
+    }
+  }
+
+  async step(request: ExperienceStepRequest, options: StepCallOptions = {}): Promise<ExperienceStep> {
+    checkRequest(request);
+    const cacheKey = this.config.groupCache
+      ? key([...historyParts(request.task.id, request.history), request.observation.text, request.observation.actions.join('\u0002'), request.action])
+      : null;
+    if (cacheKey !== null) {
+      this.totals.cacheLookups++;
+      const hit = this.cache.get(cacheKey);
+      if (hit) {
+        this.totals.cacheHits++;
+        this.totals.steps++;
+        return cloneStep(hit);
+      }
+    }
+
+    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(request.task.env) };
+    const baseKey = key(historyParts(request.task.id, request.history));
+    let base = this.config.conversation ? this.conversations.get(baseKey) : undefined;
+    let turn = '';
+    if (base) {
+      turn = followUpStepTurn({ ...request, shownDemos: base.shownDemos }, this.config, sameObservation(base.predicted, request.observation));
+      if (base.chars + turn.length > this.config.maxConversationChars) {
+        base = undefined;
+        this.totals.conversationRestarts++;
+      }
+    }
+    let prefix: ChatCompletionMessageParam[];
+    if (base) {
+      prefix = base.messages;
+    } else {
+      prefix = [system];
+      turn = firstStepTurn(request, this.config);
+      this.totals.conversationsStarted++;
+    }
+    const shownDemos = new Set(base?.shownDemos ?? []);
+    for (const d of selectDemos(request.demos, this.config.topK)) shownDemos.add(demoKey(d));
+
+    const result = await this.converse('step', prefix, turn, (reply) => parseStepReply(reply, { allowSurroundingText: this.config.constraint === 'none' }), options);
+    const step = result.value;
+    this.totals.steps++;
+    this.totals.ruleCorrections += result.corrections;
+    if (this.config.conversation && !step.done) {
+      const nextHistory: HistoryStep[] = [...request.history, { observation: request.observation, action: request.action }];
+      this.conversations.set(key(historyParts(request.task.id, nextHistory)), { messages: result.messages, chars: messageChars(result.messages), predicted: step.observation, shownDemos });
+    }
+    if (cacheKey !== null) this.cache.set(cacheKey, cloneStep(step));
+    return cloneStep(step);
+  }
+
+  /**
+   * Sends `prefix + turn`, parses the reply, and on an unusable reply appends it with a
+   * correction turn and asks again (so the retry extends the same conversation). Returns the
+   * value and the clean conversation `prefix + turn + reply`.
+   */
+  private async converse<T>(
+    kind: 'step' | 'reset',
+    prefix: readonly ChatCompletionMessageParam[],
+    turn: string,
+    parse: (reply: string) => { ok: true; value: T; corrections: string[] } | { ok: false; problem: string },
+    options: StepCallOptions,
+  ): Promise<{ value: T; messages: ChatCompletionMessageParam[]; corrections: number }> {
+    const maxRetries = options.maxRetries ?? this.config.maxRetries;
+    if (!(Number.isInteger(maxRetries) && maxRetries >= 0)) throw new LLMConfigError(`maxRetries must be an integer >= 0, got ${maxRetries}`);
+    const temperature = options.temperature ?? this.config.temperature;
+    const topP = options.topP ?? this.config.topP;
+    const maxTokens = options.maxTokens ?? this.config.maxTokens;
+    const userTurn: ChatCompletionMessageParam = { role: 'user', content: turn };
+    let messages: ChatCompletionMessageParam[] = [...prefix, userTurn];
+    const problems: string[] = [];
+    let lastReply = '';
+    const format = responseFormat(this.config.constraint, kind);
+    if (kind === 'step') this.enginePromptCalls++;
+    for (let attempt = 1; attempt <= maxRetries + 1; attempt++) {
+      if (attempt > 1) this.totals.retries++;
+      const promptChars = messageChars(messages);
+      const extendsPrevious = this.extendsLast(messages);
+      const newPromptChars = extendsPrevious && this.lastSent ? promptChars - messageChars(this.lastSent.messages) - this.lastSent.reply.length : promptChars;
+      const started = performance.now();
+      let reply: string;
+      let promptTokens = 0;
+      let completionTokens = 0;
+      try {
+        const completion = await this.engine.chatCompletion({
+          messages,
+          ...(this.config.model !== undefined ? { model: this.config.model } : {}),
+          stream: false,
+          temperature,
+          top_p: topP,
+          max_tokens: maxTokens,
+          ...(format ? { response_format: format } : {}),
+        });
+        reply = completionText(completion) ?? '';
+        promptTokens = completion.usage?.prompt_tokens ?? 0;
+        completionTokens = completion.usage?.completion_tokens ?? 0;
+      } catch (error) {
+        this.totals.engineErrors++;
+        this.totals.failures++;
+        this.lastSent = null;
+        throw new LLMRequestError(`the experience model's ${kind} request failed: ${errorText(error)}`, { cause: error });
+      }
+      const latencyMs = performance.now() - started;
+      this.lastSent = { messages, reply };
+      const parsed = parse(reply);
+      const record: CallRecord = {
+        kind,
+        attempt,
+        promptTokens,
+        completionTokens,
+        latencyMs,
+        promptChars,
+        newPromptChars,
+        extendsPrevious,
+        ok: parsed.ok,
+        ...(parsed.ok ? {} : { problem: parsed.problem }),
+      };
+      this.totals.calls++;
+      this.totals.promptTokens += promptTokens;
+      this.totals.completionTokens += completionTokens;
+      this.totals.latencyMs += latencyMs;
+      this.totals.promptChars += promptChars;
+      this.totals.newPromptChars += newPromptChars;
+      if (extendsPrevious) this.totals.extendedCalls++;
+      this.onCall?.(record);
+      if (parsed.ok) {
+        return { value: parsed.value, messages: [...prefix, userTurn, { role: 'assistant', content: reply }], corrections: parsed.corrections.length };
+      }
+      this.totals.parseFailures++;
+      problems.push(parsed.problem);
+      lastReply = reply;
+      messages = [...messages, { role: 'assistant', content: reply }, { role: 'user', content: correctionTurn(parsed.problem) }];
+    }
+    this.totals.failures++;
+    throw new ExperienceParseError(
+      `The experience model gave no usable ${kind} reply in ${maxRetries + 1} attempt${maxRetries === 0 ? '' : 's'}: ${problems[problems.length - 1] ?? 'unknown problem'}`,
+      maxRetries + 1,
+      problems,
+      lastReply.slice(0, 500),
+    );
+  }
+
+  /** Whether `messages` is the last request plus its reply plus new turns (KV-cache reuse). */
+  private extendsLast(messages: readonly ChatCompletionMessageParam[]): boolean {
+    const last = this.lastSent;
+    if (!last) return false;
+    const n = last.messages.length;
+    if (messages.length !== n + 2) return false;
+    for (let i = 0; i < n; i++) {
+      const a = messages[i] as ChatCompletionMessageParam;
+      const b = last.messages[i] as ChatCompletionMessageParam;
+      if (a !== b && (a.role !== b.role || a.content !== b.content)) return false;
+    }
+    const reply = messages[n] as ChatCompletionMessageParam;
+    return reply.role === 'assistant' && reply.content === last.reply;
+  }
+}

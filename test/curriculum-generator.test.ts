@@ -1,0 +1,187 @@
+import { describe, expect, it } from 'vitest';
+import type { Task } from '../src/core/types.ts';
+import { LLMTaskGenerator, RecombinationTaskGenerator, parseGeneratorReply, recombineGoals } from '../src/curriculum/generator.ts';
+import { environmentContext, generatorMessages } from '../src/curriculum/prompt.ts';
+import { TaskValidator, canonicalInstruction, canonicalJson, instructionTokens, jaccard, repairGoal, taskGeneration } from '../src/curriculum/validation.ts';
+import { Rng } from '../src/core/rng.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+import type { ShopGoal } from '../src/envs/shop/index.ts';
+import { LLMConfigError, LLMRequestError } from '../src/llm/errors.ts';
+import { ScriptedEngine } from './fixtures/scripted-engine.ts';
+
+const shopSeeds = getEnvSpec('shop').tasks({ split: 'train', count: 20, seed: 3 });
+const householdSeeds = getEnvSpec('household').tasks({ split: 'train', count: 20, seed: 3 });
+
+function expectValidChildren(tasks: readonly Task[], seeds: readonly Task[]): void {
+  const ids = new Set(seeds.map((t) => t.id));
+  for (const t of tasks) {
+    expect(t.origin).toBe('generated');
+    expect(ids.has(t.parentId as string)).toBe(true);
+    expect(taskGeneration(t)).toBe(1);
+    expect(getEnvSpec(t.env).validateTask(t)).toEqual({ ok: true });
+    expect(t.instruction).toBe(canonicalInstruction(t.env, t.goal));
+    for (const s of seeds) expect(jaccard(instructionTokens(t.instruction), instructionTokens(s.instruction))).toBeLessThan(0.9);
+  }
+  expect(new Set(tasks.map((t) => canonicalJson(t.goal))).size).toBe(tasks.length);
+  expect(new Set(tasks.map((t) => t.id)).size).toBe(tasks.length);
+}
+
+describe('validation helpers', () => {
+  it('jaccard, tokens, canonical JSON, generation', () => {
+    expect(jaccard(new Set(['a', 'b']), new Set(['b', 'c']))).toBeCloseTo(1 / 3);
+    expect(jaccard(new Set(), new Set())).toBe(1);
+    expect([...instructionTokens('Price lower than 45.00 dollars!')]).toEqual(['price', 'lower', 'than', '~17', 'dollars']);
+    expect(instructionTokens('44.50')).toEqual(instructionTokens('45'));
+    expect(instructionTokens('30')).not.toEqual(instructionTokens('45'));
+    expect(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] })).toBe('{"a":[{"c":3,"d":2}],"b":1}');
+    expect(taskGeneration(shopSeeds[0] as Task)).toBe(0);
+    expect(taskGeneration({ ...(shopSeeds[0] as Task), origin: 'generated', generation: 3 })).toBe(3);
+    expect(taskGeneration({ ...(shopSeeds[0] as Task), origin: 'generated' })).toBe(1);
+  });
+
+  it('repairs the shop target and the household look-at receptacle', () => {
+    const seed = shopSeeds[0] as Task;
+    const goal = { ...(seed.goal as ShopGoal), targetId: 'B0NOTREAL00' };
+    expect((repairGoal('shop', goal) as ShopGoal).targetId).toBe((seed.goal as ShopGoal).targetId);
+    expect(repairGoal('household', { layoutSeed: 2, type: 'look_at_obj_in_light', object: 'mug', receptacle: 'desk' })).toEqual({ layoutSeed: 2, type: 'look_at_obj_in_light', object: 'mug' });
+  });
+
+  it('TaskValidator: rejects malformed, duplicate, near-duplicate and infeasible candidates with reasons', () => {
+    const seed = shopSeeds[0] as Task;
+    const g = seed.goal as ShopGoal;
+    const v = new TaskValidator(shopSeeds);
+    expect(v.check({ goal: 'x' }, seed)).toMatchObject({ ok: false, kind: 'malformed' });
+    expect(v.check(null as unknown as { goal: unknown }, seed)).toMatchObject({ ok: false, kind: 'malformed' });
+    expect(v.check({ goal: g }, seed)).toMatchObject({ ok: false, kind: 'duplicate' });
+    expect(v.check({ goal: { ...g, maxPrice: g.maxPrice - 0.5 } }, seed)).toMatchObject({ ok: false, kind: 'near-duplicate' });
+    const impossible = v.check({ goal: { ...g, maxPrice: 0.01 } }, seed);
+    expect(impossible).toMatchObject({ ok: false, kind: 'invalid' });
+    expect(!impossible.ok && impossible.reason).toMatch(/costs 0.01 dollars or less/);
+    expect(v.check({ goal: { ...g, productType: 'spaceship' } }, seed)).toMatchObject({ ok: false, kind: 'invalid' });
+    const cheaper = v.check({ goal: { ...g, maxPrice: Math.round(g.maxPrice * 0.8) } }, seed);
+    expect(cheaper).toMatchObject({ ok: true, task: { env: 'shop', split: 'train', origin: 'generated', parentId: seed.id } });
+    if (cheaper.ok) expect(v.check({ goal: cheaper.task.goal }, seed)).toMatchObject({ ok: false, kind: 'duplicate' });
+  });
+});
+
+describe('RecombinationTaskGenerator (no LLM)', () => {
+  it('recombines shop goal attributes into new valid tasks', async () => {
+    const gen = new RecombinationTaskGenerator({ seed: 1 });
+    const report = await gen.generateWithReport(shopSeeds, 10);
+    expect(report.tasks).toHaveLength(10);
+    expectValidChildren(report.tasks, shopSeeds);
+    expect(report.candidates).toBeGreaterThanOrEqual(10);
+    expect(report.rejected.every((r) => r.reason.length > 0)).toBe(true);
+  });
+
+  it('recombines household goals within the parent home', async () => {
+    const tasks = await new RecombinationTaskGenerator({ seed: 2 }).generate(householdSeeds, 8);
+    expect(tasks).toHaveLength(8);
+    expectValidChildren(tasks, householdSeeds);
+    for (const t of tasks) {
+      const parent = householdSeeds.find((s) => s.id === t.parentId) as Task;
+      expect((t.goal as { layoutSeed: number }).layoutSeed).toBe((parent.goal as { layoutSeed: number }).layoutSeed);
+    }
+  });
+
+  it('is deterministic for a seed, and returns fewer when little can be recombined', async () => {
+    const a = await new RecombinationTaskGenerator({ seed: 5 }).generate(shopSeeds, 4);
+    const b = await new RecombinationTaskGenerator({ seed: 5 }).generate(shopSeeds, 4);
+    expect(a).toEqual(b);
+    expect(await new RecombinationTaskGenerator().generate(shopSeeds.slice(0, 1), 3)).toEqual([]);
+    expect(await new RecombinationTaskGenerator().generate(shopSeeds, 0)).toEqual([]);
+  });
+
+  it('recombineGoals keeps pinned fields and adds partner attributes', () => {
+    const rng = new Rng(1);
+    const parent = { catalogueSeed: 0, productType: 'x', category: 'c', targetId: 't', attributes: ['a'], options: { size: 's' }, maxPrice: 30 };
+    const partner = { catalogueSeed: 9, productType: 'y', category: 'd', targetId: 'u', attributes: ['b'], options: { size: 'm' }, maxPrice: 20 };
+    for (let i = 0; i < 20; i++) {
+      const g = recombineGoals('shop', parent, partner, rng);
+      expect(g).toMatchObject({ catalogueSeed: 0, productType: 'x', category: 'c', targetId: 't' });
+      expect((g.attributes as string[])[0]).toBe('a');
+      expect([20, 30]).toContain(g.maxPrice);
+    }
+  });
+
+  it('checks its arguments', async () => {
+    const gen = new RecombinationTaskGenerator();
+    await expect(gen.generate(shopSeeds, -1)).rejects.toThrow(/n must be an integer >= 0, got -1/);
+    await expect(gen.generate([], 2)).rejects.toThrow(/at least one seed task/);
+    expect(() => new RecombinationTaskGenerator({ attemptsPerTask: 0 })).toThrow(/got 0/);
+  });
+});
+
+describe('generator prompt', () => {
+  it('states the task, its environment context and the three requirements (snapshot)', () => {
+    const messages = generatorMessages(shopSeeds[0] as Task, 3);
+    expect(messages[1]?.content).toMatchSnapshot();
+    expect(messages[1]?.content).toMatch(/harder than the original, but still feasible/);
+    expect(messages[1]?.content).toMatch(/meaningfully different/);
+    expect(messages[1]?.content).toMatch(/realistic/);
+    expect(environmentContext(householdSeeds[0] as Task)).toMatch(/Object types in this home: .*\nReceptacle types in this home: /);
+    expect(() => generatorMessages(shopSeeds[0] as Task, 0)).toThrow(/got 0/);
+  });
+
+  it('parses replies leniently but never throws', () => {
+    expect(parseGeneratorReply('{"tasks": [{"instruction": "x", "goal": {}}]}')).toEqual([{ instruction: 'x', goal: {} }]);
+    expect(parseGeneratorReply('[{"goal": 1}]')).toEqual([{ goal: 1 }]);
+    expect(parseGeneratorReply('Here: {"tasks": []} done')).toEqual([]);
+    expect(parseGeneratorReply('nothing')).toBeNull();
+    expect(parseGeneratorReply('{"tasks": 3}')).toBeNull();
+    expect(parseGeneratorReply('{"tasks": [3]}')).toEqual([{ goal: 3 }]);
+  });
+});
+
+describe('LLMTaskGenerator (scripted engine)', () => {
+  const seed = shopSeeds[0] as Task;
+  const g = seed.goal as ShopGoal;
+  /** What a model might write: a good variation, a near-copy, an infeasible one, a malformed one. */
+  const reply = JSON.stringify({
+    tasks: [
+      { instruction: 'i need cheaper cat litter', goal: { ...g, attributes: g.attributes.slice(0, 1), maxPrice: Math.round(g.maxPrice * 0.9) } },
+      { instruction: seed.instruction, goal: g },
+      { instruction: 'a spaceship', goal: { ...g, productType: 'spaceship' } },
+      { instruction: 'no goal' },
+    ],
+  });
+
+  it('validates each candidate and keeps only the good ones, with parent and generation', async () => {
+    const engine = new ScriptedEngine({ chat: ['not json at all', reply] });
+    const gen = new LLMTaskGenerator(engine, { perSeed: 4, model: 'chat' });
+    const report = await gen.generateWithReport([seed], 2);
+    expect(engine.requests[0]?.response_format).toEqual({ type: 'json_object' });
+    expect(engine.requests[0]?.messages[1]?.content).toContain(seed.instruction);
+    expect(report.rejected.map((r) => r.kind)).toEqual(expect.arrayContaining(['unparsable-reply', 'duplicate', 'invalid', 'malformed']));
+    expect(report.tasks.length).toBeGreaterThanOrEqual(1);
+    for (const t of report.tasks) {
+      expect(t.parentId).toBe(seed.id);
+      expect(taskGeneration(t)).toBe(1);
+      expect(getEnvSpec('shop').validateTask(t)).toEqual({ ok: true });
+      // The instruction is rewritten from the goal, so it matches what is rewarded.
+      expect(t.instruction).toBe(canonicalInstruction('shop', t.goal));
+    }
+    expect(gen.stats.requests).toBeLessThanOrEqual(3);
+    expect(gen.stats.unparsableReplies).toBe(1);
+    expect(gen.stats.promptTokens).toBeGreaterThan(0);
+  });
+
+  it('stops after its request budget when nothing usable comes back', async () => {
+    const engine = new ScriptedEngine({ chat: ['{"tasks": []}'] });
+    const gen = new LLMTaskGenerator(engine, { perSeed: 2, maxRequestsFactor: 2 });
+    expect(await gen.generate(shopSeeds.slice(0, 3), 4)).toEqual([]);
+    expect(engine.requests).toHaveLength(4);
+    expect(engine.requests.map((r) => r.messages[1]?.content).filter((c) => String(c).includes((shopSeeds[1] as Task).instruction))).toHaveLength(1);
+  });
+
+  it('wraps engine failures and checks its settings', async () => {
+    const engine = new ScriptedEngine({
+      chat: () => {
+        throw new Error('boom');
+      },
+    });
+    await expect(new LLMTaskGenerator(engine).generate([seed], 1)).rejects.toThrow(LLMRequestError);
+    expect(() => new LLMTaskGenerator(engine, { perSeed: 0 })).toThrow(LLMConfigError);
+    expect(() => new LLMTaskGenerator(engine, { temperature: -1 })).toThrow(/got -1/);
+  });
+});

@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import type { DeviceFacts } from '../src/llm/catalogue.ts';
+import { createLLMClient, deleteCachedModel, detectDevice, listCachedModels } from '../src/llm/client.ts';
+import type { AppConfig, InitProgressReport } from '../src/llm/engine.ts';
+import { LLMConfigError, LLMUnavailableError } from '../src/llm/errors.ts';
+import { LLMExperienceModel } from '../src/experience/llm.ts';
+import type { Task } from '../src/core/types.ts';
+
+/** A model list for the scripted worker (it loads anything; the catalogue must know the ids). */
+const scriptedConfig: AppConfig = {
+  model_list: [
+    { model: 'https://example.invalid/chat', model_id: 'scripted-chat-q4f32_1-MLC', model_lib: 'https://example.invalid/chat.wasm', vram_required_MB: 100 },
+    { model: 'https://example.invalid/embed', model_id: 'scripted-embed-q0f32-MLC-b4', model_lib: 'https://example.invalid/embed.wasm', vram_required_MB: 50, model_type: 1 },
+  ],
+};
+const fakeDevice: DeviceFacts = { webgpu: true, shaderF16: false, isFallbackAdapter: true };
+const scriptedWorker = (name = 'ok') => () => new Worker(new URL('./fixtures/llm-worker.ts', import.meta.url), { type: 'module', name });
+
+const task: Task = { id: 't1', env: 'shop', instruction: 'i need a red shoe', goal: {}, split: 'train', origin: 'seed' };
+
+describe('LLM worker protocol (scripted engine in the real worker host)', () => {
+  it('loads with progress, then chat, embeddings and label logits round-trip through the worker', async () => {
+    const progress: InitProgressReport[] = [];
+    const client = await createLLMClient({
+      chatModel: 'scripted-chat-q4f32_1-MLC',
+      embeddingModel: 'scripted-embed-q0f32-MLC-b4',
+      appConfig: scriptedConfig,
+      device: fakeDevice,
+      createWorker: scriptedWorker(),
+      onProgress: (r) => progress.push(r),
+    });
+    try {
+      expect(client.chatModel).toBe('scripted-chat-q4f32_1-MLC');
+      expect(progress.length).toBeGreaterThanOrEqual(5);
+      expect(progress.at(-1)?.progress).toBe(1);
+      expect(progress[0]?.text).toContain('scripted-chat-q4f32_1-MLC');
+
+      // The experience model, through the worker.
+      const model = new LLMExperienceModel(client.chat);
+      const observation = { text: 'Page: search', actions: ['search[red shoe]'] };
+      const step = await model.step({ task, history: [], observation, action: 'search[red shoe]', demos: [] });
+      expect(step).toMatchObject({ observation: { text: 'after search[red shoe]' }, reward: 0, done: false, valid: true });
+      const next = await model.step({ task, history: [{ observation, action: 'search[red shoe]' }], observation: step.observation, action: 'click[buy now]', demos: [] });
+      expect(next).toMatchObject({ reward: 1, done: true });
+      expect(model.stats).toMatchObject({ calls: 2, extendedCalls: 1 });
+
+      // Embeddings, dimension from the model.
+      const embedder = await client.embedder();
+      expect(embedder.dim).toBe(8);
+      const vectors = await embedder.embed(['a', 'b', 'c', 'd', 'e']);
+      expect(vectors).toHaveLength(5);
+
+      // The policy prior through the worker's logit processor (side channel).
+      expect(client.labelLogits).not.toBeNull();
+      const prior = client.prior();
+      const lp = await prior.score({ instruction: 'x', observation: { text: 'y', actions: ['a', 'b', 'c', 'd'] } });
+      expect(prior.stats).toMatchObject({ logitPasses: 1, fallbacks: 0 });
+      const expected = [0.5, 2, -1, 1];
+      const lse = Math.log(expected.reduce((s, v) => s + Math.exp(v), 0));
+      expected.forEach((v, i) => expect(lp[i]).toBeCloseTo(v - lse, 5));
+
+      expect(await client.runtimeStats()).toMatch(/scripted engine/);
+    } finally {
+      client.terminate();
+    }
+    await expect(client.chat.chatCompletion({ messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(/terminated/);
+  });
+
+  it('a load failure in the worker becomes a typed error, fast', async () => {
+    const started = performance.now();
+    const error = await createLLMClient({
+      chatModel: 'scripted-chat-q4f32_1-MLC',
+      embeddingModel: null,
+      appConfig: scriptedConfig,
+      device: fakeDevice,
+      createWorker: scriptedWorker('fail-load'),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LLMUnavailableError);
+    expect((error as LLMUnavailableError).reason).toBe('no-network');
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it('a load that stops reporting progress fails with load-failed after stallTimeoutMs', async () => {
+    const started = performance.now();
+    const error = await createLLMClient({
+      chatModel: 'scripted-chat-q4f32_1-MLC',
+      embeddingModel: null,
+      appConfig: scriptedConfig,
+      device: fakeDevice,
+      createWorker: scriptedWorker('stall'),
+      stallTimeoutMs: 500,
+    }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ reason: 'load-failed' });
+    expect((error as Error).message).toMatch(/made no progress for 1 s/);
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+});
+
+describe('real WebLLM without a model hub', () => {
+  it('detects this adapter', async () => {
+    const facts = await detectDevice();
+    // Headless Chromium with --enable-unsafe-webgpu: SwiftShader, no shader-f16.
+    if (facts.webgpu) {
+      expect(facts.isFallbackAdapter).toBe(true);
+      expect(facts.shaderF16).toBe(false);
+    }
+  });
+
+  it('loading a real model fails within seconds with a plain "could not be downloaded" error', async () => {
+    const started = performance.now();
+    const error = await createLLMClient({ chatModel: 'SmolLM2-135M-Instruct-q0f32-MLC', embeddingModel: null, stallTimeoutMs: 15_000 }).catch((e: unknown) => e);
+    const elapsed = performance.now() - started;
+    expect(error).toBeInstanceOf(LLMUnavailableError);
+    const e = error as LLMUnavailableError;
+    if ((await detectDevice()).webgpu) {
+      expect(e.reason).toBe('no-network');
+      expect(e.message).toMatch(/SmolLM2-135M-Instruct-q0f32-MLC could not be downloaded/);
+    } else {
+      expect(e.reason).toBe('no-webgpu');
+    }
+    expect(elapsed).toBeLessThan(10_000);
+    console.info(`real WebLLM load failed in ${elapsed.toFixed(0)} ms: ${e.reason}: ${e.message.slice(0, 160)}`);
+  });
+
+  it('refuses an f16 model on this GPU at once, naming the f32 variant', async () => {
+    const device = await detectDevice();
+    if (!device.webgpu || device.shaderF16) return;
+    const error = await createLLMClient({ chatModel: 'SmolLM2-360M-Instruct-q4f16_1-MLC', embeddingModel: null }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ reason: 'no-shader-f16' });
+    expect((error as Error).message).toContain('SmolLM2-360M-Instruct-q4f32_1-MLC');
+  });
+
+  it('lists and deletes cached models (none here), with a configurable cache backend', async () => {
+    const appConfig: AppConfig = { model_list: scriptedConfig.model_list };
+    expect(await listCachedModels({ appConfig })).toEqual([]);
+    expect(await listCachedModels({ appConfig, cacheBackend: 'indexeddb' })).toEqual([]);
+    await deleteCachedModel('scripted-chat-q4f32_1-MLC', { appConfig });
+    await expect(deleteCachedModel('nope', { appConfig })).rejects.toThrow(LLMConfigError);
+    await expect(listCachedModels({ appConfig, cacheBackend: 'floppy' as 'cache' })).rejects.toThrow(/got "floppy"/);
+  });
+});
