@@ -11,6 +11,8 @@ import { ENV_NAMES } from '../core/types.ts';
 import { expertPolicy, runEpisode } from '../envs/episode.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import { benchReplayBrowser, benchReplayNode } from '../replay/bench-node.ts';
+import { measureRetrievalFidelity } from '../train/fidelity.ts';
+import { useFastestNodeBackend } from './tf-node.ts';
 
 /** One measured figure. */
 export interface BenchRow {
@@ -57,7 +59,31 @@ async function benchEnvs(): Promise<BenchRow[]> {
   return rows;
 }
 
+/** Retrieval experience model fidelity on held-out test-split transitions, both environments. */
+async function benchFidelity(): Promise<BenchRow[]> {
+  const backend = await useFastestNodeBackend();
+  const rows: BenchRow[] = [];
+  for (const name of ENV_NAMES) {
+    const r = await measureRetrievalFidelity(getEnvSpec(name), { trainEpisodes: 300, testEpisodes: 100, seed: 0, policy: 'noisy:0.3' });
+    const note = `${r.trainTransitions} train / ${r.testTransitions} test transitions`;
+    const rate = (label: string, value: number): BenchRow => ({ name: `${name}: ${label}`, value: 100 * value, unit: '%' });
+    rows.push(
+      { ...rate('admissible-action agreement (Jaccard)', r.actionAgreement), note },
+      rate('next-state match rate', r.nextStateMatch),
+      rate('reward accuracy, all steps (abs. error <= 0.05)', r.rewardAccuracy),
+      rate('reward accuracy, final steps', r.finalRewardAccuracy),
+      rate('done accuracy', r.doneAccuracy),
+      rate('invalid-action detection (probes)', r.invalidDetection),
+      rate('valid steps marked invalid', r.falseInvalidRate),
+      rate('initial state match', r.initialStateMatch),
+      { name: `${name}: build + measure time`, value: r.ms / 1000, unit: 's', note: `tfjs ${backend}` },
+    );
+  }
+  return rows;
+}
+
 const SUITES: Record<string, SuiteFn> = {
+  fidelity: benchFidelity,
   envs: benchEnvs,
   // Replay buffer: node over fake-indexeddb, and headless Chromium over its real IndexedDB.
   replay: () => benchReplayNode(),
