@@ -88,6 +88,9 @@ const SUITES: Record<string, SuiteFn> = {
   // Replay buffer: node over fake-indexeddb, and headless Chromium over its real IndexedDB.
   replay: () => benchReplayNode(),
   'replay-browser': () => benchReplayBrowser(),
+  // LLM experience model cost: drives the scripted engine (no WebLLM model can be loaded here), so it
+  // measures prompt construction and caching (prefill per step, KV-cache reuse, group cache), not LLM speed.
+  'llm-cost': async () => (await import('../../test/fixtures/llm-cost.ts')).benchLlmCost(),
 };
 
 /** Names of the benchmark suites. */
