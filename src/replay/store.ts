@@ -115,6 +115,17 @@ function transitionsRange(runId: string, first: number, length: number): IDBKeyR
   return IDBKeyRange.bound([runId, first], [runId, first + length - 1]);
 }
 
+/** Deletes a trajectory's header and transitions (inside the caller's transaction) and takes it off the run's counters. */
+function deleteTrajectoryRecords(rawTraj: IDBObjectStore, rawTransitions: IDBObjectStore, run: RunRecord, h: TrajectoryRecord): void {
+  rawTraj.delete([run.id, h.id]);
+  if (h.length > 0) rawTransitions.delete(transitionsRange(run.id, h.firstStep, h.length));
+  const c = run.counters.bySource[h.source];
+  c.trajectories -= 1;
+  c.transitions -= h.length;
+  c.rewardSum -= h.reward;
+  if (h.success) c.successes -= 1;
+}
+
 /**
  * Opens (creating or upgrading) the replay database. In Node pass fake-indexeddb's factory
  * (or use `openNodeReplayStore` from `src/replay/node.ts`).
@@ -543,13 +554,7 @@ export class ReplayStore {
       const rawTraj = unwrap(trajStore);
       const rawTransitions = unwrap(tx.objectStore('transitions'));
       for (const victim of evicted) {
-        rawTraj.delete([runId, victim.id]);
-        if (victim.length > 0) rawTransitions.delete(transitionsRange(runId, victim.firstStep, victim.length));
-        const c = run.counters.bySource[victim.source];
-        c.trajectories -= 1;
-        c.transitions -= victim.length;
-        c.rewardSum -= victim.reward;
-        if (victim.success) c.successes -= 1;
+        deleteTrajectoryRecords(rawTraj, rawTransitions, run, victim);
         run.counters.evicted.trajectories += 1;
         run.counters.evicted.transitions += victim.length;
       }
@@ -664,13 +669,7 @@ export class ReplayStore {
       const rawTraj = unwrap(trajStore);
       const rawTransitions = unwrap(tx.objectStore('transitions'));
       for (const h of headers) {
-        rawTraj.delete([runId, h.id]);
-        if (h.length > 0) rawTransitions.delete(transitionsRange(runId, h.firstStep, h.length));
-        const c = run.counters.bySource[h.source];
-        c.trajectories -= 1;
-        c.transitions -= h.length;
-        c.rewardSum -= h.reward;
-        if (h.success) c.successes -= 1;
+        deleteTrajectoryRecords(rawTraj, rawTransitions, run, h);
         const task = tasks.get(h.taskId);
         if (task) {
           task.stats.count -= 1;
