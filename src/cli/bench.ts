@@ -91,6 +91,10 @@ const SUITES: Record<string, SuiteFn> = {
   // LLM experience model cost: drives the scripted engine (no WebLLM model can be loaded here), so it
   // measures prompt construction and caching (prefill per step, KV-cache reuse, group cache), not LLM speed.
   'llm-cost': async () => (await import('../../test/fixtures/llm-cost.ts')).benchLlmCost(),
+  // Policy: GRPO update throughput (candidate rows/s) at three batch sizes, per backend, with the ratio
+  // to wasm from the same run; Node (cpu, wasm) and headless Chromium (wasm, WebGPU where an adapter exists).
+  policy: async () => (await import('../rl/bench-policy.ts')).benchPolicyNode(),
+  'policy-browser': async () => (await import('../rl/bench-policy-browser.ts')).benchPolicyBrowser(),
 };
 
 /** Names of the benchmark suites. */

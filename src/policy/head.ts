@@ -1,0 +1,491 @@
+/**
+ * The trainable policy head: scores the candidate actions of a state.
+ *
+ *   logits(a|s) = prior(a|s) + head(phi(s), psi(a))
+ *   u = P_s phi,  v = P_a psi                                   (projections to hiddenDim)
+ *   head(phi, psi) = u . v  +  w_out . tanh(u + v [+ P_x (phi_q * psi)] + b)
+ *
+ * `phi` are state features (task, history, observation), `psi` action features. The bilinear
+ * term u . v = phi^T P_s^T P_a psi scores how well an action fits a state directly; the tanh
+ * layer adds non-linear state-action interactions. With `interaction: 'product'` the projected
+ * elementwise product of psi and the first `actionDim` state features phi_q (a learned
+ * word-overlap term when both come from one embedder) enters the tanh layer too. Each
+ * projection P is a full matrix, or, with `loraRank: r > 0`, a frozen random base plus a
+ * trainable low-rank update A B scaled by alpha / r (LoRA). Candidates are padded per batch and
+ * masked. An optional value head V(s) = w_v . tanh(W_v phi + b_v) + c serves PPO. A frozen
+ * reference copy of the weights gives the KL term.
+ *
+ * The forward functions take the parameters as a plain record, so the losses and the
+ * finite-difference tests can differentiate them; {@link PolicyHead} owns the tf.Variables.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { z } from 'zod';
+import { Rng } from '../core/rng.ts';
+import { CheckpointError, type TensorRecord } from './checkpoint.ts';
+import { inputTensors, validateInput, type InputTensors, type PolicyInput } from './input.ts';
+
+/** Settings of the policy head. Parse with {@link parsePolicyHeadConfig} to fill the defaults. */
+export const PolicyHeadConfigSchema = z
+  .object({
+    /** Length of the state features phi. */
+    stateDim: z.number().int().min(1),
+    /** Length of the action features psi. */
+    actionDim: z.number().int().min(1),
+    /** Width of the hidden layer. */
+    hiddenDim: z.number().int().min(1).default(64),
+    /**
+     * `product`: also feed the projected elementwise product of psi and the first `actionDim`
+     * state features (a learned word-overlap term when both come from one embedder).
+     */
+    interaction: z.enum(['product', 'none']).default('none'),
+    /** 0: full-rank projections. r > 0: frozen random base + trainable rank-r update (LoRA). */
+    loraRank: z.number().int().min(0).default(0),
+    /** LoRA scale numerator: the update is multiplied by loraAlpha / loraRank. Default: loraRank. */
+    loraAlpha: z.number().positive().optional(),
+    /** Add a value head V(s) (PPO). */
+    valueHead: z.boolean().default(false),
+    /** Width of the value head's hidden layer. */
+    valueHiddenDim: z.number().int().min(1).default(64),
+    /** Seed of the weight initialisation (the same seed gives the same weights on every backend). */
+    seed: z.number().int().default(0),
+  })
+  .strict()
+  .refine((c) => c.interaction === 'none' || c.stateDim >= c.actionDim, {
+    message: "interaction 'product' needs stateDim === actionDim",
+    path: ['interaction'],
+  });
+export type PolicyHeadConfig = z.output<typeof PolicyHeadConfigSchema>;
+export type PolicyHeadConfigInput = z.input<typeof PolicyHeadConfigSchema>;
+
+/** Thrown for an invalid configuration; the message names each bad field and its value. */
+export class ConfigError extends RangeError {
+  override name = 'ConfigError';
+}
+
+/** Formats zod issues as `path: message (got value)`. */
+export function formatIssues(error: z.ZodError, input: unknown): string {
+  return error.issues
+    .map((issue) => {
+      let value: unknown = input;
+      for (const key of issue.path) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[key as PropertyKey] : undefined;
+      const path = issue.path.join('.') || '(root)';
+      return `${path}: ${issue.message} (got ${JSON.stringify(value) ?? String(value)})`;
+    })
+    .join('; ');
+}
+
+/** Validates a head configuration and fills its defaults; throws {@link ConfigError}. */
+export function parsePolicyHeadConfig(input: PolicyHeadConfigInput): PolicyHeadConfig {
+  const result = PolicyHeadConfigSchema.safeParse(input);
+  if (!result.success) throw new ConfigError(`Invalid policy head config: ${formatIssues(result.error, input)}`);
+  return result.data;
+}
+
+/** Parameters by name (tf.Variables of a head, or any tensors of the same shapes). */
+export type ParamTensors = Readonly<Record<string, tf.Tensor>>;
+
+/** Name, shape, initialisation and trainability of one parameter. */
+export interface ParamSpec {
+  name: string;
+  shape: number[];
+  /** 'projection': U(-a, a) with a = sqrt(12 / columns), for unit-norm inputs; 'glorot': Glorot-uniform. */
+  init: 'projection' | 'glorot' | 'zeros';
+  trainable: boolean;
+  group: 'policy' | 'value';
+}
+
+const PROJECTIONS = ['policy.state', 'policy.action', 'policy.interaction'] as const;
+
+/** The parameters a configuration has, in a fixed order. */
+export function paramSpecs(config: PolicyHeadConfig): ParamSpec[] {
+  const h = config.hiddenDim;
+  const specs: ParamSpec[] = [];
+  const inputDims: Record<(typeof PROJECTIONS)[number], number> = {
+    'policy.state': config.stateDim,
+    'policy.action': config.actionDim,
+    'policy.interaction': config.actionDim,
+  };
+  for (const name of PROJECTIONS) {
+    if (name === 'policy.interaction' && config.interaction === 'none') continue;
+    const d = inputDims[name];
+    if (config.loraRank > 0) {
+      specs.push({ name: `${name}.base`, shape: [d, h], init: 'projection', trainable: false, group: 'policy' });
+      specs.push({ name: `${name}.loraA`, shape: [d, config.loraRank], init: 'projection', trainable: true, group: 'policy' });
+      specs.push({ name: `${name}.loraB`, shape: [config.loraRank, h], init: 'zeros', trainable: true, group: 'policy' });
+    } else {
+      specs.push({ name: `${name}.w`, shape: [d, h], init: 'projection', trainable: true, group: 'policy' });
+    }
+  }
+  specs.push({ name: 'policy.hidden.b', shape: [h], init: 'zeros', trainable: true, group: 'policy' });
+  specs.push({ name: 'policy.out.w', shape: [h, 1], init: 'glorot', trainable: true, group: 'policy' });
+  if (config.valueHead) {
+    const hv = config.valueHiddenDim;
+    specs.push({ name: 'value.hidden.w', shape: [config.stateDim, hv], init: 'projection', trainable: true, group: 'value' });
+    specs.push({ name: 'value.hidden.b', shape: [hv], init: 'zeros', trainable: true, group: 'value' });
+    specs.push({ name: 'value.out.w', shape: [hv, 1], init: 'glorot', trainable: true, group: 'value' });
+    specs.push({ name: 'value.out.b', shape: [1], init: 'zeros', trainable: true, group: 'value' });
+  }
+  return specs;
+}
+
+/** Deterministic initial values from the seeded Rng (identical on every backend). */
+export function initialValues(config: PolicyHeadConfig): Map<string, Float32Array> {
+  const rng = new Rng(config.seed);
+  const out = new Map<string, Float32Array>();
+  for (const spec of paramSpecs(config)) {
+    const size = spec.shape.reduce((a, b) => a * b, 1);
+    const data = new Float32Array(size);
+    if (spec.init !== 'zeros') {
+      const fanIn = spec.shape[0] ?? 1;
+      const fanOut = spec.shape[1] ?? 1;
+      const limit = spec.init === 'projection' ? Math.sqrt(12 / fanOut) : Math.sqrt(6 / (fanIn + fanOut));
+      const r = rng.fork(spec.name);
+      for (let i = 0; i < size; i++) data[i] = (2 * r.next() - 1) * limit;
+    }
+    out.set(spec.name, data);
+  }
+  return out;
+}
+
+function param(params: ParamTensors, name: string): tf.Tensor {
+  const p = params[name];
+  if (!p) throw new RangeError(`policy head parameter ${JSON.stringify(name)} is missing`);
+  return p;
+}
+
+/**
+ * Matrix products with hand-written gradients that use only non-transposed matMuls of the big
+ * operand. tfjs-wasm runs transposed matMuls (and large transposes) outside XNNPACK, about 10x
+ * slower, and the built-in gradient of `matMul` uses them for the largest products of an update.
+ */
+
+type SaveFn = (tensors: tf.Tensor[]) => void;
+
+/**
+ * x W for a data input x: only W gets a gradient, dW = (dy^T x)^T. Use it only where x does not
+ * depend on trainable parameters (features), or their gradient through x is silently dropped.
+ */
+export function linearOfInput(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+  const f = tf.customGrad((wv, save) => {
+    (save as SaveFn)([x]);
+    return {
+      value: tf.matMul(x, wv as tf.Tensor2D),
+      gradFunc: (dy, saved) => tf.transpose(tf.matMul(tf.transpose(dy as tf.Tensor2D), saved[0] as tf.Tensor2D)),
+    };
+  }) as (w: tf.Tensor2D) => tf.Tensor2D;
+  return f(w);
+}
+
+/** x W with gradients for both: dx = dy W^T, dW = (dy^T x)^T (W is small). */
+export const linear: (x: tf.Tensor2D, w: tf.Tensor2D) => tf.Tensor2D = tf.customGrad((x, w, save) => {
+  (save as SaveFn)([x as tf.Tensor, w as tf.Tensor]);
+  return {
+    value: tf.matMul(x as tf.Tensor2D, w as tf.Tensor2D),
+    gradFunc: (dy, saved) => {
+      const [xs, ws] = saved as [tf.Tensor2D, tf.Tensor2D];
+      const g = dy as tf.Tensor2D;
+      return [tf.matMul(g, tf.transpose(ws)), tf.transpose(tf.matMul(tf.transpose(g), xs))];
+    },
+  };
+}) as (x: tf.Tensor2D, w: tf.Tensor2D) => tf.Tensor2D;
+
+/** A projection of data features x through a named (full or LoRA) weight. */
+function project(x: tf.Tensor2D, params: ParamTensors, name: string, config: PolicyHeadConfig): tf.Tensor2D {
+  if (config.loraRank > 0) {
+    const scale = (config.loraAlpha ?? config.loraRank) / config.loraRank;
+    const base = tf.matMul(x, param(params, `${name}.base`) as tf.Tensor2D);
+    const low = linear(linearOfInput(x, param(params, `${name}.loraA`) as tf.Tensor2D), param(params, `${name}.loraB`) as tf.Tensor2D);
+    return tf.add(base, tf.mul(low, scale));
+  }
+  return linearOfInput(x, param(params, `${name}.w`) as tf.Tensor2D);
+}
+
+/** The head's raw scores head(phi, psi), [n, K] (no prior, no mask). */
+export function headScores(params: ParamTensors, input: InputTensors, config: PolicyHeadConfig): tf.Tensor2D {
+  const [n, k, dA] = input.candidates.shape;
+  const h = config.hiddenDim;
+  const flat = tf.reshape(input.candidates, [n * k, dA]) as tf.Tensor2D;
+  const u = project(input.states, params, 'policy.state', config); // [n, h]
+  const v = tf.reshape(project(flat, params, 'policy.action', config), [n, k, h]); // [n, K, h]
+  const u3 = tf.expandDims(u, 1);
+  let z = tf.add(v, u3);
+  if (config.interaction === 'product') {
+    const query = input.states.shape[1] === dA ? input.states : tf.slice(input.states, [0, 0], [n, dA]);
+    const product = tf.reshape(tf.mul(input.candidates, tf.expandDims(query, 1)), [n * k, dA]) as tf.Tensor2D;
+    z = tf.add(z, tf.reshape(project(product, params, 'policy.interaction', config), [n, k, h]));
+  }
+  const hidden = tf.tanh(tf.add(z, param(params, 'policy.hidden.b')));
+  const mlp = tf.reshape(tf.matMul(tf.reshape(hidden, [n * k, h]) as tf.Tensor2D, param(params, 'policy.out.w') as tf.Tensor2D), [n, k]);
+  const bilinear = tf.sum(tf.mul(v, u3), 2); // (P_s phi) . (P_a psi)
+  return tf.add(mlp, bilinear);
+}
+
+/** Logit given to padding candidates (exp underflows to exactly 0 in float32). */
+export const MASKED_LOGIT = -1e9;
+
+/** (prior + head) / temperature, with padding candidates at {@link MASKED_LOGIT}; [n, K]. */
+export function policyLogits(params: ParamTensors, input: InputTensors, config: PolicyHeadConfig, temperature = 1): tf.Tensor2D {
+  const raw = tf.div(tf.add(input.prior, headScores(params, input, config)), temperature);
+  return tf.add(tf.mul(raw, input.mask), tf.mul(tf.sub(1, input.mask), MASKED_LOGIT));
+}
+
+/** Log-probabilities over candidates, [n, K] (padding: about -1e9). */
+export function policyLogProbs(params: ParamTensors, input: InputTensors, config: PolicyHeadConfig, temperature = 1): tf.Tensor2D {
+  return tf.logSoftmax(policyLogits(params, input, config, temperature));
+}
+
+/** Log-probability of the chosen candidate of each row, [n]. `actions` is int32 [n]. */
+export function takenLogProbs(logProbs: tf.Tensor2D, actions: tf.Tensor1D): tf.Tensor1D {
+  const k = logProbs.shape[1];
+  return tf.sum(tf.mul(logProbs, tf.oneHot(actions, k)), 1);
+}
+
+/** Entropy of each row's distribution over its real candidates, [n]. */
+export function rowEntropy(logProbs: tf.Tensor2D, mask: tf.Tensor2D): tf.Tensor1D {
+  return tf.neg(tf.sum(tf.mul(tf.mul(tf.exp(logProbs), logProbs), mask), 1));
+}
+
+/** The value head V(s), [n]. */
+export function stateValues(params: ParamTensors, states: tf.Tensor2D): tf.Tensor1D {
+  const hidden = tf.tanh(tf.add(linearOfInput(states, param(params, 'value.hidden.w') as tf.Tensor2D), param(params, 'value.hidden.b')));
+  const v = tf.add(tf.matMul(hidden, param(params, 'value.out.w') as tf.Tensor2D), param(params, 'value.out.b'));
+  return tf.reshape(v, [states.shape[0]]);
+}
+
+/** Options of {@link PolicyHead.act}. */
+export interface ActOptions {
+  /** Sampling temperature (> 0). Default 1. */
+  temperature?: number;
+  /** Take the most likely candidate instead of sampling. */
+  greedy?: boolean;
+  /** Random stream for sampling (required unless greedy). */
+  rng?: Rng;
+}
+
+/** The chosen candidates of a batch. */
+export interface ActResult {
+  /** Index of the chosen candidate per row. */
+  actions: Int32Array;
+  /** log pi(action | state) at the given temperature, per row (the behaviour log-prob for GRPO/PPO). */
+  logProbs: Float32Array;
+  /** Probabilities, [n, K] row-major (0 for padding). */
+  probs: Float32Array;
+}
+
+let nextHeadId = 0;
+
+/** The head's tf.Variables, a frozen reference copy for KL, acting and weight export/import. */
+export class PolicyHead {
+  readonly config: PolicyHeadConfig;
+  readonly specs: readonly ParamSpec[];
+  private readonly vars = new Map<string, tf.Variable>();
+  private reference: Map<string, tf.Tensor> | null = null;
+  private disposed = false;
+
+  constructor(config: PolicyHeadConfigInput) {
+    this.config = parsePolicyHeadConfig(config);
+    this.specs = paramSpecs(this.config);
+    const id = nextHeadId++;
+    const init = initialValues(this.config);
+    for (const spec of this.specs) {
+      const t = tf.tensor(init.get(spec.name) as Float32Array, spec.shape, 'float32');
+      this.vars.set(spec.name, tf.variable(t, spec.trainable, `dreamgym-head${id}/${spec.name}`));
+      t.dispose();
+    }
+  }
+
+  /** All parameters (trainable and frozen) by name. */
+  params(): ParamTensors {
+    this.assertLive();
+    return Object.fromEntries(this.vars);
+  }
+
+  /** The trainable variables of a group ('all': policy and value), by name. */
+  trainable(group: 'policy' | 'value' | 'all' = 'all'): Map<string, tf.Variable> {
+    this.assertLive();
+    const out = new Map<string, tf.Variable>();
+    for (const spec of this.specs) {
+      if (spec.trainable && (group === 'all' || spec.group === group)) out.set(spec.name, this.vars.get(spec.name) as tf.Variable);
+    }
+    return out;
+  }
+
+  /** Number of trainable scalars. */
+  get trainableSize(): number {
+    let n = 0;
+    for (const v of this.trainable('all').values()) n += v.size;
+    return n;
+  }
+
+  /** Freezes a copy of the current weights as the KL reference (replacing an earlier one). */
+  resetReference(): void {
+    this.assertLive();
+    this.disposeReference();
+    this.reference = new Map([...this.vars].map(([name, v]) => [name, tf.clone(v)]));
+  }
+
+  /** The frozen reference weights; created from the current weights on first use. */
+  referenceParams(): ParamTensors {
+    if (!this.reference) this.resetReference();
+    return Object.fromEntries(this.reference as Map<string, tf.Tensor>);
+  }
+
+  /** Masked logits (prior + head) / temperature for each row, [n, K] row-major. */
+  async logits(input: PolicyInput, temperature = 1): Promise<Float32Array> {
+    this.checkInput(input);
+    const t = tf.tidy(() => policyLogits(this.params(), inputTensors(input), this.config, temperature));
+    try {
+      return (await t.data()) as Float32Array;
+    } finally {
+      t.dispose();
+    }
+  }
+
+  /** V(s) per row (needs `valueHead: true`). */
+  async values(input: PolicyInput): Promise<Float32Array> {
+    this.checkInput(input);
+    if (!this.config.valueHead) throw new RangeError('this policy head has no value head (valueHead: false)');
+    const t = tf.tidy(() => stateValues(this.params(), tf.tensor2d(input.states, [input.count, input.stateDim])));
+    try {
+      return (await t.data()) as Float32Array;
+    } finally {
+      t.dispose();
+    }
+  }
+
+  /** Samples (or, greedy, picks the best of) each row's candidates; returns choices and log-probs. */
+  async act(input: PolicyInput, options: ActOptions = {}): Promise<ActResult> {
+    this.checkInput(input);
+    const temperature = options.temperature ?? 1;
+    if (!(temperature > 0 && Number.isFinite(temperature))) throw new RangeError(`temperature must be a finite number > 0, got ${temperature}`);
+    if (!options.greedy && !options.rng) throw new RangeError('act: sampling needs options.rng (or greedy: true)');
+    const t = tf.tidy(() => policyLogProbs(this.params(), inputTensors(input), this.config, temperature));
+    let logp: Float32Array;
+    try {
+      logp = (await t.data()) as Float32Array;
+    } finally {
+      t.dispose();
+    }
+    return chooseFromLogProbs(logp, input, options);
+  }
+
+  /** The weights as plain records (optionally also the reference copy, under `reference/`). */
+  async exportWeights(includeReference = false): Promise<TensorRecord[]> {
+    this.assertLive();
+    const records: TensorRecord[] = [];
+    for (const spec of this.specs) {
+      const v = this.vars.get(spec.name) as tf.Variable;
+      records.push({ name: spec.name, shape: [...spec.shape], dtype: 'float32', data: (await v.data()) as Float32Array });
+    }
+    if (includeReference && this.reference) {
+      for (const spec of this.specs) {
+        const r = this.reference.get(spec.name) as tf.Tensor;
+        records.push({ name: `reference/${spec.name}`, shape: [...spec.shape], dtype: 'float32', data: (await r.data()) as Float32Array });
+      }
+    }
+    return records;
+  }
+
+  /**
+   * Loads weights by name. Every parameter of this head must be present with its shape
+   * (`reference/` records, when present, restore the reference copy). Throws
+   * {@link CheckpointError} ('incompatible') otherwise.
+   */
+  importWeights(records: readonly TensorRecord[]): void {
+    this.assertLive();
+    const byName = new Map(records.map((r) => [r.name, r]));
+    const load = (name: string, spec: ParamSpec): Float32Array => {
+      const r = byName.get(name);
+      if (!r) throw new CheckpointError('incompatible', `weights: parameter ${JSON.stringify(name)} is missing`);
+      if (r.shape.length !== spec.shape.length || r.shape.some((d, i) => d !== spec.shape[i])) {
+        throw new CheckpointError('incompatible', `weights: ${name} has shape [${r.shape.join(', ')}], expected [${spec.shape.join(', ')}]`);
+      }
+      return r.data;
+    };
+    const values = this.specs.map((spec) => load(spec.name, spec));
+    const hasReference = this.specs.every((s) => byName.has(`reference/${s.name}`));
+    const refValues = hasReference ? this.specs.map((spec) => load(`reference/${spec.name}`, spec)) : null;
+    this.specs.forEach((spec, i) => {
+      const t = tf.tensor(values[i] as Float32Array, spec.shape, 'float32');
+      (this.vars.get(spec.name) as tf.Variable).assign(t);
+      t.dispose();
+    });
+    if (refValues) {
+      this.disposeReference();
+      this.reference = new Map(this.specs.map((spec, i) => [spec.name, tf.tensor(refValues[i] as Float32Array, spec.shape, 'float32')]));
+    }
+  }
+
+  /** Frees every tensor (best effort: a lost GPU device may refuse). */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.disposeReference();
+    for (const v of this.vars.values()) {
+      try {
+        v.dispose();
+      } catch {
+        // The backend that held it may be gone (lost GPU device).
+      }
+    }
+    this.vars.clear();
+  }
+
+  private disposeReference(): void {
+    if (!this.reference) return;
+    for (const t of this.reference.values()) {
+      try {
+        t.dispose();
+      } catch {
+        // See dispose().
+      }
+    }
+    this.reference = null;
+  }
+
+  private assertLive(): void {
+    if (this.disposed) throw new Error('PolicyHead used after dispose()');
+  }
+
+  private checkInput(input: PolicyInput): void {
+    validateInput(input);
+    if (input.stateDim !== this.config.stateDim || input.actionDim !== this.config.actionDim) {
+      throw new RangeError(
+        `input has stateDim ${input.stateDim} / actionDim ${input.actionDim}, the head expects ${this.config.stateDim} / ${this.config.actionDim}`,
+      );
+    }
+  }
+}
+
+/** Picks per row from log-probabilities [n, K] (greedy argmax, or sampling with `rng`). */
+export function chooseFromLogProbs(logp: Float32Array, input: PolicyInput, options: ActOptions): ActResult {
+  const n = input.count;
+  const k = input.maxCandidates;
+  const actions = new Int32Array(n);
+  const logProbs = new Float32Array(n);
+  const probs = new Float32Array(n * k);
+  for (let i = 0; i < n; i++) {
+    const count = input.candidateCounts[i] as number;
+    let best = 0;
+    for (let j = 0; j < count; j++) {
+      probs[i * k + j] = Math.exp(logp[i * k + j] as number);
+      if ((logp[i * k + j] as number) > (logp[i * k + best] as number)) best = j;
+    }
+    let chosen = best;
+    if (!options.greedy) {
+      const u = (options.rng as Rng).next();
+      let acc = 0;
+      chosen = count - 1;
+      for (let j = 0; j < count; j++) {
+        acc += probs[i * k + j] as number;
+        if (u < acc) {
+          chosen = j;
+          break;
+        }
+      }
+    }
+    actions[i] = chosen;
+    logProbs[i] = logp[i * k + chosen] as number;
+  }
+  return { actions, logProbs, probs };
+}

@@ -1,0 +1,176 @@
+import * as tf from '@tensorflow/tfjs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Rng } from '../src/core/rng.ts';
+import { chooseBackend } from '../src/policy/backend.ts';
+import { CheckpointError } from '../src/policy/checkpoint.ts';
+import {
+  ConfigError,
+  initialValues,
+  MASKED_LOGIT,
+  paramSpecs,
+  parsePolicyHeadConfig,
+  PolicyHead,
+  chooseFromLogProbs,
+} from '../src/policy/head.ts';
+import { packDecisions } from '../src/policy/input.ts';
+import { syntheticDecisions } from '../src/rl/synthetic.ts';
+
+const DIMS = { stateDim: 12, actionDim: 12 };
+const decisions = syntheticDecisions({ count: 5, ...DIMS, minCandidates: 1, maxCandidates: 4, seed: 3 });
+const input = packDecisions(decisions);
+
+beforeAll(async () => {
+  await chooseBackend({ prefer: 'cpu' });
+});
+
+describe('policy head configuration', () => {
+  it('fills defaults and names bad fields with their values', () => {
+    expect(parsePolicyHeadConfig(DIMS)).toMatchObject({ hiddenDim: 64, interaction: 'none', loraRank: 0, valueHead: false });
+    expect(() => parsePolicyHeadConfig({ ...DIMS, hiddenDim: 0 })).toThrow(ConfigError);
+    expect(() => parsePolicyHeadConfig({ ...DIMS, hiddenDim: 0 })).toThrow(/hiddenDim: .*\(got 0\)/);
+    expect(() => parsePolicyHeadConfig({ stateDim: 4, actionDim: 8, interaction: 'product' })).toThrow(/interaction/);
+    expect(() => parsePolicyHeadConfig({ ...DIMS, extra: 1 } as never)).toThrow(/extra/);
+  });
+
+  it('LoRA keeps a frozen base and trains a low-rank update, far fewer parameters', () => {
+    const lora = paramSpecs(parsePolicyHeadConfig({ ...DIMS, hiddenDim: 16, loraRank: 2 }));
+    expect(lora.filter((s) => !s.trainable).map((s) => s.name)).toEqual(['policy.state.base', 'policy.action.base']);
+    expect(lora.find((s) => s.name === 'policy.action.loraA')?.shape).toEqual([12, 2]);
+    const full = new PolicyHead({ ...DIMS, hiddenDim: 16 });
+    const low = new PolicyHead({ ...DIMS, hiddenDim: 16, loraRank: 2 });
+    expect(low.trainableSize).toBeLessThan(full.trainableSize / 2);
+    full.dispose();
+    low.dispose();
+  });
+
+  it('initialises deterministically from the seed', () => {
+    const a = initialValues(parsePolicyHeadConfig({ ...DIMS, seed: 5 }));
+    const b = initialValues(parsePolicyHeadConfig({ ...DIMS, seed: 5 }));
+    const c = initialValues(parsePolicyHeadConfig({ ...DIMS, seed: 6 }));
+    expect(Array.from(a.get('policy.state.w') as Float32Array)).toEqual(Array.from(b.get('policy.state.w') as Float32Array));
+    expect(Array.from(a.get('policy.state.w') as Float32Array)).not.toEqual(Array.from(c.get('policy.state.w') as Float32Array));
+    expect(Array.from(a.get('policy.hidden.b') as Float32Array).every((x) => x === 0)).toBe(true);
+  });
+});
+
+describe('forward pass', () => {
+  it('masks padding, adds the prior and divides by the temperature', async () => {
+    const head = new PolicyHead({ ...DIMS, hiddenDim: 8, seed: 1 });
+    const k = input.maxCandidates;
+    const plain = await head.logits(input);
+    for (let i = 0; i < input.count; i++) {
+      for (let j = 0; j < k; j++) {
+        if (j >= (input.candidateCounts[i] as number)) expect(plain[i * k + j]).toBeLessThan(MASKED_LOGIT / 2);
+        else expect(Math.abs(plain[i * k + j] as number)).toBeLessThan(100);
+      }
+    }
+    const prior = Float32Array.from(input.prior, (_, i) => ((input.mask[i] as number) > 0 ? (i % 3) - 1 : 0));
+    const withPrior = await head.logits({ ...input, prior });
+    const hot = await head.logits({ ...input, prior }, 2);
+    for (let i = 0; i < prior.length; i++) {
+      if ((input.mask[i] as number) === 0) continue;
+      expect((withPrior[i] as number) - (plain[i] as number)).toBeCloseTo(prior[i] as number, 5);
+      expect(hot[i] as number).toBeCloseTo((withPrior[i] as number) / 2, 5);
+    }
+    head.dispose();
+  });
+
+  it('a LoRA head starts exactly where a full head with the base weights starts', async () => {
+    const lora = new PolicyHead({ ...DIMS, hiddenDim: 8, loraRank: 2, seed: 4 });
+    const full = new PolicyHead({ ...DIMS, hiddenDim: 8, seed: 9 });
+    const weights = (await lora.exportWeights()).filter((r) => !r.name.includes('lora')).map((r) => ({ ...r, name: r.name.replace('.base', '.w') }));
+    full.importWeights(weights);
+    const a = await lora.logits(input);
+    const b = await full.logits(input);
+    a.forEach((x, i) => expect(x).toBeCloseTo(b[i] as number, 5));
+    lora.dispose();
+    full.dispose();
+  });
+
+  it('gives a single-candidate state probability 1', async () => {
+    const head = new PolicyHead({ ...DIMS, hiddenDim: 8 });
+    const one = packDecisions([{ state: decisions[0]?.state as Float32Array, candidates: [decisions[0]?.candidates[0] as Float32Array] }]);
+    const r = await head.act(one, { rng: new Rng(1) });
+    expect(r.actions[0]).toBe(0);
+    expect(r.logProbs[0]).toBeCloseTo(0, 6);
+    head.dispose();
+  });
+
+  it('evaluates the value head when there is one', async () => {
+    const head = new PolicyHead({ ...DIMS, hiddenDim: 8, valueHead: true, valueHiddenDim: 4 });
+    expect(await head.values(input)).toHaveLength(input.count);
+    head.dispose();
+    const noValue = new PolicyHead({ ...DIMS, hiddenDim: 8 });
+    await expect(noValue.values(input)).rejects.toThrow(/no value head/);
+    noValue.dispose();
+  });
+
+  it('rejects inputs of other dimensions', async () => {
+    const head = new PolicyHead({ stateDim: 5, actionDim: 12 });
+    await expect(head.logits(input)).rejects.toThrow(/stateDim 12 .* expects 5/);
+    head.dispose();
+  });
+});
+
+describe('acting', () => {
+  it('greedy takes the most likely real candidate; sampling follows the probabilities', async () => {
+    const head = new PolicyHead({ ...DIMS, hiddenDim: 8, seed: 2 });
+    const k = input.maxCandidates;
+    const greedy = await head.act(input, { greedy: true });
+    for (let i = 0; i < input.count; i++) {
+      const probs = Array.from(greedy.probs.subarray(i * k, i * k + (input.candidateCounts[i] as number)));
+      expect(greedy.actions[i]).toBe(probs.indexOf(Math.max(...probs)));
+      expect(probs.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 5);
+      expect(greedy.logProbs[i]).toBeCloseTo(Math.log(probs[greedy.actions[i] as number] as number), 5);
+    }
+    const logp = new Float32Array([Math.log(0.7), Math.log(0.2), Math.log(0.1), MASKED_LOGIT]);
+    const one = { ...packDecisions([{ state: new Float32Array(2), candidates: [new Float32Array(1), new Float32Array(1), new Float32Array(1)] }], undefined, 4) };
+    const counts = [0, 0, 0, 0];
+    const rng = new Rng(7);
+    for (let t = 0; t < 4000; t++) counts[chooseFromLogProbs(logp, one, { rng }).actions[0] as number]! += 1;
+    expect(counts[3]).toBe(0);
+    expect((counts[0] as number) / 4000).toBeCloseTo(0.7, 1);
+    expect((counts[2] as number) / 4000).toBeCloseTo(0.1, 1);
+    await expect(head.act(input, {})).rejects.toThrow(/needs options.rng/);
+    await expect(head.act(input, { greedy: true, temperature: 0 })).rejects.toThrow(/temperature .* got 0/);
+    head.dispose();
+  });
+});
+
+describe('reference copy and weights', () => {
+  it('keeps the reference frozen until reset', async () => {
+    const head = new PolicyHead({ ...DIMS, hiddenDim: 8 });
+    head.resetReference();
+    const w = head.params()['policy.out.w'] as tf.Variable;
+    w.assign(tf.mul(w, 3));
+    const ref = head.referenceParams()['policy.out.w'] as tf.Tensor;
+    const now = await w.data();
+    Array.from(await ref.data()).forEach((x, i) => expect(x * 3).toBeCloseTo(now[i] as number, 5));
+    head.resetReference();
+    expect(Array.from(await (head.referenceParams()['policy.out.w'] as tf.Tensor).data())).toEqual(Array.from(await w.data()));
+    head.dispose();
+  });
+
+  it('round-trips weights and refuses ones that do not fit', async () => {
+    const a = new PolicyHead({ ...DIMS, hiddenDim: 8, seed: 1 });
+    const b = new PolicyHead({ ...DIMS, hiddenDim: 8, seed: 2 });
+    a.resetReference();
+    b.importWeights(await a.exportWeights(true));
+    expect(Array.from(await b.logits(input))).toEqual(Array.from(await a.logits(input)));
+    const records = await a.exportWeights();
+    expect(() => b.importWeights(records.slice(1))).toThrow(CheckpointError);
+    const bad = records.map((r) => (r.name === 'policy.out.w' ? { ...r, shape: [4, 2] } : r));
+    expect(() => b.importWeights(bad)).toThrow(/policy.out.w has shape \[4, 2\], expected \[8, 1\]/);
+    a.dispose();
+    b.dispose();
+  });
+
+  it('frees every tensor on dispose', () => {
+    const before = tf.memory().numTensors;
+    const head = new PolicyHead({ ...DIMS, hiddenDim: 8, valueHead: true, loraRank: 2 });
+    head.resetReference();
+    head.dispose();
+    expect(tf.memory().numTensors).toBe(before);
+    expect(() => head.params()).toThrow(/after dispose/);
+  });
+});

@@ -1,0 +1,73 @@
+import * as tf from '@tensorflow/tfjs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { chooseBackend } from '../src/policy/backend.ts';
+import { inputTensors, packDecisions, PolicyInputError, selectRows, validateInput, type Decision } from '../src/policy/input.ts';
+
+const v = (...xs: number[]): Float32Array => Float32Array.from(xs);
+
+const decisions: Decision[] = [
+  { state: v(1, 2), candidates: [v(1, 0, 0), v(0, 1, 0)], prior: [0.5, -0.5] },
+  { state: v(3, 4), candidates: [v(0, 0, 1), v(1, 1, 0), v(2, 2, 2)] },
+  { state: v(5, 6), candidates: [v(9, 9, 9)] },
+];
+
+beforeAll(async () => {
+  await chooseBackend({ prefer: 'cpu' });
+});
+
+describe('packDecisions', () => {
+  it('pads candidates to the largest count with a mask and zero prior', () => {
+    const p = packDecisions(decisions);
+    expect(p).toMatchObject({ count: 3, maxCandidates: 3, stateDim: 2, actionDim: 3 });
+    expect(Array.from(p.states)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(Array.from(p.mask)).toEqual([1, 1, 0, 1, 1, 1, 1, 0, 0]);
+    expect(Array.from(p.prior)).toEqual([0.5, -0.5, 0, 0, 0, 0, 0, 0, 0]);
+    expect(Array.from(p.candidateCounts)).toEqual([2, 3, 1]);
+    expect(Array.from(p.candidates.subarray(0, 9))).toEqual([1, 0, 0, 0, 1, 0, 0, 0, 0]);
+    expect(Array.from(p.candidates.subarray(18, 27))).toEqual([9, 9, 9, 0, 0, 0, 0, 0, 0]);
+    validateInput(p);
+  });
+
+  it('pads to a fixed maxCandidates when asked, and refuses one that is too small', () => {
+    expect(packDecisions(decisions, undefined, 5).maxCandidates).toBe(5);
+    expect(() => packDecisions(decisions, undefined, 2)).toThrow(/maxCandidates .* 3, got 2/);
+  });
+
+  it('names the bad decision and value', () => {
+    expect(() => packDecisions([])).toThrow(PolicyInputError);
+    expect(() => packDecisions([{ state: v(1), candidates: [] }])).toThrow(/decision 0: no candidate/);
+    expect(() => packDecisions([decisions[0] as Decision, { state: v(1, 2, 3), candidates: [v(1, 1, 1)] }])).toThrow(/decision 1: state has length 3, expected 2/);
+    expect(() => packDecisions([{ state: v(1, 2), candidates: [v(1, 1, 1), v(1, 1)] }])).toThrow(/candidate 1: length 2, expected 3/);
+    expect(() => packDecisions([{ state: v(1, 2), candidates: [v(1, 1, 1)], prior: [0, 1] }])).toThrow(/prior has 2 entries for 1/);
+    expect(() => packDecisions([{ state: v(1, 2), candidates: [v(1, 1, 1)], prior: [Number.NaN] }])).toThrow(/prior\[0\] is NaN/);
+    expect(() => packDecisions([{ state: [1, 2] as unknown as Float32Array, candidates: [v(1)] }])).toThrow(/Float32Array/);
+  });
+});
+
+describe('selectRows', () => {
+  it('takes rows in the given order and re-pads to their own largest count', () => {
+    const p = packDecisions(decisions);
+    const s = selectRows(p, [2, 0]);
+    expect(s).toMatchObject({ count: 2, maxCandidates: 2 });
+    expect(Array.from(s.states)).toEqual([5, 6, 1, 2]);
+    expect(Array.from(s.mask)).toEqual([1, 0, 1, 1]);
+    expect(Array.from(s.prior)).toEqual([0, 0, 0.5, -0.5]);
+    expect(Array.from(s.candidates)).toEqual([9, 9, 9, 0, 0, 0, 1, 0, 0, 0, 1, 0]);
+    expect(() => selectRows(p, [3])).toThrow(/row 3 is outside \[0, 3\)/);
+  });
+});
+
+describe('validateInput and inputTensors', () => {
+  it('detects arrays of the wrong size', () => {
+    const p = packDecisions(decisions);
+    expect(() => validateInput({ ...p, mask: new Float32Array(2) })).toThrow(/mask has 2 values, expected 9/);
+  });
+  it('builds tensors of the packed shapes', () => {
+    const t = inputTensors(packDecisions(decisions));
+    expect(t.states.shape).toEqual([3, 2]);
+    expect(t.candidates.shape).toEqual([3, 3, 3]);
+    expect(t.mask.shape).toEqual([3, 3]);
+    expect(t.prior.shape).toEqual([3, 3]);
+    tf.dispose([t.states, t.candidates, t.mask, t.prior]);
+  });
+});
