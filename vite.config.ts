@@ -25,7 +25,9 @@ export default defineConfig({
   worker: { format: 'es' },
   // Pre-bundle up front so the browser test runner never reloads mid-run on a late discovery.
   optimizeDeps: { include: ['zod', 'minisearch', 'idb', 'comlink', '@mlc-ai/web-llm'] },
-  build: { target: 'es2022', sourcemap: true },
+  // No minification: tfjs-backend-wasm starts its pthreads from its factory's source text
+  // (`factory.toString()`), which a minifier breaks by renaming what the function refers to.
+  build: { target: 'es2022', sourcemap: true, minify: false },
   test: {
     projects: [
       {

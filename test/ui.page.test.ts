@@ -119,4 +119,22 @@ describe('the built page', () => {
     expect(consoleErrors).toEqual([]);
     expect(pageErrors).toEqual([]);
   });
+
+  it('starts the trainer worker of the built page on the backend named by ?backend=', async () => {
+    const trainerPage = await (browser as Browser).newPage();
+    const errors: string[] = [];
+    trainerPage.on('pageerror', (error) => errors.push(String(error)));
+    trainerPage.on('console', (msg) => {
+      if (msg.type() === 'error') errors.push(msg.text());
+    });
+    await trainerPage.goto(`${baseUrl}?backend=wasm`, { waitUntil: 'load' });
+    expect(await trainerPage.getByTestId('trainer-backend-select').inputValue()).toBe('wasm');
+    await trainerPage.getByTestId('trainer-start').click();
+    await expect.poll(() => trainerPage.getByTestId('trainer-status').getAttribute('data-state'), { timeout: 60_000 }).toBe('success');
+    // The production build must serve tfjs's wasm binaries itself (no CDN): the worker reached wasm.
+    expect(await trainerPage.locator('[data-field="Backend"]').textContent()).toBe('wasm');
+    expect(await trainerPage.locator('[data-field="GPU adapter"]').textContent()).toBeTruthy();
+    expect(errors).toEqual([]);
+    await trainerPage.close();
+  }, 90_000);
 });

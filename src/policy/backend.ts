@@ -10,12 +10,9 @@
  * (`?backend=wasm`, see {@link backendFromUrl}).
  */
 import * as tf from '@tensorflow/tfjs';
+import { BACKEND_NAMES, BackendError, parseBackendPreference, type BackendName, type BackendPreference } from './backend-preference.ts';
 
-/** The backends the policy can train on. */
-export const BACKEND_NAMES = ['webgpu', 'wasm', 'cpu'] as const;
-export type BackendName = (typeof BACKEND_NAMES)[number];
-/** A backend by name, or `auto` for the rule above. */
-export type BackendPreference = BackendName | 'auto';
+export { BACKEND_NAMES, BackendError, backendFromUrl, parseBackendPreference, type BackendName, type BackendPreference } from './backend-preference.ts';
 
 /** What is known about the WebGPU adapter. */
 export interface AdapterReport {
@@ -85,26 +82,7 @@ export interface ChooseBackendOptions {
   crossOriginIsolated?: boolean;
 }
 
-/** Thrown when no backend at all could be initialised, or for a bad preference. */
-export class BackendError extends Error {
-  override name = 'BackendError';
-}
 
-/** Checks a backend preference, throwing a {@link BackendError} that names the bad value. */
-export function parseBackendPreference(value: string): BackendPreference {
-  if (value === 'auto' || (BACKEND_NAMES as readonly string[]).includes(value)) return value as BackendPreference;
-  throw new BackendError(`Unknown backend ${JSON.stringify(value)}: use one of auto, ${BACKEND_NAMES.join(', ')}`);
-}
-
-/**
- * The backend asked for by a page URL's `backend` query parameter (`?backend=webgpu|wasm|cpu|auto`),
- * or undefined when absent. Throws {@link BackendError} for an unknown value.
- */
-export function backendFromUrl(url: string | URL, param = 'backend'): BackendPreference | undefined {
-  const parsed = typeof url === 'string' ? new URL(url, 'http://localhost/') : url;
-  const value = parsed.searchParams.get(param);
-  return value === null || value === '' ? undefined : parseBackendPreference(value);
-}
 
 function defaultGpu(): GpuLike | null {
   const nav = (globalThis as { navigator?: { gpu?: GpuLike } }).navigator;

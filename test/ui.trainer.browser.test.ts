@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mountTrainerPanel, type TrainerPanelHandle } from '../src/ui/trainer-panel.ts';
+
+let panel: TrainerPanelHandle | null = null;
+afterEach(() => {
+  panel?.destroy();
+  panel = null;
+  document.body.replaceChildren();
+});
+
+const q = (testId: string): HTMLElement => document.querySelector(`[data-testid="${testId}"]`) as HTMLElement;
+const field = (name: string): string | null => document.querySelector(`[data-field="${name}"]`)?.textContent ?? null;
+
+async function waitForState(state: string, timeoutMs = 45_000): Promise<void> {
+  const start = performance.now();
+  while (q('trainer-status').dataset['state'] !== state) {
+    if (performance.now() - start > timeoutMs) throw new Error(`trainer status stayed ${q('trainer-status').dataset['state']}: ${q('trainer-status').textContent}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('trainer panel', () => {
+  it('preselects ?backend= and starts the real trainer worker on it', async () => {
+    panel = mountTrainerPanel(document.body, { url: 'http://localhost/?backend=wasm' });
+    expect((q('trainer-backend-select') as HTMLSelectElement).value).toBe('wasm');
+    q('trainer-start').click();
+    await waitForState('success');
+    expect(field('Backend')).toBe('wasm');
+    expect(field('Asked for')).toBe('wasm');
+    expect(Number(field('Policy parameters')?.replace(/,/g, ''))).toBeGreaterThan(1000);
+  });
+
+  it('auto never trains on the software (SwiftShader) adapter and says why', async () => {
+    panel = mountTrainerPanel(document.body, { url: 'http://localhost/' });
+    expect((q('trainer-backend-select') as HTMLSelectElement).value).toBe('auto');
+    await panel.start();
+    expect(q('trainer-status').dataset['state']).toBe('success');
+    expect(field('Backend')).not.toBe('webgpu');
+    expect(field('GPU adapter')).toMatch(/software fallback adapter|none found/);
+    expect(field('Why')).toBeTruthy();
+  });
+
+  it('names a bad ?backend= value and falls back to auto', () => {
+    panel = mountTrainerPanel(document.body, { url: 'http://localhost/?backend=quantum' });
+    expect((q('trainer-backend-select') as HTMLSelectElement).value).toBe('auto');
+    expect(q('trainer-status').textContent).toMatch(/Unknown backend "quantum".*Using auto/);
+  });
+
+  it('shows a plain message when the worker fails to start, and can try again', async () => {
+    let calls = 0;
+    panel = mountTrainerPanel(document.body, {
+      url: 'http://localhost/',
+      startWorker: async () => {
+        calls++;
+        throw new Error('workers are disabled');
+      },
+    });
+    await panel.start('cpu');
+    expect(q('trainer-status').dataset['state']).toBe('failure');
+    expect(q('trainer-status').textContent).toBe('The trainer could not start: workers are disabled');
+    expect((q('trainer-start') as HTMLButtonElement).disabled).toBe(false);
+    await panel.start('cpu');
+    expect(calls).toBe(2);
+  });
+});
