@@ -91,7 +91,8 @@ describe('dreamgym CLI', () => {
     expect((await readdir(dir)).some((f) => f.startsWith('x.jsonl'))).toBe(false);
     const unwritable = await cli('data', '--env', 'shop', '--episodes', '2', '--out', join(dir, 'no-such-dir', 'y.jsonl'));
     expect(unwritable.code).toBe(1);
-    expect(unwritable.err).toMatch(/ENOENT|no such file/);
+    // Names the file asked for (not the temporary file written first) and why.
+    expect(unwritable.err).toBe(`dreamgym: error: cannot write ${join(dir, 'no-such-dir', 'y.jsonl')}: ENOENT: no such file or directory\n`);
   });
 
   it('validate reports counts, or line-numbered problems', async () => {
@@ -107,6 +108,11 @@ describe('dreamgym CLI', () => {
     const res = await cli('validate', broken);
     expect(res.code).toBe(1);
     expect(res.err).toMatch(/line 3, field task/);
+    const missing = await cli('validate', join(dir, 'missing.jsonl'));
+    expect(missing.code).toBe(1);
+    expect(missing.err).toBe(`dreamgym: error: cannot read ${join(dir, 'missing.jsonl')}: ENOENT: no such file or directory\n`);
+    const folder = await cli('validate', dir);
+    expect(folder.err).toMatch(new RegExp(`^dreamgym: error: cannot read ${dir}: EISDIR`));
   });
 });
 

@@ -4,7 +4,8 @@ import { getEnvSpec } from '../src/envs/registry.ts';
 import { type CallRecord, ExperienceParseError, LLMExperienceModel } from '../src/experience/llm.ts';
 import { STEP_GRAMMAR, STEP_JSON_SCHEMA } from '../src/experience/llm-output.ts';
 import type { Demonstration, ExperienceStep, HistoryStep } from '../src/experience/types.ts';
-import type { ChatCompletionMessageParam } from '../src/llm/engine.ts';
+import { REPLY_FORMAT, RESET_FORMAT } from '../src/experience/prompt.ts';
+import type { ChatCompletion, ChatCompletionMessageParam } from '../src/llm/engine.ts';
 import { LLMConfigError, LLMRequestError } from '../src/llm/errors.ts';
 import { ScriptedEngine, echoScript, stepReply } from './fixtures/scripted-engine.ts';
 
@@ -176,6 +177,16 @@ describe('LLMExperienceModel: validation and retries', () => {
     expect(model.stats.ruleCorrections).toBe(1);
   });
 
+  it('treats a malformed completion (no message, non-text content) as an unusable reply, not a crash', async () => {
+    const replies = [{ choices: [{}] }, { choices: [{ message: { content: 42 } }] }, { choices: [{ message: { content: stepReply({ text: 'Page: ok' }) } }] }];
+    let i = 0;
+    const engine = { chatCompletion: async () => replies[i++] as unknown as ChatCompletion };
+    const model = new LLMExperienceModel(engine);
+    const step = await model.step({ task, history: [], observation: start, action: 'search[x]', demos });
+    expect(step.observation.text).toBe('Page: ok');
+    expect(model.stats).toMatchObject({ calls: 3, parseFailures: 2, engineErrors: 0, steps: 1 });
+  });
+
   it('wraps engine failures in a typed error', async () => {
     const engine = new ScriptedEngine({
       chat: () => {
@@ -256,6 +267,17 @@ describe('LLMExperienceModel: reset', () => {
     expect(engine.requests[1]?.messages).toHaveLength(4);
     expect(engine.kvReused).toEqual([false, true]);
     expect(model.stats.resets).toBe(1);
+  });
+
+  it('a reset retry asks again for the reset format, not the step format', async () => {
+    const good = JSON.stringify({ reasoning: 'a fresh start', state: { text: 'Start page', actions: ['search[anything]'] } });
+    const engine = new ScriptedEngine({ chat: ['not json', good] });
+    const model = new LLMExperienceModel(engine, { initialObservation: 'llm' });
+    expect(await model.reset(task, [])).toEqual({ text: 'Start page', actions: ['search[anything]'] });
+    const correction = String(engine.requests[1]?.messages.at(-1)?.content);
+    expect(correction).toContain(RESET_FORMAT);
+    expect(correction).not.toContain(REPLY_FORMAT);
+    expect(model.stats).toMatchObject({ resets: 1, parseFailures: 1, retries: 1 });
   });
 
   it("falls back to the LLM when the environment cannot reset the task", async () => {

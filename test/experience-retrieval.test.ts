@@ -36,6 +36,37 @@ describe('RetrievalExperienceModel', () => {
     expect(step.reasoning).toMatch(/same state and action/);
   });
 
+  it('ignores whitespace around the action, as the real environments do', async () => {
+    const traj = trajectories.find((t) => t.steps.length >= 3)!;
+    const task = tasks.find((t) => t.id === traj.taskId)!;
+    const [s0, s1] = traj.steps;
+    const step = await model.step({ task, history: [], observation: s0!.observation, action: `  ${s0!.action} `, demos: [] });
+    expect(step).toMatchObject({ valid: true, done: false, observation: s1!.observation });
+    expect(step.reasoning).toMatch(/same state and action/);
+  });
+
+  it('on an unseen state, reuses the nearest stored transition rewritten for the new task, deterministically', async () => {
+    const [held] = [...generateOfflineData(getEnvSpec('shop'), { episodes: 1, seed: 99, policy: 'expert', split: 'test' })];
+    const { task, trajectory } = held!;
+    const s0 = trajectory.steps[0]!;
+    const request = { task, history: [], observation: s0.observation, action: s0.action, demos: [] };
+    const step = await model.step(request);
+    expect(step).toMatchObject({ valid: true, done: false, reward: 0 });
+    expect(step.reasoning).toMatch(/nearest stored transition/);
+    // The neighbour's own instruction was rewritten into this task's.
+    expect(step.observation.text).toContain(`Instruction: ${task.instruction}`);
+    expect(step.observation.actions.length).toBeGreaterThan(0);
+    // Same inputs, same prediction; and a model built again from the same data predicts the same.
+    expect(await model.step(request)).toEqual(step);
+    const again = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 } });
+    try {
+      expect(await again.step(request)).toEqual(step);
+      expect(await again.reset(task, [])).toEqual(await model.reset(task, []));
+    } finally {
+      again.dispose();
+    }
+  });
+
   it('marks an action outside the admissible list invalid and keeps the state', async () => {
     const { steps } = trajectories[0]!;
     const obs = steps[steps.length - 1]!.observation;

@@ -49,6 +49,11 @@ describe('substitution', () => {
     expect(applySubstitution('unchanged', [])).toBe('unchanged');
   });
 
+  it('ignores an empty text to replace instead of splicing its replacement everywhere', () => {
+    expect(applySubstitution('red, blue. (x)', [['', 'X']])).toBe('red, blue. (x)');
+    expect(applySubstitution('an apple, please.', [['', 'X'], ['apple', 'pear']])).toBe('an pear, please.');
+  });
+
   it('ignores goal values too short to be safe', () => {
     const a = task('a', 'x', { options: { size: 'm' } });
     const b = task('b', 'y', { options: { size: 'l' } });

@@ -422,6 +422,8 @@ describe('household environment: episode boundaries', () => {
     const bad: Task = { ...task, goal: { ...goalOf(task), object: 'unicorn' } };
     expect(() => env.reset(bad)).toThrow(InvalidTaskError);
     expect(() => env.reset({ ...task, env: 'shop' })).toThrow(/not household/);
+    // Not a task at all (e.g. a bad JSONL line): still the typed error, not a TypeError.
+    expect(() => env.reset(null as unknown as Task)).toThrow(InvalidTaskError);
   });
 
   it('goalSatisfied is pure and refuses a goal of another layout', () => {

@@ -67,6 +67,16 @@ describe('checkpoint file', () => {
     expectCorrupt(badJson, /header/);
   });
 
+  it('refuses a header whose tensor table no longer tiles the data (the checksum does not cover the header)', () => {
+    const bytes = serializeCheckpoint(sample());
+    // policy.out.w sits at byte 24; pointing it at 28 (same header length) would alias the next tensor.
+    const at = new TextDecoder('latin1').decode(bytes).indexOf('"offset":24');
+    expect(at).toBeGreaterThan(0);
+    const altered = bytes.slice();
+    altered[at + 10] = '8'.charCodeAt(0);
+    expectCorrupt(altered, /expected offset 24/);
+  });
+
   it('calls a newer format version incompatible', () => {
     const bytes = serializeCheckpoint(sample());
     const text = new TextDecoder().decode(bytes);
@@ -85,6 +95,9 @@ describe('checkpoint file', () => {
     expect(() => validateCheckpoint({ ...cp, weights: [{ ...cp.weights[0]!, shape: [4, 2] }] })).toThrow(/6 values for shape \[4, 2\]/);
     expect(() => validateCheckpoint({ ...cp, weights: [cp.weights[0]!, cp.weights[0]!] })).toThrow(/appears twice/);
     expect(() => validateCheckpoint({ ...cp, iteration: -1 })).toThrow(/iteration .* got -1/);
+    expect(() => validateCheckpoint({ ...cp, optimizer: { ...cp.optimizer, step: 1.5 } })).toThrow(/optimizer step .* got 1.5/);
+    expect(() => validateCheckpoint({ ...cp, optimizer: { ...cp.optimizer, slots: [cp.optimizer.slots[0]!, cp.optimizer.slots[0]!] } })).toThrow(/optimizer: m\/policy.out.w appears twice/);
+    expect(() => validateCheckpoint({ ...cp, weights: undefined as unknown as [] })).toThrow(CheckpointError);
     expect(() => serializeCheckpoint({ ...cp, format: 'other' as 'dreamgym-checkpoint' })).toThrow(/format is "other"/);
   });
 

@@ -165,6 +165,27 @@ describe('reference copy and weights', () => {
     b.dispose();
   });
 
+  it('imports the reference copy all or nothing, and without one makes the loaded weights the reference', async () => {
+    const a = new PolicyHead({ ...DIMS, hiddenDim: 8, seed: 1 });
+    const b = new PolicyHead({ ...DIMS, hiddenDim: 8, seed: 2 });
+    a.resetReference();
+    b.resetReference();
+    const refOf = async (h: PolicyHead) => Array.from(await (h.referenceParams()['policy.out.w'] as tf.Tensor).data());
+    const bRef = await refOf(b);
+    const withRef = await a.exportWeights(true);
+    // Only some reference records: refused, and b keeps its weights and reference.
+    const bWeights = Array.from(await (b.params()['policy.out.w'] as tf.Tensor).data());
+    expect(() => b.importWeights(withRef.filter((r) => r.name !== 'reference/policy.out.w'))).toThrow(/reference\/policy.out.w" is missing/);
+    expect(Array.from(await (b.params()['policy.out.w'] as tf.Tensor).data())).toEqual(bWeights);
+    expect(await refOf(b)).toEqual(bRef);
+    // No reference records: the reference follows the loaded weights, not b's old ones.
+    b.importWeights(await a.exportWeights());
+    expect(await refOf(b)).toEqual(Array.from(await (a.params()['policy.out.w'] as tf.Tensor).data()));
+    expect(await refOf(b)).not.toEqual(bRef);
+    a.dispose();
+    b.dispose();
+  });
+
   it('frees every tensor on dispose', () => {
     const before = tf.memory().numTensors;
     const head = new PolicyHead({ ...DIMS, hiddenDim: 8, valueHead: true, loraRank: 2 });

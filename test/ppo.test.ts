@@ -81,6 +81,11 @@ describe('preparePpoBatch', () => {
     expect(std).toBeCloseTo(1, 4);
     expect(Array.from(p.columns['oldValue'] ?? [])).toEqual(new Array(input.count).fill(0.25));
     expect(() => preparePpoBatch(batch, input, new Float32Array(1), PpoConfigSchema.parse({}))).toThrow(/1 values for/);
+    // Rows of another batch: the step count must match, or rows would silently stay zero.
+    const shorter = { trajectories: batch.trajectories.slice(1) };
+    expect(() => preparePpoBatch(shorter, input, values, PpoConfigSchema.parse({}))).toThrow(/the batch has \d+ steps but the input \d+ rows/);
+    const cut = { trajectories: batch.trajectories.map((t, i) => (i === 0 ? { ...t, bootstrapValue: Number.NaN } : t)) };
+    expect(() => preparePpoBatch(cut, input, values, PpoConfigSchema.parse({}))).toThrow(/bootstrapValue is NaN/);
   });
 });
 

@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng.ts';
 import type { TrajectorySource } from '../src/core/types.ts';
 import { EmbeddingDimensionError, RetrievalIndex, type ReplayStore, type SearchHit } from '../src/replay/index.ts';
+import { IndexCache } from '../src/replay/index-cache.ts';
+import type { TransitionRecord } from '../src/replay/schema.ts';
 import { wasmScanAvailable } from '../src/replay/kernel.ts';
 import { createMemoryIndexedDB, openNodeReplayStore } from '../src/replay/node.ts';
 import { HashEmbedder, makeTask, makeTrajectory, randomUnitVector } from './fixtures/replay-data.ts';
@@ -270,5 +272,38 @@ describe('ReplayStore.retrieve', () => {
       hits.map((h) => ({ seq: h.transition.seq, score: h.score })),
       await reference(reader, q, 100),
     );
+  });
+});
+
+describe('IndexCache', () => {
+  /** A transition record with just what the index reads. */
+  const record = (seq: number): TransitionRecord =>
+    ({ runId: 'run', seq, trajectoryId: `t${seq}`, taskId: 'task', source: 'synthetic', embedding: Float32Array.from([1, seq + 1]) }) as unknown as TransitionRecord;
+
+  it('reloads instead of losing rows when its own commit lands while a remote range is being fetched', async () => {
+    // The database: seqs 0..1 at load; another context then adds 2..3; this store then commits 4.
+    let rows = [record(0), record(1)];
+    let releaseRead: (() => void) | null = null;
+    const cache = new IndexCache({
+      describe: () => Promise.resolve({ dim: 2, transitions: rows.length }),
+      read: async (_runId, from, to, limit) => {
+        if (releaseRead === null && from === 2) await new Promise<void>((resolve) => (releaseRead = resolve));
+        return rows.filter((r) => r.seq >= from && r.seq <= to).slice(0, limit ?? Number.POSITIVE_INFINITY);
+      },
+    });
+    expect((await cache.get('run')).size).toBe(2);
+    rows = [...rows, record(2), record(3)];
+    cache.remoteAdded('run', [[2, 3]]);
+    const syncing = cache.get('run');
+    await new Promise((r) => setTimeout(r, 0)); // the fetch of 2..3 is now pending
+    expect(releaseRead).not.toBeNull();
+    rows = [...rows, record(4)];
+    cache.apply('run', (index) => index.add({ seq: 4, source: 'synthetic', taskId: 'task', vector: Float32Array.from([1, 5]) }));
+    (releaseRead as unknown as () => void)();
+    await syncing;
+    // Rows 2 and 3 could not be appended after 4: the next use must see all five rows.
+    const index = await cache.get('run');
+    expect([0, 1, 2, 3, 4].map((s) => index.has(s))).toEqual([true, true, true, true, true]);
+    expect(index.size).toBe(5);
   });
 });

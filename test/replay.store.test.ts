@@ -320,6 +320,20 @@ describe('capacity', () => {
     expect(r.evicted.trajectoryIds).toEqual(['a']);
     expect((await store.stats('small')).maxTransitions).toBe(3);
   });
+
+  it('refuses a duplicate id even when the stored trajectory with that id would be evicted by the same write', async () => {
+    const store = await storeWithRun({ maxTransitions: 3 });
+    await store.putTrajectories('run', [makeTrajectory('a', 't0', 'synthetic', 3)], { embedder });
+    const before = await store.getTrajectories({ runId: 'run' });
+    // Adding 'a' again needs room, and the only victim is the old 'a': without the check the
+    // delete and the add in one transaction would silently replace it.
+    await expect(store.putTrajectories('run', [makeTrajectory('a', 't1', 'synthetic', 2)], { embedder })).rejects.toThrow(DuplicateTrajectoryError);
+    expect(await store.getTrajectories({ runId: 'run' })).toEqual(before);
+    expect((await store.counts('run')).evicted).toEqual({ trajectories: 0, transitions: 0 });
+    // 'skip' still skips it without evicting anything.
+    const r = await store.putTrajectories('run', [makeTrajectory('a', 't1', 'synthetic', 2)], { embedder, onDuplicate: 'skip' });
+    expect(r).toMatchObject({ added: [], skipped: ['a'], evicted: { trajectoryIds: [] } });
+  });
 });
 
 describe('failures midway roll back the whole batch', () => {

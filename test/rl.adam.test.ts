@@ -63,6 +63,14 @@ describe('Adam', () => {
     const wrong = { ...state, slots: [{ ...state.slots[0]!, shape: [2], data: new Float32Array(2) }, state.slots[1]!] };
     expect(() => restored.importState(wrong)).toThrow(CheckpointError);
     expect(() => restored.importState({ ...state, slots: [] })).toThrow(/m\/p is missing/);
+    // A refused state changes nothing, not even the slots that did fit.
+    const mBefore = Array.from((await restored.exportState()).slots[0]?.data as Float32Array);
+    const shortV = { ...state, step: 99, slots: [state.slots[0]!, { ...state.slots[1]!, data: new Float32Array(2) }] };
+    expect(() => restored.checkState(shortV)).toThrow(/v\/p has 2 values for 3/);
+    expect(() => restored.importState({ ...state, slots: [{ ...state.slots[0]!, data: new Float32Array(3).fill(7) }, shortV.slots[1]!] })).toThrow(CheckpointError);
+    expect(Array.from((await restored.exportState()).slots[0]?.data as Float32Array)).toEqual(mBefore);
+    expect(restored.step).toBe(2);
+    expect(() => restored.checkState({ ...state, step: -1 })).toThrow(/step .* got -1/);
     tf.dispose([p, q, g]);
     adam.dispose();
     restored.dispose();

@@ -50,6 +50,40 @@ describe('update loop', () => {
     head.dispose();
   });
 
+  it('scales minibatch weights by n / |M| so that minibatch losses estimate the full-batch loss', async () => {
+    const head = new PolicyHead({ ...dims, hiddenDim: 8, seed: 2 });
+    const decisions = syntheticDecisions({ count: 10, ...dims, minCandidates: 2, maxCandidates: 4, withPrior: true, seed: 7 });
+    const batch: PreparedBatch = { input: packDecisions(decisions), actions: Int32Array.from(decisions, (_, i) => i % 2), weights: new Float32Array(10).fill(0.1), columns: {} };
+    // The full-batch loss sum_i w_i l_i = mean cross-entropy, from the head's own log-probs.
+    const logp = await head.logits(batch.input);
+    const k = batch.input.maxCandidates;
+    let full = 0;
+    for (let i = 0; i < 10; i++) {
+      const row = Array.from(logp.subarray(i * k, i * k + (batch.input.candidateCounts[i] as number)));
+      const max = Math.max(...row);
+      const lse = max + Math.log(row.reduce((s, x) => s + Math.exp(x - max), 0));
+      full += (lse - (row[batch.actions[i] as number] as number)) / 10;
+    }
+    // A learning rate so small that the weights do not move between minibatches: two halves of
+    // five rows each give the mean cross-entropy of their half, and their mean is the full loss.
+    const run = async (minibatchSize: number) => {
+      const adam = new Adam(head.trainable('policy'), { learningRate: 1e-12, beta1: 0.9, beta2: 0.999, epsilon: 1e-8 });
+      const r = await runUpdate(batch, sftLoss(head.config, 1), adam, {
+        epochs: 1, minibatchSize, maxGradNorm: Number.POSITIVE_INFINITY, rng: new Rng(3), variables: head.trainable('policy'), params: head.params(), reference: null,
+      });
+      adam.dispose();
+      return r;
+    };
+    const whole = await run(10);
+    const halves = await run(5);
+    expect(whole.minibatches).toBe(1);
+    expect(halves.minibatches).toBe(2);
+    expect(whole.loss).toBeCloseTo(full, 5);
+    expect(halves.loss).toBeCloseTo(full, 5);
+    await expect(run(3)).resolves.toMatchObject({ minibatches: 4 });
+    head.dispose();
+  });
+
   it('clips the gradient norm', async () => {
     const trainer = new Trainer({ policy: { ...dims, hiddenDim: 8 }, optimizer: { maxGradNorm: 1e-6 } });
     const batch = syntheticGrpoBatch({ groups: 2, groupSize: 4, maxSteps: 2, ...dims, minCandidates: 2, maxCandidates: 4, seed: 3 });

@@ -205,6 +205,7 @@ describe('ShopEnv invalid actions', () => {
     expect(() => env.reset(bad)).toThrow(InvalidTaskError);
     expect(() => env.reset(bad)).toThrow(/bad-1.*glow in the dark/);
     expect(() => env.reset({ ...task, env: 'household' })).toThrow(InvalidTaskError);
+    expect(() => env.reset(null as unknown as Task)).toThrow(InvalidTaskError);
   });
 });
 

@@ -65,6 +65,16 @@ describe('checkpoints', () => {
     expect(() => other.loadCheckpoint(cp)).toThrow(CheckpointError);
     expect(() => other.loadCheckpoint(cp)).toThrow(/policy head settings differ/);
     expect(() => Trainer.fromCheckpoint({ ...cp, config: { policy: { stateDim: -1 } } })).toThrow(/incompatible/);
+    // A checkpoint whose optimizer state does not fit is refused before the weights change.
+    const moved = new Trainer(config);
+    await moved.grpoUpdate(grpoBatch);
+    const moves = await moved.checkpoint();
+    const before = await a.logits(probe);
+    const badOptimizer = { ...moves, optimizer: { ...moves.optimizer, slots: moves.optimizer.slots.slice(1) } };
+    expect(() => a.loadCheckpoint(badOptimizer)).toThrow(/slot .* is missing/);
+    expect(Array.from(await a.logits(probe))).toEqual(Array.from(before));
+    expect(a.iteration).toBe(0);
+    moved.dispose();
     a.dispose();
     other.dispose();
   });

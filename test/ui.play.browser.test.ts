@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { userEvent } from 'vitest/browser';
-import type { Observation, RealEnvironment, StepResult, Task } from '../src/core/types.ts';
+import type { EnvName, Observation, RealEnvironment, StepResult, Task } from '../src/core/types.ts';
 import type { EnvSpec } from '../src/envs/spec.ts';
 import { mountPlayPanel, type PlayPanelHandle, type PlayPanelOptions } from '../src/ui/play.ts';
 
@@ -15,9 +15,9 @@ const EVIL = '<img src=x onerror="window.__pwned=1">';
  * A counter world: reach the goal count with `inc`, then `finish`. `dec` below zero is invalid,
  * `boom` makes the environment throw, and `label` is shown verbatim in texts and action labels.
  */
-function counterSpec(label = 'counter', maxSteps = 4): EnvSpec {
+function counterSpec(label = 'counter', maxSteps = 4, name: EnvName = 'household'): EnvSpec {
   return {
-    name: 'household',
+    name,
     description: `A fake counter ${label}`,
     maxSteps,
     create(): RealEnvironment {
@@ -26,7 +26,7 @@ function counterSpec(label = 'counter', maxSteps = 4): EnvSpec {
       let steps = 0;
       const obs = (): Observation => ({ text: `count = ${count}\n${label}`, actions: ['inc', 'dec', 'finish', `say[${label}]`] });
       return {
-        name: 'household',
+        name,
         maxSteps,
         reset(task: Task): Observation {
           count = 0;
@@ -66,8 +66,8 @@ function counterSpec(label = 'counter', maxSteps = 4): EnvSpec {
     },
     tasks: ({ split, count }) =>
       Array.from({ length: count }, (_, i) => ({
-        id: `counter-${split}-${i}`,
-        env: 'household' as const,
+        id: `${name}-counter-${split}-${i}`,
+        env: name,
         instruction: `Count to ${i % 3} ${label}`,
         goal: i % 3,
         split,
@@ -190,6 +190,23 @@ describe('play panel with a fake environment', () => {
     expect(panel?.state().history[1]).toMatchObject({ action: 'jump', valid: false });
     expect(byTestId('message').textContent).toContain('unknown action');
     expect(byTestId('message').textContent).toContain('The episode continues');
+  });
+
+  it('keeps the picker on the running episode when switching environments cannot start a task', async () => {
+    mount({ environments: [counterSpec('one', 4, 'shop'), counterSpec('two', 4, 'household')], initialEnv: 'shop' });
+    await userEvent.click(actionButton('inc'));
+    await userEvent.fill(byTestId<HTMLInputElement>('task-index'), 'abc');
+    await userEvent.click(byTestId('env-option-household'));
+    expect(byTestId('message').textContent).toMatch(/Task # must be a whole number/);
+    // The shop episode goes on, and the page says so everywhere.
+    expect(panel?.state()).toMatchObject({ env: 'shop', steps: 1 });
+    expect(byTestId<HTMLInputElement>('env-option-shop').checked).toBe(true);
+    expect(byTestId<HTMLInputElement>('env-option-household').checked).toBe(false);
+    // With a good task number, the switch works.
+    await userEvent.fill(byTestId<HTMLInputElement>('task-index'), '1');
+    await userEvent.click(byTestId('env-option-household'));
+    expect(panel?.state()).toMatchObject({ env: 'household', steps: 0, taskIndex: 1 });
+    expect(byTestId('task-label').textContent).toContain('household-counter-train-1');
   });
 
   it('moves focus to the new action buttons after clicking one', async () => {

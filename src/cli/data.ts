@@ -19,7 +19,12 @@ export async function writeOfflineData(spec: EnvSpec, options: OfflineDataOption
   const failed = once(stream, 'error').then(([err]) => {
     throw err as Error;
   });
-  await Promise.race([opened, failed]);
+  try {
+    await Promise.race([opened, failed]);
+  } catch (err) {
+    // Name the file asked for, not the temporary one Node failed to open.
+    throw fileError('write', out, err);
+  }
   const progress = createProgress(`${spec.name} ${options.policy}`, options.episodes);
   const trajectories: Trajectory[] = [];
   try {
@@ -43,4 +48,10 @@ export async function writeOfflineData(spec: EnvSpec, options: OfflineDataOption
     progress.stop();
   }
   return summarise(trajectories);
+}
+
+/** An error saying which file could not be read or written, and why (Node's text without its own path). */
+export function fileError(what: 'read' | 'write', file: string, err: unknown): Error {
+  const why = err instanceof Error ? err.message.replace(/, \w+ '[^']*'$/, '') : String(err);
+  return new Error(`cannot ${what} ${file}: ${why}`, { cause: err });
 }

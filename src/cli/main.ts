@@ -9,7 +9,7 @@ import { JsonlError, parseJsonl } from '../core/jsonl.ts';
 import { ENV_NAMES } from '../core/types.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
-import { writeOfflineData } from './data.ts';
+import { fileError, writeOfflineData } from './data.ts';
 import { formatFidelity, runFidelity } from './fidelity.ts';
 
 function positiveInt(value: string): number {
@@ -65,7 +65,10 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .description('Check a dreamgym JSONL file: every line, every field; prints counts or the problems with line numbers.')
     .argument('<file>', 'JSONL file')
     .action(async (file: string) => {
-      const data = parseJsonl(await readFile(file, 'utf8'));
+      const text = await readFile(file, 'utf8').catch((e: unknown) => {
+        throw fileError('read', file, e);
+      });
+      const data = parseJsonl(text);
       out(`${file}: valid, ${data.tasks.length} tasks, ${data.trajectories.length} trajectories\n`);
     });
 
@@ -91,7 +94,7 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
 
   program
     .command('bench')
-    .description('Run benchmarks and write the figures as JSON (summarised by hand in BENCHMARKS.md).')
+    .description('Run benchmarks; print or write the figures as JSON, and optionally rewrite their tables in a markdown file.')
     .addArgument(program.createArgument('[suite]', 'which benchmark').choices([...BENCH_SUITES, 'all']).default('all'))
     .option('--json', 'print the results as JSON on stdout')
     .option('--out <file>', 'also write the results to this JSON file')

@@ -27,6 +27,8 @@ import {
   type ExperiencePromptConfig,
   correctionTurn,
   demoKey,
+  REPLY_FORMAT,
+  RESET_FORMAT,
   experienceSystemPrompt,
   firstStepTurn,
   followUpStepTurn,
@@ -482,7 +484,7 @@ export class LLMExperienceModel implements ExperienceModel {
       this.totals.parseFailures++;
       problems.push(parsed.problem);
       lastReply = reply;
-      messages = [...messages, { role: 'assistant', content: reply }, { role: 'user', content: correctionTurn(parsed.problem) }];
+      messages = [...messages, { role: 'assistant', content: reply }, { role: 'user', content: correctionTurn(parsed.problem, kind === 'step' ? REPLY_FORMAT : RESET_FORMAT) }];
     }
     this.totals.failures++;
     throw new ExperienceParseError(

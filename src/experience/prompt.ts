@@ -211,9 +211,9 @@ export function followUpStepTurn(input: StepTurnInput, config: ExperiencePromptC
   return blocks.join('\n\n');
 }
 
-/** The user turn after an unusable reply. */
-export function correctionTurn(problem: string): string {
-  return `Your reply could not be used: ${problem}\nReply again with one JSON object only, in this form:\n${REPLY_FORMAT}`;
+/** The user turn after an unusable reply; `format` is the form asked for (a step's by default, {@link RESET_FORMAT} for a reset). */
+export function correctionTurn(problem: string, format: string = REPLY_FORMAT): string {
+  return `Your reply could not be used: ${problem}\nReply again with one JSON object only, in this form:\n${format}`;
 }
 
 /** The reply format of a reset (the initial state of an episode). */

@@ -204,7 +204,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
 
   /** Predicts the outcome of `request.action`. Deterministic for the same inputs. */
   async step(request: ExperienceStepRequest): Promise<ExperienceStep> {
-    const { task, observation, action } = request;
+    const { task, observation } = request;
+    // Surrounding whitespace does not change an action (as in `isAdmissible` and the real envs).
+    const action = request.action.trim();
     if (!isAdmissible(observation, action)) {
       return {
         reasoning: `"${action}" is not among the admissible actions of the current state, so it has no effect.`,
@@ -270,7 +272,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
 
   /** The exact action's terminal rate when it was seen often enough, else its template's. */
   private terminalRateOf(action: string, template: string): number {
-    const exact = this.terminalByTemplate.get(action.trim());
+    const exact = this.terminalByTemplate.get(action);
     if (exact && exact.count >= MIN_EXACT_COUNT) return exact.rate;
     return this.terminalByTemplate.get(template)?.rate ?? 0;
   }

@@ -94,6 +94,9 @@ export class RewardModel {
       const history = await model.fit(x, y, { epochs: cfg.epochs, batchSize: cfg.batchSize, shuffle: false, verbose: 0 });
       const losses = history.history.loss as number[];
       finalLoss = losses[losses.length - 1] ?? Number.NaN;
+    } catch (err) {
+      model.dispose();
+      throw err;
     } finally {
       x.dispose();
       y.dispose();

@@ -85,7 +85,8 @@ const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  */
 export function applySubstitution(text: string, substitution: Substitution): string {
   const map = new Map<string, string>();
-  for (const [from, to] of substitution) if (!map.has(from)) map.set(from, to);
+  // An empty `from` would match between every two characters and splice `to` in everywhere.
+  for (const [from, to] of substitution) if (from !== '' && !map.has(from)) map.set(from, to);
   if (map.size === 0) return text;
   const keys = [...map.keys()].sort((a, b) => b.length - a.length);
   const re = new RegExp(`(?<![\\w])(?:${keys.map(escape).join('|')})(?![\\w])`, 'g');

@@ -61,11 +61,13 @@ export interface HostedEngine extends ChatEngine, EmbeddingEngine {
   setLogitProcessorRegistry(registry?: Map<string, LogitProcessor>): void;
 }
 
-/** The text of the first choice of a completion, or null when there is none. */
+/**
+ * The text of the first choice of a completion, or null when there is none (no choices, no
+ * message, or content that is not text: a malformed completion is an unusable reply, not a crash).
+ */
 export function completionText(completion: ChatCompletion): string | null {
-  const choice = completion.choices[0];
-  if (!choice) return null;
-  return choice.message.content;
+  const content = (completion as Partial<ChatCompletion> | null | undefined)?.choices?.[0]?.message?.content;
+  return typeof content === 'string' ? content : null;
 }
 
 /** Total characters of the text content of `messages` (a cheap proxy for prompt size). */

@@ -139,13 +139,19 @@ export function validateCheckpoint(cp: Checkpoint): void {
   if (cp.version !== 1) throw new CheckpointError('incompatible', `version ${JSON.stringify(cp.version)} is not supported (this build reads version 1)`);
   if (!Number.isInteger(cp.iteration) || cp.iteration < 0) throw new CheckpointError('corrupt', `iteration must be an integer >= 0, got ${cp.iteration}`);
   if (cp.optimizer?.kind !== 'adam') throw new CheckpointError('incompatible', `optimizer kind ${JSON.stringify(cp.optimizer?.kind)} is not supported`);
-  const names = new Set<string>();
-  for (const r of cp.weights) {
-    checkRecord(r, 'weights');
-    if (names.has(r.name)) throw new CheckpointError('corrupt', `weights: ${r.name} appears twice`);
-    names.add(r.name);
+  if (!Number.isInteger(cp.optimizer.step) || cp.optimizer.step < 0) throw new CheckpointError('corrupt', `optimizer step must be an integer >= 0, got ${cp.optimizer.step}`);
+  for (const [where, records] of [
+    ['weights', cp.weights],
+    ['optimizer', cp.optimizer.slots],
+  ] as const) {
+    if (!Array.isArray(records)) throw new CheckpointError('corrupt', `${where}: expected an array of tensors`);
+    const names = new Set<string>();
+    for (const r of records) {
+      checkRecord(r, where);
+      if (names.has(r.name)) throw new CheckpointError('corrupt', `${where}: ${r.name} appears twice`);
+      names.add(r.name);
+    }
   }
-  for (const r of cp.optimizer.slots) checkRecord(r, 'optimizer');
 }
 
 /** The checkpoint as one file (see the module comment for the layout). */
@@ -219,12 +225,17 @@ export function parseCheckpoint(file: Uint8Array | ArrayBuffer): Checkpoint {
   const data = bytes.slice(dataStart, dataStart + header.dataBytes);
   const checksum = fnv1aBytes(data);
   if (checksum !== header.checksum) throw new CheckpointError('corrupt', `checksum mismatch (file ${header.checksum}, computed ${checksum})`);
+  // The header is not covered by the checksum: the table must tile the data exactly as
+  // serializeCheckpoint lays it out (consecutive, in table order), so an altered offset cannot
+  // make two tensors share bytes or leave bytes unread.
+  let expectedOffset = 0;
   const read = (entry: z.infer<typeof TableEntrySchema>): TensorRecord => {
     const size = entry.shape.reduce((a, b) => a * b, 1);
     if (size !== entry.length) throw new CheckpointError('corrupt', `${entry.name}: length ${entry.length} does not match shape [${entry.shape.join(', ')}]`);
-    if (entry.offset % 4 !== 0 || entry.offset + entry.length * 4 > data.length) {
-      throw new CheckpointError('corrupt', `${entry.name}: bytes ${entry.offset}..${entry.offset + entry.length * 4} lie outside the data`);
+    if (entry.offset !== expectedOffset || entry.offset + entry.length * 4 > data.length) {
+      throw new CheckpointError('corrupt', `${entry.name}: bytes ${entry.offset}..${entry.offset + entry.length * 4} are not the next ${entry.length * 4} bytes of the data (expected offset ${expectedOffset})`);
     }
+    expectedOffset += entry.length * 4;
     return { name: entry.name, shape: entry.shape, dtype: 'float32', data: new Float32Array(data.buffer, entry.offset, entry.length).slice() };
   };
   const cp: Checkpoint = {
@@ -235,6 +246,7 @@ export function parseCheckpoint(file: Uint8Array | ArrayBuffer): Checkpoint {
     weights: header.weights.map(read),
     optimizer: { kind: header.optimizer.kind, step: header.optimizer.step, slots: header.optimizer.slots.map(read) },
   };
+  if (expectedOffset !== data.length) throw new CheckpointError('corrupt', `the tensor table covers ${expectedOffset} of ${data.length} data bytes`);
   validateCheckpoint(cp);
   return cp;
 }

@@ -51,7 +51,7 @@ export const PolicyHeadConfigSchema = z
   })
   .strict()
   .refine((c) => c.interaction === 'none' || c.stateDim >= c.actionDim, {
-    message: "interaction 'product' needs stateDim === actionDim",
+    message: "interaction 'product' needs stateDim >= actionDim",
     path: ['interaction'],
   });
 export type PolicyHeadConfig = z.output<typeof PolicyHeadConfigSchema>;
@@ -387,9 +387,11 @@ export class PolicyHead {
   }
 
   /**
-   * Loads weights by name. Every parameter of this head must be present with its shape
-   * (`reference/` records, when present, restore the reference copy). Throws
-   * {@link CheckpointError} ('incompatible') otherwise.
+   * Loads weights by name, all or (on error) none. Every parameter of this head must be present
+   * with its shape. `reference/` records restore the reference copy; they must then cover every
+   * parameter. Without them the loaded weights become the reference (an earlier reference
+   * belongs to other weights). Throws {@link CheckpointError} otherwise ('corrupt' for data of
+   * the wrong size, else 'incompatible').
    */
   importWeights(records: readonly TensorRecord[]): void {
     this.assertLive();
@@ -400,10 +402,12 @@ export class PolicyHead {
       if (r.shape.length !== spec.shape.length || r.shape.some((d, i) => d !== spec.shape[i])) {
         throw new CheckpointError('incompatible', `weights: ${name} has shape [${r.shape.join(', ')}], expected [${spec.shape.join(', ')}]`);
       }
+      const size = spec.shape.reduce((a, b) => a * b, 1);
+      if (!(r.data instanceof Float32Array) || r.data.length !== size) throw new CheckpointError('corrupt', `weights: ${name} does not hold ${size} float32 values`);
       return r.data;
     };
     const values = this.specs.map((spec) => load(spec.name, spec));
-    const hasReference = this.specs.every((s) => byName.has(`reference/${s.name}`));
+    const hasReference = records.some((r) => r.name.startsWith('reference/'));
     const refValues = hasReference ? this.specs.map((spec) => load(`reference/${spec.name}`, spec)) : null;
     this.specs.forEach((spec, i) => {
       const t = tf.tensor(values[i] as Float32Array, spec.shape, 'float32');
@@ -413,6 +417,8 @@ export class PolicyHead {
     if (refValues) {
       this.disposeReference();
       this.reference = new Map(this.specs.map((spec, i) => [spec.name, tf.tensor(refValues[i] as Float32Array, spec.shape, 'float32')]));
+    } else {
+      this.resetReference();
     }
   }
 

@@ -27,8 +27,8 @@ interface IndexState {
 /** Records fetched per request when loading an index. */
 const LOAD_PAGE = 4096;
 
-function addRecord(index: RetrievalIndex, r: TransitionRecord): void {
-  index.add({ seq: r.seq, source: r.source, taskId: r.taskId, vector: r.embedding });
+function addRecord(index: RetrievalIndex, r: TransitionRecord): boolean {
+  return index.add({ seq: r.seq, source: r.source, taskId: r.taskId, vector: r.embedding });
 }
 
 /** Lazily loaded, incrementally synced retrieval indexes by run. */
@@ -129,7 +129,14 @@ export class IndexCache {
             this.states.delete(runId);
             return;
           }
-          for (const r of await this.source.read(runId, from, to)) addRecord(index, r);
+          for (const r of await this.source.read(runId, from, to)) {
+            // This store's own commits may have appended later seqs while the read was pending:
+            // an earlier row can no longer go in order, so reload instead of losing it.
+            if (!addRecord(index, r) && !index.has(r.seq)) {
+              if (this.states.get(runId) === state) this.states.delete(runId);
+              return;
+            }
+          }
         }
       }
     };

@@ -551,6 +551,12 @@ export class ReplayStore {
         }
         if (total > max) throw new CapacityError(runId, max, total);
       }
+      // A new trajectory with the id of one evicted here would silently replace it: the header's
+      // add() cannot fail once the victim's delete has run in this transaction.
+      if (onDuplicate === 'error') {
+        const victim = evicted.find((v) => seen.has(v.id));
+        if (victim) throw new DuplicateTrajectoryError(runId, victim.id);
+      }
       const rawTraj = unwrap(trajStore);
       const rawTransitions = unwrap(tx.objectStore('transitions'));
       for (const victim of evicted) {

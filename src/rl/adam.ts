@@ -94,9 +94,27 @@ export class Adam {
     return { kind: 'adam', step: this.t, slots };
   }
 
-  /** Restores a state saved by {@link exportState}; throws {@link CheckpointError} when it does not fit. */
+  /**
+   * Checks that a state saved by {@link exportState} fits this optimizer (kind, step, every slot
+   * with its shape and size) without changing anything; throws {@link CheckpointError}.
+   */
+  checkState(state: OptimizerState): void {
+    this.slotsOf(state);
+  }
+
+  /** Restores a state saved by {@link exportState}; all of it, or (on {@link CheckpointError}) none. */
   importState(state: OptimizerState): void {
+    for (const [t, r] of this.slotsOf(state)) {
+      const value = tf.tensor(r.data, r.shape, 'float32');
+      t.assign(value);
+      value.dispose();
+    }
+    this.t = state.step;
+  }
+
+  private slotsOf(state: OptimizerState): [tf.Variable, TensorRecord][] {
     if (state.kind !== 'adam') throw new CheckpointError('incompatible', `optimizer kind ${JSON.stringify(state.kind)} is not adam`);
+    if (!(Number.isInteger(state.step) && state.step >= 0)) throw new CheckpointError('corrupt', `optimizer step must be an integer >= 0, got ${state.step}`);
     const byName = new Map(state.slots.map((s) => [s.name, s]));
     const pending: [tf.Variable, TensorRecord][] = [];
     for (const [prefix, map] of [
@@ -109,15 +127,11 @@ export class Adam {
         if (r.shape.length !== t.shape.length || r.shape.some((d, i) => d !== t.shape[i])) {
           throw new CheckpointError('incompatible', `optimizer: ${prefix}/${name} has shape [${r.shape.join(', ')}], expected [${t.shape.join(', ')}]`);
         }
+        if (r.data.length !== t.size) throw new CheckpointError('corrupt', `optimizer: ${prefix}/${name} has ${r.data.length} values for ${t.size}`);
         pending.push([t, r]);
       }
     }
-    for (const [t, r] of pending) {
-      const value = tf.tensor(r.data, r.shape, 'float32');
-      t.assign(value);
-      value.dispose();
-    }
-    this.t = state.step;
+    return pending;
   }
 
   /** Frees the slot tensors. */

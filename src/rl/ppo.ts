@@ -99,6 +99,8 @@ export function ppoInput(batch: PpoBatch, dims: { stateDim: number; actionDim: n
 /** Rows for the update loop: GAE advantages and returns from `values` (V of every step, in order). */
 export function preparePpoBatch(batch: PpoBatch, input: PolicyInput, values: Float32Array, config: PpoConfig): PreparedBatch {
   const n = input.count;
+  const steps = batch.trajectories.reduce((sum, t) => sum + t.steps.length, 0);
+  if (steps !== n) throw new RangeError(`preparePpoBatch: the batch has ${steps} steps but the input ${n} rows`);
   if (values.length !== n) throw new RangeError(`preparePpoBatch: ${values.length} values for ${n} steps`);
   const actions = new Int32Array(n);
   const oldLogProb = new Float32Array(n);
@@ -113,7 +115,9 @@ export function preparePpoBatch(batch: PpoBatch, input: PolicyInput, values: Flo
       return s.reward;
     });
     const v = Array.from(values.subarray(start, start + t.steps.length));
-    const est = gae(rewards, v, config.gamma, config.gaeLambda, t.bootstrapValue ?? 0);
+    const bootstrap = t.bootstrapValue ?? 0;
+    if (!Number.isFinite(bootstrap)) throw new RangeError(`PPO trajectory at step ${start}: bootstrapValue is ${bootstrap}, not finite`);
+    const est = gae(rewards, v, config.gamma, config.gaeLambda, bootstrap);
     t.steps.forEach((s, i) => {
       if (!Number.isFinite(s.logProb)) throw new RangeError(`PPO step ${start + i}: logProb is ${s.logProb}, not finite`);
       actions[row] = s.action;

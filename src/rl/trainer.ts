@@ -74,7 +74,7 @@ export interface UpdateMetrics {
   policyLoss: number;
   /** GRPO: k3 KL to the reference. PPO: k3 KL(old || new). SFT: 0. */
   kl: number;
-  /** Share of steps where the clipped term was active (0 for SFT). */
+  /** GRPO: share of steps where the clipped term was active. PPO: share with |rho - 1| > clipCoef (CleanRL's clipfrac). SFT: 0. */
   clipFraction: number;
   /** Mean policy entropy over candidates. */
   entropy: number;
@@ -243,9 +243,9 @@ export class Trainer {
   }
 
   /**
-   * Loads a checkpoint into this trainer. Its policy head settings (all but the seed) must equal
-   * this trainer's (otherwise {@link CheckpointError} 'incompatible'); other settings stay as
-   * configured here.
+   * Loads a checkpoint into this trainer, all or nothing. Its policy head settings (all but the
+   * seed) must equal this trainer's (otherwise {@link CheckpointError} 'incompatible'); other
+   * settings stay as configured here.
    */
   loadCheckpoint(checkpoint: Checkpoint): void {
     this.assertLive();
@@ -257,6 +257,9 @@ export class Trainer {
     const a = shape(theirs.data.policy);
     const b = shape(this.config.policy);
     if (a !== b) throw new CheckpointError('incompatible', `policy head settings differ: checkpoint ${a}, trainer ${b}`);
+    // Check the optimizer state before touching the weights, so that a refused checkpoint
+    // changes nothing (importWeights itself checks everything before assigning).
+    this.adam.checkState(checkpoint.optimizer);
     this.head.importWeights(checkpoint.weights);
     this.adam.importState(checkpoint.optimizer);
     this.iteration = checkpoint.iteration;

@@ -406,7 +406,13 @@ export function mountPlayPanel(root: HTMLElement, options: PlayPanelOptions): Pl
     if (input && !input.checked) input.checked = true;
     if (spec === current && episode) return;
     current = spec;
-    newTask();
+    if (newTask() === null && episode && episode.spec !== current) {
+      // No task started (e.g. a bad task number), so the running episode stays: keep the picker
+      // on its environment rather than showing one environment while acting in another.
+      current = episode.spec;
+      const running = envInputs.get(current.name);
+      if (running) running.checked = true;
+    }
   }
 
   function render(): void {

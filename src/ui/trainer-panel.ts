@@ -56,7 +56,7 @@ export function mountTrainerPanel(root: HTMLElement, options: TrainerPanelOption
   const details = el('dl', { class: 'trainer-details', 'data-testid': 'trainer-details' });
   const element = el('section', { class: 'card trainer-panel', 'aria-label': 'Trainer' }, [
     el('h2', {}, ['Trainer']),
-    el('div', { class: 'task-controls' }, [
+    el('div', { class: 'trainer-controls' }, [
       el('div', { class: 'field' }, [el('label', { for: selectId }, ['Backend']), select]),
       startButton,
     ]),
@@ -70,6 +70,8 @@ export function mountTrainerPanel(root: HTMLElement, options: TrainerPanelOption
 
   async function start(backend: BackendPreference = select.value as BackendPreference): Promise<void> {
     const mine = ++generation;
+    // Keep the menu on the backend actually started, so the button restarts that one.
+    select.value = backend;
     handle?.terminate();
     handle = null;
     startButton.disabled = true;

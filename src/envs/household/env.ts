@@ -38,7 +38,7 @@ export class HouseholdEnv implements RealEnvironment {
   /** Starts an episode; throws InvalidTaskError if `task` is not a valid household task. */
   reset(task: Task): Observation {
     const validation = validateHouseholdTask(task);
-    if (!validation.ok) throw new InvalidTaskError(task.id, validation.reason);
+    if (!validation.ok) throw new InvalidTaskError(String((task as { id?: unknown } | null)?.id ?? ''), validation.reason);
     const goal = HouseholdGoalSchema.parse(task.goal);
     const state = initialState(generateLayout(goal.layoutSeed));
     const instruction = instructionFor(goal);
