@@ -27,6 +27,7 @@ describe('trainer panel', () => {
     await waitForState('success');
     expect(field('Backend')).toBe('wasm');
     expect(field('Asked for')).toBe('wasm');
+    expect(field('GPU adapter')).toBe('not checked (wasm asked for)');
     expect(Number(field('Policy parameters')?.replace(/,/g, ''))).toBeGreaterThan(1000);
   });
 

@@ -91,7 +91,11 @@ export function mountTrainerPanel(root: HTMLElement, options: TrainerPanelOption
         ['Backend', b.backend],
         ['Asked for', b.requested],
         ['Why', b.reason],
-        ['GPU adapter', b.adapter ? `${b.adapter.description}${b.adapter.isFallbackAdapter ? ' (software fallback adapter)' : ''}` : 'none found'],
+        ['GPU adapter', b.adapter
+            ? `${b.adapter.description}${b.adapter.isFallbackAdapter ? ' (software fallback adapter)' : ''}`
+            : b.requested === 'wasm' || b.requested === 'cpu'
+              ? `not checked (${b.requested} asked for)`
+              : 'none found'],
         ['Policy parameters', info.parameters.toLocaleString('en-US')],
       ];
       if (b.failures.length > 0) rows.push(['Tried first', b.failures.join('; ')]);
