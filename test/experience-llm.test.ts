@@ -168,12 +168,27 @@ describe('LLMExperienceModel: validation and retries', () => {
   });
 
   it('enforces the rules: an invalid action earns 0 and a reward comes only with done', async () => {
-    const engine = new ScriptedEngine({ chat: [stepReply({ valid: false, reward: 1, done: false }), stepReply({ reward: 0.6, done: true, actions: [] })] });
+    const engine = new ScriptedEngine({
+      chat: [stepReply({ valid: false, reward: 1, done: false, actions: ['click[buy now]'] }), stepReply({ reward: 0.6, done: true, actions: [] })],
+    });
     const model = new LLMExperienceModel(engine);
     const bad = await model.step({ task, history: [], observation: start, action: 'dance', demos });
     expect(bad).toMatchObject({ valid: false, reward: 0, done: false });
     const end = await model.step({ task, history: [{ observation: start, action: 'dance' }], observation: bad.observation, action: 'click[buy now]', demos });
     expect(end).toMatchObject({ reward: 0.6, done: true, valid: true, observation: { actions: [] } });
+    expect(model.stats.ruleCorrections).toBe(1);
+  });
+
+  it('an action the state does not list is invalid with reward 0, even when the model calls it valid', async () => {
+    const engine = new ScriptedEngine({ chat: [stepReply({ valid: true, reward: 1, done: true, actions: [] }), stepReply({ text: 'Page: results' })] });
+    const model = new LLMExperienceModel(engine, { groupCache: false });
+    const off = await model.step({ task, history: [], observation: start, action: 'click[not on this page]', demos });
+    expect(off).toMatchObject({ valid: false, reward: 0 });
+    expect(model.stats.ruleCorrections).toBe(1);
+    // A free search query is admissible where the state has a search box.
+    expect(start.actions.some((a) => a.startsWith('search['))).toBe(true);
+    const search = await model.step({ task, history: [], observation: start, action: 'search[a query nobody listed]', demos });
+    expect(search.valid).toBe(true);
     expect(model.stats.ruleCorrections).toBe(1);
   });
 

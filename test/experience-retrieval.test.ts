@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
-import { EPISODE_OVER_TEXT, isAdmissible, RetrievalDataError, RetrievalExperienceModel, transitionsFromTrajectories } from '../src/experience/retrieval.ts';
+import { EPISODE_OVER_TEXT, RetrievalDataError, RetrievalExperienceModel, transitionsFromTrajectories } from '../src/experience/retrieval.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 
 const data = [...generateOfflineData(getEnvSpec('shop'), { episodes: 60, seed: 4, policy: 'noisy:0.3', split: 'train' })];
@@ -74,12 +74,6 @@ describe('RetrievalExperienceModel', () => {
     expect(step).toMatchObject({ valid: false, reward: 0, done: false });
     expect(step.observation.actions).toEqual(obs.actions);
     expect(step.observation.text).toContain('Invalid action');
-  });
-
-  it('accepts free search queries where the state has a search box, and nowhere else', () => {
-    expect(isAdmissible({ text: '', actions: ['search[a]'] }, 'search[anything at all]')).toBe(true);
-    expect(isAdmissible({ text: '', actions: ['search[a]'] }, 'search[ ]')).toBe(false);
-    expect(isAdmissible({ text: '', actions: ['click[x]'] }, 'search[b]')).toBe(false);
   });
 
   it('ends an episode on the action that ended episodes in the data, with a reward', async () => {

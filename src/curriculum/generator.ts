@@ -236,7 +236,11 @@ export function recombineGoals(env: string, parent: GoalObject, partner: GoalObj
   return out;
 }
 
-/** The no-LLM generator: recombines goal attributes across seed tasks of the same environment. */
+/**
+ * The no-LLM generator: recombines goal attributes across seed tasks of the same environment.
+ * Its random stream carries over between calls, so a sequence of calls is reproducible from the
+ * seed, and a repeated call gives new tasks rather than the same ones.
+ */
 export class RecombinationTaskGenerator implements TaskGenerator {
   readonly kind = 'recombination';
   readonly config: Readonly<RecombinationConfig>;

@@ -21,6 +21,7 @@ import { getEnvSpec } from '../envs/registry.ts';
 import type { ChatCompletionMessageParam, ChatEngine } from '../llm/engine.ts';
 import { completionText, messageChars } from '../llm/engine.ts';
 import { LLMConfigError, LLMRequestError, errorText } from '../llm/errors.ts';
+import { isAdmissible } from './admissible.ts';
 import { type OutputConstraint, parseResetReply, parseStepReply, responseFormat } from './llm-output.ts';
 import {
   DEFAULT_PROMPT_CONFIG,
@@ -396,6 +397,13 @@ export class LLMExperienceModel implements ExperienceModel {
     const step = result.value;
     this.totals.steps++;
     this.totals.ruleCorrections += result.corrections;
+    // An action the state does not list is invalid whatever the model says (DreamGym: it leads to
+    // a failure state with reward 0); the policy only proposes listed actions, so this is rare.
+    if (step.valid && !isAdmissible(request.observation, request.action)) {
+      step.valid = false;
+      step.reward = 0;
+      this.totals.ruleCorrections++;
+    }
     if (this.config.conversation && !step.done) {
       const nextHistory: HistoryStep[] = [...request.history, { observation: request.observation, action: request.action }];
       this.conversations.set(key(historyParts(request.task.id, nextHistory)), { messages: result.messages, chars: messageChars(result.messages), predicted: step.observation, shownDemos });

@@ -15,6 +15,7 @@
 import { transitionText, type Embedder } from '../core/embedding.ts';
 import type { Observation, Task, Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
+import { isAdmissible } from './admissible.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
 import { actionTemplate, actionVerb, applySubstitution, buildSubstitution } from './substitution.ts';
 import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest } from './types.ts';
@@ -297,11 +298,4 @@ export class RetrievalExperienceModel implements ExperienceModel {
   dispose(): void {
     this.rewardModel.dispose();
   }
-}
-
-/** Admissible: listed, or a `search[...]` where the state offers a search box. */
-export function isAdmissible(observation: Observation, action: string): boolean {
-  const a = action.trim();
-  if (observation.actions.includes(a)) return true;
-  return /^search\[.*\S.*\]$/.test(a) && observation.actions.some((x) => x.startsWith('search['));
 }
