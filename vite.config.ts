@@ -1,23 +1,13 @@
 /// <reference types="vitest/config" />
 import { defineConfig } from 'vite';
 import { playwright } from '@vitest/browser-playwright';
+import { CHROMIUM_ARGS, chromiumExecutable } from './src/cli/chromium.ts';
 
 /** Cross-origin isolation, so that SharedArrayBuffer and threaded tfjs-wasm work in the page. */
 const isolationHeaders = {
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp',
 };
-
-const chromiumArgs = [
-  '--headless',
-  '--no-sandbox',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-quic',
-  '--enable-unsafe-webgpu',
-];
 
 export default defineConfig({
   server: { host: '127.0.0.1', headers: isolationHeaders },
@@ -51,7 +41,7 @@ export default defineConfig({
             enabled: true,
             headless: true,
             provider: playwright({
-              launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: chromiumArgs },
+              launchOptions: { executablePath: chromiumExecutable(), args: [...CHROMIUM_ARGS] },
             }),
             instances: [{ browser: 'chromium' }],
           },

@@ -11,9 +11,9 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { createServer, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReplayFixture } from './fixtures/replay-page.ts';
+import { CHROMIUM_ARGS, chromiumExecutable } from '../src/cli/chromium.ts';
 
 const root = resolve(import.meta.dirname, '..');
-const chromiumArgs = ['--headless', '--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'];
 
 let server: ViteDevServer | null = null;
 let url = '';
@@ -46,7 +46,7 @@ afterAll(async () => {
 });
 
 async function launch(profile: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await chromium.launchPersistentContext(profile, { executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium', args: chromiumArgs });
+  const context = await chromium.launchPersistentContext(profile, { executablePath: chromiumExecutable(), args: [...CHROMIUM_ARGS] });
   const page = context.pages()[0] ?? (await context.newPage());
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));

@@ -14,18 +14,9 @@ import { build, preview, type PreviewServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepResult, Task } from '../src/core/types.ts';
 import { ENVIRONMENTS, getEnvSpec } from '../src/envs/registry.ts';
+import { CHROMIUM_ARGS, chromiumExecutable } from '../src/cli/chromium.ts';
 
 const root = resolve(import.meta.dirname, '..');
-const chromiumArgs = [
-  '--headless',
-  '--no-sandbox',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-quic',
-  '--enable-unsafe-webgpu',
-];
 
 let outDir = '';
 let server: PreviewServer | null = null;
@@ -44,7 +35,7 @@ beforeAll(async () => {
   if (!address || typeof address === 'string') throw new Error(`unexpected preview address ${String(address)}`);
   baseUrl = `http://127.0.0.1:${address.port}/`;
 
-  browser = await chromium.launch({ executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium', args: chromiumArgs });
+  browser = await chromium.launch({ executablePath: chromiumExecutable(), args: [...CHROMIUM_ARGS] });
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('console', (msg) => {
     if (msg.type() === 'error') consoleErrors.push(`${msg.text()} @ ${msg.location().url}`);

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { ReplayBenchOptions, ReplayBenchRow } from './bench.ts';
 import { benchReplay } from './bench.ts';
 import { createMemoryIndexedDB } from './node.ts';
+import { CHROMIUM_ARGS, chromiumExecutable } from '../cli/chromium.ts';
 
 /** Options both variants accept (sizes default to the issue's: 100k inserts, 384 dims, retrieval at 10k and 100k). */
 export type ReplayBenchSizes = Omit<ReplayBenchOptions, 'indexedDB' | 'label' | 'log'>;
@@ -22,7 +23,6 @@ export async function benchReplayNode(sizes: ReplayBenchSizes = {}): Promise<Rep
   return benchReplay({ ...sizes, indexedDB: createMemoryIndexedDB(), label: 'node/fake-indexeddb', log });
 }
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'];
 
 /**
  * The replay benchmark in headless Chromium: real IndexedDB in a persistent (on-disk) profile,
@@ -46,8 +46,8 @@ export async function benchReplayBrowser(sizes: ReplayBenchSizes = {}): Promise<
     const address = server.httpServer?.address() as AddressInfo | null;
     if (!address) throw new Error('vite dev server has no address');
     context = await chromium.launchPersistentContext(join(tmp, 'profile'), {
-      executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
-      args: CHROMIUM_ARGS,
+      executablePath: chromiumExecutable(),
+      args: [...CHROMIUM_ARGS],
     });
     const page = context.pages()[0] ?? (await context.newPage());
     page.on('console', (msg) => log(`[chromium] ${msg.text()}`));

@@ -11,17 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { policyBenchRows, type PolicyBenchMeasurement, type PolicyBenchOptions, type PolicyBenchRow } from './bench-policy.ts';
+import { CHROMIUM_ARGS, chromiumExecutable } from '../cli/chromium.ts';
 
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-quic',
-  '--enable-unsafe-webgpu',
-];
 
 /** Options passed to the page (sizes, dims, reps; backends default to wasm and WebGPU). */
 export type PolicyBrowserBenchOptions = Partial<Omit<PolicyBenchOptions, 'wasmPaths' | 'log'>>;
@@ -52,7 +43,7 @@ export async function benchPolicyBrowser(options: PolicyBrowserBenchOptions = {}
     await server.listen();
     const address = server.httpServer?.address() as AddressInfo | null;
     if (!address) throw new Error('vite dev server has no address');
-    browser = await chromium.launch({ executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    browser = await chromium.launch({ executablePath: chromiumExecutable(), args: [...CHROMIUM_ARGS] });
     const page = await browser.newPage();
     page.on('console', (msg) => log(`[chromium] ${msg.text()}`));
     await page.goto(`http://127.0.0.1:${address.port}/src/rl/bench-page.html`);
