@@ -17,6 +17,7 @@ import {
 } from '../src/rl/grpo.ts';
 import { syntheticDecisions } from '../src/rl/synthetic.ts';
 import type { LossContext } from '../src/rl/update.ts';
+import { checkGradients } from './fixtures/gradient-check.ts';
 
 beforeAll(async () => {
   await chooseBackend({ prefer: 'cpu' });
@@ -177,39 +178,3 @@ describe('GRPO loss gradient', () => {
     }
   });
 });
-
-/** Compares tf gradients with central differences, element by element, over every trainable variable. */
-async function checkGradients(head: PolicyHead, lossValue: () => number, lossTensor: () => tf.Scalar): Promise<void> {
-  const vars = head.trainable('all');
-  const { grads, value } = tf.variableGrads(lossTensor, [...vars.values()]);
-  const eps = 1e-2;
-  let num = 0;
-  let den = 0;
-  let checked = 0;
-  for (const v of vars.values()) {
-    const analytic = await (grads[v.name] as tf.Tensor).data();
-    const base = (await v.data()).slice();
-    for (let i = 0; i < base.length; i++) {
-      const at = (delta: number): number => {
-        const copy = base.slice();
-        copy[i] = (copy[i] as number) + delta;
-        const t = tf.tensor(copy, v.shape);
-        v.assign(t);
-        t.dispose();
-        return lossValue();
-      };
-      const fd = (at(eps) - at(-eps)) / (2 * eps);
-      const restore = tf.tensor(base, v.shape);
-      v.assign(restore);
-      restore.dispose();
-      const a = analytic[i] as number;
-      expect(Math.abs(a - fd), `${v.name}[${i}]: analytic ${a}, finite difference ${fd}`).toBeLessThan(2e-3 + 0.05 * Math.abs(fd));
-      num += (a - fd) ** 2;
-      den += fd ** 2;
-      checked++;
-    }
-  }
-  expect(checked).toBeGreaterThan(50);
-  expect(Math.sqrt(num / den)).toBeLessThan(1e-2);
-  tf.dispose([value, ...Object.values(grads)]);
-}

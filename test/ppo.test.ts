@@ -8,6 +8,7 @@ import { gae, ppoInput, ppoLoss, ppoObjective, PpoConfigSchema, preparePpoBatch,
 import { syntheticDecisions, syntheticPpoBatch } from '../src/rl/synthetic.ts';
 import { Trainer } from '../src/rl/trainer.ts';
 import type { LossContext } from '../src/rl/update.ts';
+import { checkGradients } from './fixtures/gradient-check.ts';
 
 beforeAll(async () => {
   await chooseBackend({ prefer: 'cpu' });
@@ -115,37 +116,11 @@ describe('PPO loss gradient', () => {
         weights: tf.tensor1d(prepared.weights),
         columns: Object.fromEntries(Object.entries(prepared.columns).map(([k, v]) => [k, tf.tensor1d(v)])),
       }) as LossContext;
-    const vars = head.trainable('all');
-    const { grads, value } = tf.variableGrads(() => loss(ctx()).loss, [...vars.values()]);
-    const lossValue = (): number => tf.tidy(() => loss(ctx()).loss.dataSync()[0] as number);
-    const eps = 1e-2;
-    let num = 0;
-    let den = 0;
-    for (const v of vars.values()) {
-      const analytic = await (grads[v.name] as tf.Tensor).data();
-      const base = (await v.data()).slice();
-      for (let i = 0; i < base.length; i++) {
-        const at = (delta: number): number => {
-          const copy = base.slice();
-          copy[i] = (copy[i] as number) + delta;
-          const t = tf.tensor(copy, v.shape);
-          v.assign(t);
-          t.dispose();
-          return lossValue();
-        };
-        const fd = (at(eps) - at(-eps)) / (2 * eps);
-        const restore = tf.tensor(base, v.shape);
-        v.assign(restore);
-        restore.dispose();
-        const a = analytic[i] as number;
-        expect(Math.abs(a - fd), `${v.name}[${i}]: analytic ${a}, finite difference ${fd}`).toBeLessThan(2e-3 + 0.05 * Math.abs(fd));
-        num += (a - fd) ** 2;
-        den += fd ** 2;
-      }
-    }
-    expect(den).toBeGreaterThan(0);
-    expect(Math.sqrt(num / den)).toBeLessThan(1e-2);
-    tf.dispose([value, ...Object.values(grads)]);
+    await checkGradients(
+      head,
+      () => tf.tidy(() => loss(ctx()).loss.dataSync()[0] as number),
+      () => loss(ctx()).loss,
+    );
     head.dispose();
   });
 });
