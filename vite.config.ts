@@ -1,7 +1,7 @@
 /// <reference types="vitest/config" />
 import { defineConfig } from 'vite';
 import { playwright } from '@vitest/browser-playwright';
-import { CHROMIUM_ARGS, chromiumExecutable } from './src/cli/chromium.ts';
+import { CHROMIUM_ARGS, chromiumExecutable } from './src/bench/chromium.ts';
 
 /** Cross-origin isolation, so that SharedArrayBuffer and threaded tfjs-wasm work in the page. */
 const isolationHeaders = {

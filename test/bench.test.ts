@@ -1,5 +1,17 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { replaceSection } from '../src/cli/bench.ts';
+import { BENCH_PAGES, REPO_ROOT } from '../src/bench/browser.ts';
+import { benchEnvs } from '../src/bench/envs.ts';
+import { benchSchedule, measureGrpoThroughput, policyBenchRows, type PolicyBenchMeasurement } from '../src/bench/policy.ts';
+import { BENCH_SUITES, replaceSection } from '../src/cli/bench.ts';
+import { clearEnvCaches } from '../src/envs/registry.ts';
+import { generateLayout } from '../src/envs/household/layout.ts';
+import { generateCatalogue } from '../src/envs/shop/catalogue.ts';
+import { importGraph, importSpecifiers, REPO_ROOT as GRAPH_ROOT, resolveModule, resolveSpecifier, sourceFiles } from './fixtures/import-graph.ts';
+
+const root = resolve(import.meta.dirname, '..');
 
 describe('bench markdown sections', () => {
   it('replaces only the text between a suite markers', () => {
@@ -10,5 +22,208 @@ describe('bench markdown sections', () => {
   it('appends a section when the markers are absent', () => {
     const next = replaceSection('# B\n', 'replay', 'rows');
     expect(next).toBe('# B\n\n## replay\n\n<!-- bench:replay:start -->\nrows\n<!-- bench:replay:end -->\n');
+  });
+});
+
+const CORE = ['core', 'envs', 'replay', 'policy', 'rl', 'experience', 'llm', 'curriculum', 'train'];
+const FORBIDDEN = ['src/cli', 'src/ui', 'src/bench'];
+
+describe('module layering', () => {
+  it('finds every form of import', () => {
+    const text = [
+      "import { a } from '../cli/a.ts';",
+      "import type { B } from\n  '../ui/b.ts';",
+      "import './side-effect.ts';",
+      "export { c } from '../bench/c.ts';",
+      "export * from \"./star.ts\";",
+      "const d = await import('../bench/d.ts');",
+      'const e = await import(`../cli/e.ts`);',
+      "new Worker(new URL('../bench/f.ts', import.meta.url));",
+      "import tf from '@tensorflow/tfjs';",
+    ].join('\n');
+    expect(importSpecifiers(text).sort()).toEqual(
+      ['../cli/a.ts', '../ui/b.ts', './side-effect.ts', '../bench/c.ts', './star.ts', '../bench/d.ts', '../cli/e.ts', '../bench/f.ts', '@tensorflow/tfjs'].sort(),
+    );
+    expect(resolveSpecifier(join(root, 'src/replay/x.ts'), '../cli/chromium.ts')).toBe('src/cli/chromium.ts');
+    expect(resolveSpecifier(join(root, 'src/replay/x.ts'), '/src/bench/page.ts?url')).toBe('src/bench/page.ts');
+    expect(resolveSpecifier(join(root, 'src/replay/x.ts'), 'idb')).toBeNull();
+    expect(GRAPH_ROOT).toBe(root);
+  });
+
+  it('walks a module graph through every form of import, resolving .ts, .js and index.ts', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'import-graph-'));
+    try {
+      const files: Record<string, string> = {
+        'entry.ts': [
+          "import { a } from './a.js';", // .js meaning .ts
+          "import type { B } from\n  './b';", // no extension
+          "import './side';", // side effects only
+          "export { c } from './lib';", // a folder's index.ts
+          "export * from './star.ts';",
+          "const d = await import('./d.ts');",
+          'const e = await import(`./e.ts`);',
+          "new Worker(new URL('./f.ts', import.meta.url));",
+          "const g = require('./g.ts');",
+          "import z from 'zod';",
+          "import w from 'wasm-pkg/x.wasm?url';",
+          "const h = await import(`./${'h'}.ts`);",
+          "const i = await import(name);",
+          "import { j } from './missing.ts';",
+          "const k = new URL('./assets', import.meta.url);",
+        ].join('\n'),
+        'a.ts': "export const a = 1;",
+        'b.ts': "export type B = number;",
+        'side.ts': "import './deep/side2.ts';",
+        'deep/side2.ts': "import '../deep/../a.ts';",
+        'lib/index.ts': "export const c = 1;",
+        'star.ts': "export * from './lib/index.ts';",
+        'd.ts': '',
+        'e.ts': '',
+        'f.ts': "import { x } from 'idb';",
+        'g.ts': '',
+        'h.ts': '',
+        'never.ts': '',
+        'assets/logo.txt': '',
+      };
+      for (const [name, text] of Object.entries(files)) {
+        mkdirSync(dirname(join(dir, name)), { recursive: true });
+        writeFileSync(join(dir, name), text);
+      }
+      const graph = importGraph('entry.ts', dir);
+      expect(graph.files).toEqual(['a.ts', 'b.ts', 'd.ts', 'deep/side2.ts', 'e.ts', 'entry.ts', 'f.ts', 'g.ts', 'lib/index.ts', 'side.ts', 'star.ts']);
+      expect(graph.packages).toEqual(['idb', 'wasm-pkg/x.wasm', 'zod']);
+      expect(graph.unresolved).toEqual(["entry.ts: ./missing.ts", "entry.ts: <non-literal: ./${'h'}.ts>", 'entry.ts: <non-literal: n>']);
+      expect(graph.assets).toEqual(['assets']);
+      expect(resolveModule(join(dir, 'entry.ts'), './lib', dir)).toBe(join(dir, 'lib', 'index.ts'));
+      expect(resolveModule(join(dir, 'entry.ts'), './a.js', dir)).toBe(join(dir, 'a.ts'));
+      expect(resolveModule(join(dir, 'entry.ts'), './nothing', dir)).toBeNull();
+      expect(resolveModule(join(dir, 'entry.ts'), 'zod', dir)).toBeNull();
+      expect(() => importGraph('nothing.ts', dir)).toThrow(/no file/);
+      // What cannot be read as a literal is reported; a URL not relative to the module is no import.
+      const computed = ["new URL(url, 'http://localhost/');", 'new URL(p, import.meta.url);', 'require(name);', "import('./a' + b);", 'typeof import("./t.ts");'].join('\n');
+      expect(importSpecifiers(computed)).toEqual(['./t.ts', '<non-literal: p>', '<non-literal: n>', '<non-literal: ./a>']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it(`no module in src/{${CORE.join(',')}} imports src/cli, src/ui or src/bench`, () => {
+    const files = CORE.flatMap((d) => sourceFiles(join(root, 'src', d)));
+    expect(files.length).toBeGreaterThan(50);
+    const offending: string[] = [];
+    for (const file of files) {
+      for (const spec of importSpecifiers(readFileSync(file, 'utf8'))) {
+        const target = resolveSpecifier(file, spec);
+        if (target && FORBIDDEN.some((f) => target === f || target.startsWith(`${f}/`))) offending.push(`${relative(root, file)} imports ${spec}`);
+      }
+    }
+    expect(offending).toEqual([]);
+  });
+
+  it(`no module in src/{${CORE.join(',')}} reaches src/cli, src/ui or src/bench, nor imports what cannot be checked`, () => {
+    const files = CORE.flatMap((d) => sourceFiles(join(root, 'src', d))).filter((f) => f.endsWith('.ts'));
+    const reached = new Set<string>();
+    const unresolved: string[] = [];
+    for (const file of files) {
+      const graph = importGraph(file);
+      for (const f of graph.files) reached.add(f);
+      unresolved.push(...graph.unresolved);
+    }
+    expect(reached.size).toBeGreaterThan(50);
+    expect([...reached].filter((f) => FORBIDDEN.some((d) => f.startsWith(`${d}/`)))).toEqual([]);
+    expect([...new Set(unresolved)]).toEqual([]);
+  });
+
+  it('keeps every benchmark harness in src/bench', () => {
+    const stray = CORE.flatMap((d) => sourceFiles(join(root, 'src', d))).filter((f) => /(^|[/\\])bench[^/\\]*$/.test(f));
+    expect(stray.map((f) => relative(root, f))).toEqual([]);
+  });
+});
+
+describe('benchmark pages', () => {
+  it('each page the drivers open exists and loads a module that exists', () => {
+    expect(REPO_ROOT.replace(/[/\\]$/, '')).toBe(root);
+    for (const page of Object.values(BENCH_PAGES)) {
+      const html = readFileSync(join(root, page), 'utf8');
+      const scripts = [...html.matchAll(/<script[^>]*\bsrc="([^"]+)"/g)].map((m) => m[1] as string);
+      expect(scripts.length, page).toBeGreaterThan(0);
+      for (const src of scripts) expect(existsSync(resolve(dirname(join(root, page)), src)), `${page} -> ${src}`).toBe(true);
+    }
+  });
+  it('the CLI lists every suite', () => {
+    expect(BENCH_SUITES).toEqual(expect.arrayContaining(['envs', 'fidelity', 'llm-cost', 'replay', 'replay-browser', 'policy', 'policy-browser']));
+  });
+});
+
+describe('envs suite', () => {
+  it('clearEnvCaches makes the next use rebuild catalogues and layouts', () => {
+    const catalogue = generateCatalogue(0);
+    const layout = generateLayout(3);
+    expect(generateCatalogue(0)).toBe(catalogue);
+    expect(generateLayout(3)).toBe(layout);
+    clearEnvCaches();
+    expect(generateCatalogue(0)).not.toBe(catalogue);
+    expect(generateLayout(3)).not.toBe(layout);
+    expect(generateCatalogue(0).products.map((p) => p.id)).toEqual(catalogue.products.map((p) => p.id));
+  });
+
+  it('reports cold (fresh caches) and warm (repeated) figures separately for each environment', async () => {
+    const before = generateCatalogue(0);
+    const rows = await benchEnvs({ tasks: 4, reps: 2 });
+    // The cold passes emptied the caches: the catalogue built before the run is gone.
+    expect(generateCatalogue(0)).not.toBe(before);
+    const names = rows.map((r) => r.name);
+    for (const env of ['shop', 'household']) {
+      for (const phase of ['cold', 'warm']) {
+        expect(names).toContain(`${env}: generate 4 train tasks, ${phase}`);
+        expect(names).toContain(`${env}: expert episode steps per second, ${phase}`);
+      }
+    }
+    for (const r of rows) expect(Number.isFinite(r.value) && r.value > 0, r.name).toBe(true);
+    expect(rows.find((r) => r.name === 'shop: expert episode steps per second, cold')?.note).toMatch(/fresh caches/);
+  });
+});
+
+describe('policy suite', () => {
+  it('interleaves the backends: each repetition runs every backend, alternating which goes first', () => {
+    const order = benchSchedule(['wasm', 'cpu'], 2, 3).map((s) => `${s.size}.${s.rep}:${s.backend}`);
+    expect(order).toEqual([
+      '0.0:wasm', '0.0:cpu', '0.1:cpu', '0.1:wasm', '0.2:wasm', '0.2:cpu',
+      '1.0:cpu', '1.0:wasm', '1.1:wasm', '1.1:cpu', '1.2:cpu', '1.2:wasm',
+    ]);
+    const three = benchSchedule(['a', 'b', 'c'], 1, 3).map((s) => s.backend).join('');
+    expect(three).toBe('abcbcacab');
+  });
+
+  it('reports the ratio to wasm per size from side-by-side repetitions', () => {
+    const report = { backend: 'wasm' as const, requested: 'wasm' as const, threaded: false, threads: 1, adapter: null, reason: '', failures: [] };
+    const m = (backend: 'wasm' | 'cpu', decisions: number, times: number[]): PolicyBenchMeasurement => ({
+      backend,
+      report: { ...report, backend, threads: backend === 'wasm' ? 1 : 0 },
+      decisions,
+      candidateRows: 100,
+      msPerUpdate: [...times].sort((a, b) => a - b)[1] as number,
+      rowsPerSecond: 0,
+      reps: times.length,
+      times,
+    });
+    // Load drifts between repetitions; the paired ratios stay at 0.1 (cpu 10x slower) at size 8.
+    const rows = policyBenchRows([m('wasm', 8, [10, 40, 20]), m('cpu', 8, [100, 400, 200]), m('wasm', 16, [10, 10, 10]), m('cpu', 16, [50, 50, 50])], 'Node');
+    const ratio = (d: number) => rows.find((r) => r.name === `cpu (Node) / wasm throughput ratio, ${d} decisions`);
+    expect(ratio(8)?.value).toBeCloseTo(0.1, 10);
+    expect(ratio(16)?.value).toBeCloseTo(0.2, 10);
+    expect(ratio(8)?.note).toMatch(/median of 3 side-by-side/);
+  });
+
+  it('measures wasm and cpu in Node, interleaved, one time per repetition', async () => {
+    const lines: string[] = [];
+    const ms = await measureGrpoThroughput({ backends: ['wasm', 'cpu'], sizes: [8, 16], dim: 16, hiddenDim: 8, reps: 2, log: (l) => lines.push(l) });
+    expect(ms.map((m) => `${m.backend}:${m.decisions}`)).toEqual(['wasm:8', 'wasm:16', 'cpu:8', 'cpu:16']);
+    for (const m of ms) {
+      expect(m.times).toHaveLength(2);
+      expect(m.rowsPerSecond).toBeGreaterThan(0);
+    }
+    const runs = lines.filter((l) => l.includes('repetition')).map((l) => l.split(' ')[0]);
+    expect(runs).toEqual(['wasm', 'cpu', 'cpu', 'wasm', 'wasm', 'cpu', 'cpu', 'wasm']);
   });
 });

@@ -117,16 +117,29 @@ describe('dreamgym CLI', () => {
 });
 
 describe('dreamgym fidelity', () => {
-  it('prints a JSON report for the retrieval model', async () => {
-    const res = await cli('fidelity', '--env', 'household', '--train-episodes', '30', '--test-episodes', '8', '--json');
+  it('prints a JSON report: the retrieval model next to the baselines, and false-success rates', async () => {
+    const res = await cli('fidelity', '--env', 'household', '--train-episodes', '30', '--test-episodes', '8', '--false-success-episodes', '4', '--json');
     expect(res.code).toBe(0);
-    const report = JSON.parse(res.out) as Record<string, unknown>;
-    expect(report).toMatchObject({ env: 'household', sim: 'retrieval', trainEpisodes: 30, testEpisodes: 8 });
-    for (const key of ['actionAgreement', 'nextStateMatch', 'rewardAccuracy', 'invalidDetection']) {
-      expect(report[key]).toBeGreaterThanOrEqual(0);
-      expect(report[key]).toBeLessThanOrEqual(1);
+    const report = JSON.parse(res.out) as { env: string; backend: string; rows: Record<string, unknown>[]; falseSuccess: Record<string, unknown>[] };
+    expect(report.env).toBe('household');
+    expect(report.rows.map((r) => r.sim)).toEqual(['retrieval', 'echo', 'majority']);
+    expect(report.rows[0]).toMatchObject({ env: 'household', sim: 'retrieval', trainEpisodes: 30, testEpisodes: 8 });
+    for (const key of ['actionAgreement', 'nextStateMatch', 'rewardAccuracy', 'finalVerdictSuccess']) {
+      expect(report.rows[0]![key]).toBeGreaterThanOrEqual(0);
+      expect(report.rows[0]![key]).toBeLessThanOrEqual(1);
     }
+    expect(report.falseSuccess.some((r) => r.policy === 'random' && r.tasks === 'held-out')).toBe(true);
     expect(['wasm', 'cpu']).toContain(report.backend);
+  });
+
+  it('prints a table with the margin over the best baseline', async () => {
+    const res = await cli('fidelity', '--env', 'shop', '--train-episodes', '30', '--test-episodes', '8', '--false-success-episodes', '0');
+    expect(res.code).toBe(0);
+    expect(res.out).toMatch(/measure\s+retrieval\s+echo\s+majority\s+margin/);
+    expect(res.out).toMatch(/admissible-action agreement/);
+    const bad = await cli('fidelity', '--env', 'shop', '--policy', 'noisy:0.3,greedy');
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toMatch(/comma-separated/);
   });
 
   it('refuses a simulator that cannot run in Node', async () => {

@@ -1,11 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import type { Task } from '../src/core/types.ts';
+import { type Task, agentView } from '../src/core/types.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator, parseGeneratorReply, recombineGoals } from '../src/curriculum/generator.ts';
 import { environmentContext, generatorMessages } from '../src/curriculum/prompt.ts';
-import { TaskValidator, canonicalInstruction, canonicalJson, instructionTokens, jaccard, repairGoal, taskGeneration } from '../src/curriculum/validation.ts';
+import {
+  HIDDEN_GOAL_FIELDS,
+  TaskValidator,
+  canonicalInstruction,
+  canonicalJson,
+  hiddenFieldLeak,
+  hiddenGoalFields,
+  instructionTokens,
+  jaccard,
+  repairGoal,
+  taskGeneration,
+} from '../src/curriculum/validation.ts';
 import { Rng } from '../src/core/rng.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
-import type { ShopGoal } from '../src/envs/shop/index.ts';
+import type { HouseholdGoal } from '../src/envs/household/index.ts';
+import { type ShopGoal, shopInstruction } from '../src/envs/shop/index.ts';
 import { LLMConfigError, LLMRequestError } from '../src/llm/errors.ts';
 import { ScriptedEngine } from './fixtures/scripted-engine.ts';
 
@@ -20,6 +32,9 @@ function expectValidChildren(tasks: readonly Task[], seeds: readonly Task[]): vo
     expect(taskGeneration(t)).toBe(1);
     expect(getEnvSpec(t.env).validateTask(t)).toEqual({ ok: true });
     expect(t.instruction).toBe(canonicalInstruction(t.env, t.goal));
+    // The instruction (what the agent reads) carries no hidden goal field; the agent's view has no goal.
+    expect(hiddenFieldLeak(t.env, t.instruction, t.goal)).toBeNull();
+    expect(agentView(t)).not.toHaveProperty('goal');
     for (const s of seeds) expect(jaccard(instructionTokens(t.instruction), instructionTokens(s.instruction))).toBeLessThan(0.9);
   }
   expect(new Set(tasks.map((t) => canonicalJson(t.goal))).size).toBe(tasks.length);
@@ -61,6 +76,71 @@ describe('validation helpers', () => {
     const cheaper = v.check({ goal: { ...g, maxPrice: Math.round(g.maxPrice * 0.8) } }, seed);
     expect(cheaper).toMatchObject({ ok: true, task: { env: 'shop', split: 'train', origin: 'generated', parentId: seed.id } });
     if (cheaper.ok) expect(v.check({ goal: cheaper.task.goal }, seed)).toMatchObject({ ok: false, kind: 'duplicate' });
+  });
+});
+
+describe('hidden goal fields stay out of instructions', () => {
+  it('hiddenGoalFields: the declared fields, and any key ending in id or seed as a word', () => {
+    const shop = (shopSeeds[0] as Task).goal as ShopGoal;
+    expect(hiddenGoalFields('shop', shop).map((f) => f.name).sort()).toEqual(['catalogueSeed', 'targetId']);
+    const home = (householdSeeds[0] as Task).goal as HouseholdGoal;
+    expect(hiddenGoalFields('household', home)).toEqual([{ name: 'layoutSeed', value: home.layoutSeed }]);
+    expect(hiddenGoalFields('other', { id: 1, roomSeed: 2, item_id: 'x', liquid: 'water', humid: true, paid: 3 }).map((f) => f.name)).toEqual(['id', 'roomSeed', 'item_id']);
+    expect(hiddenGoalFields('shop', 'not an object')).toEqual([]);
+    expect(HIDDEN_GOAL_FIELDS).toEqual({ shop: ['targetId', 'catalogueSeed'], household: ['layoutSeed'] });
+  });
+
+  it('hiddenFieldLeak: a field named in any spelling, or its value, in the instruction', () => {
+    const shop = { ...((shopSeeds[0] as Task).goal as ShopGoal), targetId: 'B0WE9QSUDS', catalogueSeed: 0 };
+    const ok = shopInstruction(shop);
+    expect(hiddenFieldLeak('shop', ok, shop)).toBeNull();
+    expect(hiddenFieldLeak('shop', `${ok} (product b0we9qsuds)`, shop)).toMatch(/value of the goal's hidden field targetId/);
+    expect(hiddenFieldLeak('shop', `${ok}, targetId B0XXXXXXXX`, shop)).toMatch(/names the goal's hidden field targetId/);
+    expect(hiddenFieldLeak('shop', `${ok}, target id: anything`, shop)).toMatch(/hidden field targetId/);
+    expect(hiddenFieldLeak('shop', `${ok}, from catalogue_seed 0`, shop)).toMatch(/hidden field catalogueSeed/);
+    // A small seed value is not a leak by itself ("size 0"); a word merely containing the value is not either.
+    expect(hiddenFieldLeak('shop', 'i need a hat, size 0, price lower than 10.00 dollars', shop)).toBeNull();
+    expect(hiddenFieldLeak('shop', 'i need xb0we9qsuds', shop)).toBeNull();
+    const home = { layoutSeed: 1505148700, type: 'pick_and_place', object: 'mug', receptacle: 'desk' };
+    expect(hiddenFieldLeak('household', 'put a mug in desk.', home)).toBeNull();
+    expect(hiddenFieldLeak('household', 'put a mug in desk of home 1505148700.', home)).toMatch(/value of the goal's hidden field layoutSeed/);
+    expect(hiddenFieldLeak('household', 'put a mug in desk (layout seed 3).', home)).toMatch(/names the goal's hidden field layoutSeed/);
+    expect(hiddenFieldLeak('household', 'put a mug in desk, LayoutSeed=3.', home)).toMatch(/layoutSeed/);
+    // A price is not a seed: 1505148700.50 is not the whole number 1505148700.
+    expect(hiddenFieldLeak('household', 'pay 1505148700.50 dollars', home)).toBeNull();
+  });
+
+  it('an instruction the generator wrote with hidden fields is dropped: the task gets the environment\'s own', async () => {
+    const seed = shopSeeds[0] as Task;
+    const g = seed.goal as ShopGoal;
+    const home = householdSeeds[0] as Task;
+    const hg = home.goal as HouseholdGoal;
+    const shopGoal = { ...g, attributes: g.attributes.slice(0, 1), maxPrice: Math.round(g.maxPrice * 0.8) };
+    const v = new TaskValidator([...shopSeeds, ...householdSeeds]);
+    const shopVerdict = v.check({ instruction: `buy product ${g.targetId} (targetId ${g.targetId}, catalogueSeed ${g.catalogueSeed})`, goal: shopGoal }, seed);
+    expect(shopVerdict.ok).toBe(true);
+    if (shopVerdict.ok) {
+      expect(shopVerdict.task.instruction).toBe(canonicalInstruction('shop', shopVerdict.task.goal));
+      expect(shopVerdict.task.instruction).not.toMatch(/target|catalogue|seed/i);
+      expect(shopVerdict.task.instruction.toLowerCase()).not.toContain((shopVerdict.task.goal as ShopGoal).targetId.toLowerCase());
+      expect(JSON.stringify(agentView(shopVerdict.task))).not.toContain((shopVerdict.task.goal as ShopGoal).targetId);
+    }
+    const other = hg.type === 'look_at_obj_in_light' ? { layoutSeed: hg.layoutSeed, type: 'look_at_obj_in_light', object: hg.object } : { ...hg };
+    const candidates = [
+      { ...other, type: 'pick_and_place', receptacle: 'countertop' },
+      { ...other, type: 'clean_and_place', receptacle: 'countertop' },
+      { ...other, type: 'look_at_obj_in_light', receptacle: undefined },
+    ];
+    let accepted = 0;
+    for (const goal of candidates) {
+      const verdict = v.check({ instruction: `in layout ${hg.layoutSeed} (layoutSeed ${hg.layoutSeed}) do it`, goal }, home);
+      if (!verdict.ok) continue;
+      accepted++;
+      expect(verdict.task.instruction).toBe(canonicalInstruction('household', verdict.task.goal));
+      expect(verdict.task.instruction).not.toContain(String(hg.layoutSeed));
+      expect(verdict.task.instruction).not.toMatch(/layout|seed/i);
+    }
+    expect(accepted).toBeGreaterThan(0);
   });
 });
 
@@ -119,6 +199,8 @@ describe('generator prompt', () => {
     expect(messages[1]?.content).toMatch(/harder than the original, but still feasible/);
     expect(messages[1]?.content).toMatch(/meaningfully different/);
     expect(messages[1]?.content).toMatch(/realistic/);
+    expect(messages[1]?.content).toContain('The agent reads only the instruction: never put targetId or catalogueSeed (or their values) in it.');
+    expect(generatorMessages(householdSeeds[0] as Task, 1)[1]?.content).toContain('never put layoutSeed (or their values) in it.');
     expect(environmentContext(householdSeeds[0] as Task)).toMatch(/Object types in this home: .*\nReceptacle types in this home: /);
     expect(() => generatorMessages(shopSeeds[0] as Task, 0)).toThrow(/got 0/);
   });

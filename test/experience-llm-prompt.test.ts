@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Observation, Task } from '../src/core/types.ts';
+import { type Observation, type Task, agentView } from '../src/core/types.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import {
   DEFAULT_PROMPT_CONFIG,
@@ -126,5 +126,19 @@ describe('experience prompts', () => {
     const reset = resetTurn(task, demos, small);
     expect(reset).toContain('Initial states of similar real episodes:');
     expect(reset).toContain('Write its initial state');
+  });
+
+  it('prompts take what the agent sees of a task: its instruction, never its goal', () => {
+    const { task, steps, demos } = shopEpisode();
+    const view = agentView(task);
+    const step = steps[0] as HistoryStep;
+    const input: StepTurnInput = { task: view, history: [], observation: step.observation, action: step.action, demos };
+    // The same prompts from the agent's view as from the whole task: nothing of the goal is read.
+    expect(firstStepTurn(input, small)).toBe(firstStepTurn({ ...input, task }, small));
+    expect(resetTurn(view, demos, small)).toBe(resetTurn(task, demos, small));
+    const secret = { ...task, goal: { targetId: 'ZQXMARKER123' } };
+    for (const text of [firstStepTurn({ ...input, task: secret }, small), followUpStepTurn({ ...input, task: secret }, small, false), resetTurn(secret, demos, small)]) {
+      expect(text).not.toContain('ZQXMARKER123');
+    }
   });
 });

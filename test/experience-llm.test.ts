@@ -1,13 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import type { Observation, Task } from '../src/core/types.ts';
+import { Rng } from '../src/core/rng.ts';
+import { type AgentTask, type EnvName, type JsonValue, type Observation, type Task, agentView } from '../src/core/types.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
-import { type CallRecord, ExperienceParseError, LLMExperienceModel } from '../src/experience/llm.ts';
+import { type CallRecord, DEFAULT_LLM_EXPERIENCE_CONFIG, ExperienceParseError, type LLMExperienceConfig, LLMExperienceModel } from '../src/experience/llm.ts';
 import { STEP_GRAMMAR, STEP_JSON_SCHEMA } from '../src/experience/llm-output.ts';
 import type { Demonstration, ExperienceStep, HistoryStep } from '../src/experience/types.ts';
 import { REPLY_FORMAT, RESET_FORMAT } from '../src/experience/prompt.ts';
 import type { ChatCompletion, ChatCompletionMessageParam } from '../src/llm/engine.ts';
 import { LLMConfigError, LLMRequestError } from '../src/llm/errors.ts';
-import { ScriptedEngine, echoScript, stepReply } from './fixtures/scripted-engine.ts';
+import { importGraph, importSpecifiers } from './fixtures/import-graph.ts';
+import { ScriptedEngine, echoScript, mirrorScript, stepReply } from './fixtures/scripted-engine.ts';
+
+/** A string that appears only in tasks' goals: it must never reach the experience model. */
+const MARKER = 'ZQXMARKER123';
 
 const task = getEnvSpec('shop').tasks({ split: 'train', count: 1, seed: 1 })[0] as Task;
 const start: Observation = getEnvSpec('shop').create().reset(task);
@@ -265,40 +270,232 @@ describe('LLMExperienceModel: group cache', () => {
 });
 
 describe('LLMExperienceModel: reset', () => {
-  it("'env' takes the first observation from the task's environment without a call", async () => {
+  it('asks the LLM (never the environment), and the first step continues that conversation', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
     const model = new LLMExperienceModel(engine);
-    expect(await model.reset(task, [])).toEqual(start);
-    expect(engine.requests).toHaveLength(0);
-  });
-
-  it("'llm' asks the model, and the first step continues that conversation", async () => {
-    const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine, { initialObservation: 'llm' });
     const obs = await model.reset(task, demos);
     expect(obs).toEqual({ text: 'Start page', actions: ['search[anything]'] });
+    expect(engine.requests).toHaveLength(1);
     expect(engine.requests[0]?.messages[1]?.content).toContain('Initial states of similar real episodes:');
+    expect(engine.requests[0]?.messages[1]?.content).toContain(`Task: ${task.instruction}`);
     await model.step({ task, history: [], observation: obs, action: 'search[anything]', demos });
     expect(engine.requests[1]?.messages).toHaveLength(4);
     expect(engine.kvReused).toEqual([false, true]);
-    expect(model.stats.resets).toBe(1);
+    expect(model.stats).toMatchObject({ resets: 1, resetFailures: 0 });
   });
 
   it('a reset retry asks again for the reset format, not the step format', async () => {
     const good = JSON.stringify({ reasoning: 'a fresh start', state: { text: 'Start page', actions: ['search[anything]'] } });
     const engine = new ScriptedEngine({ chat: ['not json', good] });
-    const model = new LLMExperienceModel(engine, { initialObservation: 'llm' });
+    const model = new LLMExperienceModel(engine);
     expect(await model.reset(task, [])).toEqual({ text: 'Start page', actions: ['search[anything]'] });
     const correction = String(engine.requests[1]?.messages.at(-1)?.content);
     expect(correction).toContain(RESET_FORMAT);
     expect(correction).not.toContain(REPLY_FORMAT);
-    expect(model.stats).toMatchObject({ resets: 1, parseFailures: 1, retries: 1 });
+    expect(model.stats).toMatchObject({ resets: 1, resetFailures: 0, parseFailures: 1, retries: 1 });
   });
 
-  it("falls back to the LLM when the environment cannot reset the task", async () => {
-    const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine);
-    const broken: Task = { ...task, id: 'broken', goal: { nonsense: true } };
-    expect((await model.reset(broken, [])).text).toBe('Start page');
+  it('a reset with no usable reply throws ExperienceParseError and counts a reset failure', async () => {
+    const engine = new ScriptedEngine({ chat: ['not json', '{"reasoning": "x"}', '{"state": {"text": "s", "actions": []}}'] });
+    const model = new LLMExperienceModel(engine, { maxRetries: 2 });
+    const error = await model.reset(task, demos).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ExperienceParseError);
+    expect((error as ExperienceParseError).attempts).toBe(3);
+    expect(model.stats).toMatchObject({ resets: 0, resetFailures: 1, failures: 1, parseFailures: 3, retries: 2 });
+    // Nothing was stored: a step from the start opens a fresh conversation.
+    const fresh = new ScriptedEngine({ chat: echoScript });
+    const again = new LLMExperienceModel(fresh);
+    await expect(again.reset(task, [])).resolves.toMatchObject({ text: 'Start page' });
+    // An engine failure during a reset is a reset failure too.
+    const broken = new LLMExperienceModel(
+      new ScriptedEngine({
+        chat: () => {
+          throw new Error('device lost');
+        },
+      }),
+    );
+    await expect(broken.reset(task, [])).rejects.toThrow(LLMRequestError);
+    expect(broken.stats).toMatchObject({ resetFailures: 1, engineErrors: 1, failures: 1 });
+  });
+
+  it('rejects the removed initialObservation setting and unknown settings loudly', () => {
+    const engine = new ScriptedEngine();
+    expect(() => new LLMExperienceModel(engine, { initialObservation: 'env' } as Partial<LLMExperienceConfig>)).toThrow(/initialObservation was removed: reset always asks the LLM/);
+    expect(() => new LLMExperienceModel(engine, { initialObservation: 'llm' } as Partial<LLMExperienceConfig>)).toThrow(LLMConfigError);
+    expect(() => new LLMExperienceModel(engine, { topk: 3 } as Partial<LLMExperienceConfig>)).toThrow(/unknown setting "topk"/);
+    expect(() => new LLMExperienceModel(engine, { model: 3 } as unknown as Partial<LLMExperienceConfig>)).toThrow(/model must be a string/);
+    expect(Object.keys(DEFAULT_LLM_EXPERIENCE_CONFIG)).not.toContain('initialObservation');
+    expect(new LLMExperienceModel(engine, { model: 'chat', topK: 2 }).config).toMatchObject({ model: 'chat', topK: 2 });
+  });
+
+  it('checks the task without printing it', async () => {
+    const model = new LLMExperienceModel(new ScriptedEngine({ chat: echoScript }));
+    const noInstruction = { id: 'x', env: 'shop', goal: { secret: MARKER } } as unknown as Task;
+    const error = await model.reset(noInstruction, []).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LLMConfigError);
+    expect((error as Error).message).toMatch(/reset: task must be a task with a string id, env and instruction/);
+    expect((error as Error).message).not.toContain(MARKER);
+    const stepError = await model.step({ task: noInstruction, history: [], observation: start, action: 'a', demos }).catch((e: unknown) => e);
+    expect((stepError as Error).message).toMatch(/step: request.task must be a task/);
+    expect((stepError as Error).message).not.toContain(MARKER);
+  });
+});
+
+/** `t` with the marker in its goal's fields (and in a stray top-level field): agent-invisible. */
+function marked(t: Task): Task {
+  const goal: Record<string, JsonValue> = { ...(t.goal as Record<string, JsonValue>), secretNote: MARKER, hint: `the answer is ${MARKER}` };
+  if (t.env === 'shop') goal.targetId = MARKER;
+  else goal.receptacleId = `${MARKER}-1`;
+  return { ...t, goal, hiddenTag: MARKER } as Task;
+}
+
+/** Real transitions (expert episodes on other tasks), as retrieved demonstrations and as initial states. */
+function realDemos(env: EnvName): { demos: Demonstration[]; initial: Demonstration[] } {
+  const spec = getEnvSpec(env);
+  const demos: Demonstration[] = [];
+  const initial: Demonstration[] = [];
+  for (const t of spec.tasks({ split: 'train', count: 3, seed: 12 })) {
+    const real = spec.create();
+    let observation = real.reset(t);
+    for (let i = 0; i < 6; i++) {
+      const action = real.expertAction();
+      const r = real.step(action);
+      const d: Demonstration = { state: observation.text, action, nextState: r.observation.text, nextActions: r.observation.actions, reward: r.reward, done: r.done, valid: r.info.valid, score: 1 - i / 10 };
+      demos.push(d);
+      if (i === 0) initial.push(d);
+      observation = r.observation;
+      if (r.done) break;
+    }
+  }
+  return { demos, initial };
+}
+
+describe('LLMExperienceModel: sees only what the agent sees (no goal fields)', () => {
+  const CONFIGS: Partial<LLMExperienceConfig>[] = [
+    {},
+    { conversation: false },
+    { groupCache: true, maxConversationChars: 3000 },
+    { constraint: 'grammar', historyWindow: 2 },
+    { constraint: 'none', topK: 5 },
+  ];
+
+  for (const env of ['shop', 'household'] as const) {
+    it(`${env}: no prompt, reply, observation, action or reasoning carries a goal field, over many resets and steps`, async () => {
+      const spec = getEnvSpec(env);
+      const tasks = [...spec.tasks({ split: 'train', count: 3, seed: 11 }), ...spec.tasks({ split: 'test', count: 2, seed: 11 })];
+      const { demos: pool, initial } = realDemos(env);
+      const rng = new Rng(7);
+      const outputs: unknown[] = [];
+      const problems: string[] = [];
+      let requests = 0;
+      let resets = 0;
+      let steps = 0;
+      for (const config of CONFIGS) {
+        // Every 7th reply is unusable, so correction turns and retries are exercised as well.
+        const engine = new ScriptedEngine({ chat: (request, i) => (i % 7 === 3 ? 'not json' : mirrorScript(request)) });
+        const model = new LLMExperienceModel(engine, config);
+        model.onCall = (r) => problems.push(r.problem ?? '');
+        for (const seedTask of tasks) {
+          const t = marked(seedTask);
+          expect(t.instruction).not.toContain(MARKER);
+          expect(JSON.stringify(t)).toContain(MARKER);
+          for (let g = 0; g < 3; g++) {
+            // g = 0: a generated task (the LLM writes the first state); else a seed task's recorded first state.
+            const passed: Task | AgentTask = g === 2 ? agentView(t) : t;
+            let observation: Observation;
+            if (g === 0) {
+              observation = await model.reset(passed, initial);
+              resets++;
+            } else observation = spec.create().reset(seedTask);
+            outputs.push(observation);
+            const history: HistoryStep[] = [];
+            for (let i = 0; i < 6; i++) {
+              const action = observation.actions.length > 0 && rng.chance(0.8) ? rng.pick(observation.actions) : 'do something odd';
+              const retrieved = pool.filter(() => rng.chance(0.4));
+              const step = await model.step({ task: passed, history, observation, action, demos: retrieved });
+              steps++;
+              outputs.push(step);
+              history.push({ observation, action });
+              observation = step.observation;
+              if (step.done) break;
+            }
+          }
+        }
+        requests += engine.requests.length;
+        // Every message of every request, whole (and the request's other fields).
+        for (const request of engine.requests) expect(JSON.stringify(request)).not.toContain(MARKER);
+        expect(model.stats.parseFailures).toBeGreaterThan(0);
+      }
+      expect(requests).toBeGreaterThan(150);
+      expect(resets).toBe(CONFIGS.length * tasks.length);
+      expect(steps).toBeGreaterThan(150);
+      const out = JSON.stringify(outputs);
+      expect(out).not.toContain(MARKER);
+      expect(problems.join('\n')).not.toContain(MARKER);
+      // The mirror does repeat its prompts: had a goal field been in one, it would be in `out`.
+      expect(out).toContain(`Task: ${(tasks[0] as Task).instruction}`);
+      for (const o of outputs as (ExperienceStep | Observation)[]) {
+        if ('reasoning' in o) expect(o.reasoning).toMatch(/^I was told: /);
+      }
+    });
+  }
+
+  it('a goal never enters a cache key: the same task with other goals hits the group cache', async () => {
+    const engine = new ScriptedEngine({ chat: mirrorScript });
+    const model = new LLMExperienceModel(engine, { groupCache: true });
+    const a = marked(task);
+    const b = { ...task, goal: { other: 'goal' } } as Task;
+    const first = await model.step({ task: a, history: [], observation: start, action: 'search[x]', demos });
+    expect(await model.step({ task: b, history: [], observation: start, action: 'search[x]', demos })).toEqual(first);
+    expect(await model.step({ task: agentView(task), history: [], observation: start, action: 'search[x]', demos })).toEqual(first);
+    expect(engine.requests).toHaveLength(1);
+    // A follow-up step continues the same conversation whichever goal came along.
+    await model.step({ task: b, history: [{ observation: start, action: 'search[x]' }], observation: first.observation, action: 'click[buy now]', demos });
+    expect(engine.requests[1]?.messages).toHaveLength(4);
+    expect(JSON.stringify(engine.requests)).not.toContain(MARKER);
+  });
+
+  it('an unusable reset does not put a goal field into its error', async () => {
+    const model = new LLMExperienceModel(new ScriptedEngine({ chat: ['not json'] }), { maxRetries: 1 });
+    const error = (await model.reset(marked(task), demos).catch((e: unknown) => e)) as ExperienceParseError;
+    expect(error).toBeInstanceOf(ExperienceParseError);
+    expect(JSON.stringify({ message: error.message, problems: error.problems, lastReply: error.lastReply })).not.toContain(MARKER);
+    expect(model.stats.resetFailures).toBe(1);
+  });
+});
+
+// --- The module graph of the LLM experience model -------------------------------------------
+
+describe('LLMExperienceModel: runs no environment code', () => {
+  it('the specifier scanner sees static, type, re-export, side-effect and dynamic imports', () => {
+    const source = [
+      "import { a } from './a.ts';",
+      "import type { B } from '../b.ts';",
+      'import {\n  c,\n  d,\n} from "./c.ts";',
+      "import * as e from './e.ts';",
+      "export { f } from './f.ts';",
+      "export * from './g.ts';",
+      "import './h.ts';",
+      "const i = await import('./i.ts');",
+      'const j = import(`./j.ts`);',
+      "const k = require('./k.js');",
+      'const l = await import(name);',
+      "import z from 'zod';",
+    ].join('\n');
+    expect(importSpecifiers(source)).toEqual(['./a.ts', '../b.ts', './c.ts', './e.ts', './f.ts', './g.ts', 'zod', './h.ts', './i.ts', './j.ts', './k.js', '<non-literal: n>']);
+  });
+
+  it('src/experience/llm.ts does not reach src/envs (nor any dynamic import it cannot check)', () => {
+    const graph = importGraph('src/experience/llm.ts');
+    // The walk does reach what the model is built from...
+    expect(graph.files).toEqual(expect.arrayContaining(['src/experience/llm.ts', 'src/experience/prompt.ts', 'src/experience/llm-output.ts', 'src/llm/engine.ts', 'src/core/types.ts']));
+    // ...and nothing of the environments, statically or dynamically.
+    expect(graph.files.filter((f) => f.startsWith('src/envs/'))).toEqual([]);
+    expect(graph.unresolved).toEqual([]);
+    expect(graph.packages.filter((p) => /envs/.test(p))).toEqual([]);
+  });
+
+  it('the walker does find src/envs where it is imported (the curriculum validates tasks with it)', () => {
+    expect(importGraph('src/curriculum/validation.ts').files).toEqual(expect.arrayContaining(['src/envs/registry.ts', 'src/envs/shop/index.ts']));
   });
 });

@@ -1,11 +1,13 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { EPISODE_OVER_TEXT, RetrievalDataError, RetrievalExperienceModel, transitionsFromTrajectories } from '../src/experience/retrieval.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
+import { Rng } from '../src/core/rng.ts';
+import type { JsonValue, Observation, Task } from '../src/core/types.ts';
+import type { HistoryStep } from '../src/experience/types.ts';
+import { importGraph, importSpecifiers } from './fixtures/import-graph.ts';
 
 const data = [...generateOfflineData(getEnvSpec('shop'), { episodes: 60, seed: 4, policy: 'noisy:0.3', split: 'train' })];
 const tasks = data.map((d) => d.task);
@@ -82,10 +84,15 @@ describe('RetrievalExperienceModel', () => {
     const task = tasks.find((t) => t.id === bought.taskId)!;
     const last = bought.steps[bought.steps.length - 1]!;
     expect(last.action).toBe('click[buy now]');
-    const step = await model.step({ task, history: [], observation: last.observation, action: last.action, demos: [] });
+    const history = bought.steps.slice(0, -1).map((s) => ({ observation: s.observation, action: s.action }));
+    const step = await model.step({ task, history, observation: last.observation, action: last.action, demos: [] });
     expect(step.done).toBe(true);
     expect(step.observation.text).toBe(EPISODE_OVER_TEXT);
-    expect(step.reward).toBeGreaterThan(0.5);
+    expect(step.reward).toBe(1);
+    // The same purchase without having chosen the options the instruction names is no success.
+    const skipped = await model.step({ task, history: history.slice(0, 2), observation: last.observation, action: last.action, demos: [] });
+    expect(skipped.done).toBe(true);
+    expect(skipped.reward).toBeLessThan(1);
   });
 
   it('reset gives a stored first state rewritten for the new task', async () => {
@@ -103,32 +110,84 @@ describe('RetrievalExperienceModel', () => {
   });
 });
 
-describe('the retrieval model never touches an environment', () => {
-  /** Every project file reachable through static imports from `entry`. */
-  function importGraph(entry: string): string[] {
-    const seen = new Set<string>();
-    const stack = [resolve(entry)];
-    while (stack.length > 0) {
-      const file = stack.pop() as string;
-      if (seen.has(file)) continue;
-      seen.add(file);
-      const source = readFileSync(file, 'utf8');
-      for (const m of source.matchAll(/(?:import|export)\s[^'"]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g)) {
-        const spec = m[1] ?? m[2];
-        if (spec) stack.push(resolve(dirname(file), spec));
-      }
-    }
-    return [...seen];
+describe('the retrieval model never reads a hidden goal', () => {
+  const MARKER = 'ZQXMARKER';
+  /** A goal that carries a unique marker and records every read of its fields. */
+  function trapped(goal: JsonValue, id: string, reads: string[]): JsonValue {
+    const withMarker = { ...(goal as Record<string, JsonValue>), secret: `${MARKER}-${id}`, targetId: `${MARKER}T${id}` };
+    return new Proxy(withMarker, {
+      get(target, key, receiver) {
+        reads.push(String(key));
+        return Reflect.get(target, key, receiver);
+      },
+      ownKeys(target) {
+        reads.push('ownKeys');
+        return Reflect.ownKeys(target);
+      },
+    });
   }
 
-  it('imports nothing under src/envs', () => {
-    const files = importGraph(join('src', 'experience', 'retrieval.ts'));
-    expect(files.length).toBeGreaterThan(3);
-    expect(files.some((f) => f.includes(join('src', 'experience', 'reward-model.ts')))).toBe(true);
-    expect(files.filter((f) => f.includes(`${join('src', 'envs')}`))).toEqual([]);
+  for (const env of ['shop', 'household'] as const) {
+    it(`${env}: no synthetic state, action list or reasoning carries goal data, over many random rollouts`, async () => {
+      const spec = getEnvSpec(env);
+      const reads: string[] = [];
+      const trainData = [...generateOfflineData(spec, { episodes: 60, seed: 2, policy: 'noisy:0.3', split: 'train' })];
+      const trapTask = (t: Task): Task => ({ ...t, goal: trapped(t.goal, t.id, reads) });
+      const sim = await RetrievalExperienceModel.fromTrajectories(
+        trainData.map((d) => trapTask(d.task)),
+        trainData.map((d) => d.trajectory),
+        new HashedEmbedder({ dim: 128 }),
+        { rewardModel: { epochs: 5 } },
+      );
+      try {
+        const heldOut = spec.tasks({ split: 'test', count: 10, seed: 5 }).map(trapTask);
+        const grounded = trainData.slice(0, 10).map((d) => trapTask(d.task));
+        const rng = new Rng(7);
+        const outputs: string[] = [];
+        let steps = 0;
+        for (const task of [...grounded, ...heldOut]) {
+          const real = trainData.find((d) => d.task.id === task.id)?.trajectory.steps[0]?.observation;
+          let state: Observation = real ?? (await sim.reset(task, []));
+          outputs.push(state.text, ...state.actions);
+          const history: HistoryStep[] = [];
+          for (let t = 0; t < 15 && state.actions.length > 0; t++) {
+            const action = rng.pick(state.actions);
+            const out = await sim.step({ task, history: history.slice(), observation: state, action, demos: [] });
+            steps++;
+            outputs.push(out.observation.text, ...out.observation.actions, out.reasoning);
+            history.push({ observation: state, action });
+            if (out.done) break;
+            state = out.observation;
+          }
+        }
+        expect(steps).toBeGreaterThan(100);
+        expect(outputs.filter((o) => o.includes(MARKER))).toEqual([]);
+        expect(reads).toEqual([]);
+      } finally {
+        sim.dispose();
+      }
+    });
+  }
+});
+
+describe('the retrieval model never touches an environment', () => {
+  it('imports nothing under src/envs or src/train, through any form of import', () => {
+    const graph = importGraph('src/experience/retrieval.ts');
+    expect(graph.files.length).toBeGreaterThan(3);
+    expect(graph.files).toEqual(expect.arrayContaining(['src/experience/retrieval.ts', 'src/experience/reward-model.ts', 'src/experience/evidence.ts']));
+    expect(graph.files.filter((f) => f.startsWith('src/envs/'))).toEqual([]);
+    expect(graph.files.filter((f) => f.startsWith('src/train/'))).toEqual([]);
+    // Nothing it imports is left unchecked (a computed dynamic import, a path naming no file).
+    expect(graph.unresolved).toEqual([]);
   });
 
   it('the graph walker does see env imports where they exist', () => {
-    expect(importGraph(join('src', 'train', 'fidelity.ts')).some((f) => f.includes(join('src', 'envs')))).toBe(true);
+    expect(importGraph('src/train/fidelity.ts').files.some((f) => f.startsWith('src/envs/'))).toBe(true);
+    expect(importGraph('src/cli/fidelity.ts').files).toEqual(expect.arrayContaining(['src/train/fidelity.ts', 'src/experience/retrieval.ts']));
+  });
+
+  it('the graph walker follows side-effect imports and re-exports, which the retrieval model could hide an env behind', () => {
+    const source = ["import './register-envs.ts';", "export * from '../envs/registry.ts';", "const m = await import(`../train/fidelity.ts`);"].join('\n');
+    expect(importSpecifiers(source)).toEqual(['../envs/registry.ts', './register-envs.ts', '../train/fidelity.ts']);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Task } from '../src/core/types.ts';
-import { actionTemplate, actionVerb, applySubstitution, buildSubstitution } from '../src/experience/substitution.ts';
+import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, withSwaps } from '../src/experience/substitution.ts';
 
 const task = (id: string, instruction: string, goal: Task['goal']): Task => ({ id, env: 'household', instruction, goal, split: 'train', origin: 'seed' });
 
@@ -21,14 +21,12 @@ describe('substitution', () => {
   const from = task('a', 'put a clean apple in countertop.', { layoutSeed: 2, type: 'clean_and_place', object: 'apple', receptacle: 'countertop' });
   const to = task('b', 'put a clean mug in shelf.', { layoutSeed: 4, type: 'clean_and_place', object: 'mug', receptacle: 'shelf' });
 
-  it('maps the instruction, the action entities and same-path goal values', () => {
+  it('maps the instruction and the action entities, never goal values', () => {
     const sub = buildSubstitution(from, to, 'take apple 1 from countertop 1', 'take mug 2 from cabinet 3');
     expect(sub).toEqual([
       ['put a clean apple in countertop.', 'put a clean mug in shelf.'],
       ['apple 1', 'mug 2'],
       ['countertop 1', 'cabinet 3'],
-      ['apple', 'mug'],
-      ['countertop', 'shelf'],
     ]);
     const text = 'Your task is to: put a clean apple in countertop.\nYou pick up the apple 1 from the countertop 1.';
     expect(applySubstitution(text, sub)).toBe('Your task is to: put a clean mug in shelf.\nYou pick up the mug 2 from the cabinet 3.');
@@ -54,9 +52,56 @@ describe('substitution', () => {
     expect(applySubstitution('an apple, please.', [['', 'X'], ['apple', 'pear']])).toBe('an pear, please.');
   });
 
-  it('ignores goal values too short to be safe', () => {
-    const a = task('a', 'x', { options: { size: 'm' } });
-    const b = task('b', 'y', { options: { size: 'l' } });
-    expect(buildSubstitution(a, b)).toEqual([['x', 'y']]);
+  it('reads no goal: tasks that differ only in their goals give no replacement', () => {
+    const a = task('a', 'x', { targetId: 'B0SECRET01', options: { size: 'large' } });
+    const b = task('b', 'x', { targetId: 'B0SECRET02', options: { size: 'small' } });
+    expect(buildSubstitution(a, b)).toEqual([]);
+  });
+});
+
+describe('entity alignment and swaps', () => {
+  const obs = (actions: string[]) => ({ text: '', actions });
+
+  it('pairs the entities that play the same unique role in both states', () => {
+    // The place the agent stands at is the one it cannot go to but can examine; the held object is the one it can put.
+    const from = obs(['go to fridge 1', 'go to desk 1', 'examine sidetable 1', 'put cup 2 in/on sidetable 1', 'examine cup 2']);
+    const to = obs(['go to fridge 1', 'go to shelf 1', 'examine drawer 3', 'put pen 1 in/on drawer 3', 'examine pen 1']);
+    expect(alignEntities(from, to)).toEqual(expect.arrayContaining([['sidetable 1', 'drawer 3'], ['cup 2', 'pen 1']]));
+    // Places one can go to share one role: none of them is paired.
+    expect(alignEntities(from, to).some(([a]) => a === 'desk 1')).toBe(false);
+  });
+
+  it('pairs an involved entity with the single best-overlapping one, and none on a tie', () => {
+    const from = obs(['examine countertop 1', 'take apple 1 from countertop 1', 'go to fridge 1']);
+    const to = obs(['examine fridge 2', 'open fridge 2', 'go to desk 1', 'go to shelf 1']);
+    expect(alignEntities(from, to, new Set(['countertop 1']))).toContainEqual(['countertop 1', 'fridge 2']);
+    const tie = obs(['examine a 1', 'examine b 1']);
+    expect(alignEntities(obs(['take x 1 from c 1', 'examine c 1']), tie, new Set(['c 1']))).toEqual([]);
+  });
+
+  it('makes a substitution a permutation', () => {
+    const sub = withSwaps([['sidetable 1', 'drawer 2']]);
+    expect(applySubstitution('go to sidetable 1; go to drawer 2', sub)).toBe('go to drawer 2; go to sidetable 1');
+    // A target that is already mapped keeps its own mapping.
+    expect(withSwaps([['a', 'b'], ['b', 'c']])).toEqual([['a', 'b'], ['b', 'c'], ['c', 'b']]);
+  });
+});
+
+describe('instruction alignment', () => {
+  it('maps the stretches where two instructions differ, anchored on the words they share', () => {
+    const from = 'i need some pet shampoo that is odor control, size 16 fl oz, price lower than 33.00 dollars';
+    const to = 'i need a frying pan that is bpa free, in black, size 8 inch, price lower than 49.00 dollars';
+    const sub = instructionAlignment(from, to);
+    expect(sub).toEqual([
+      ['pet shampoo', 'frying pan'],
+      ['odor control', 'bpa free, in black'],
+      ['16 fl oz', '8 inch'],
+      ['33.00', '49.00'],
+    ]);
+    expect(applySubstitution('search[pet shampoo that is odor control, size 16 fl oz]', sub)).toBe('search[frying pan that is bpa free, in black, size 8 inch]');
+  });
+
+  it('gives nothing for equal instructions', () => {
+    expect(instructionAlignment('look at cup under the desklamp.', 'look at cup under the desklamp.')).toEqual([]);
   });
 });

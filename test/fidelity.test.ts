@@ -1,14 +1,57 @@
 import { describe, expect, it } from 'vitest';
-import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
+import { EchoExperienceModel } from '../src/experience/baselines.ts';
+import type { RetrievalModelConfig } from '../src/experience/retrieval.ts';
 import type { ExperienceModel } from '../src/experience/types.ts';
-import { jaccard, measureFidelity, measureRetrievalFidelity } from '../src/train/fidelity.ts';
+import {
+  jaccard,
+  measureFalseSuccess,
+  measureFidelity,
+  measureFidelityTable,
+  mixedOfflineData,
+  type FidelityMeasures,
+  type FidelityTable,
+} from '../src/train/fidelity.ts';
 
-/** Floors set from measurement (BENCHMARKS.md, "fidelity"), about 75% of the measured figures at this size. */
-const FLOORS = {
-  shop: { actionAgreement: 0.35, rewardAccuracy: 0.85, finalRewardAccuracy: 0.5, doneAccuracy: 0.9, invalidDetection: 0.9 },
-  household: { actionAgreement: 0.4, nextStateMatch: 0.08, rewardAccuracy: 0.9, finalRewardAccuracy: 0.7, doneAccuracy: 0.9, invalidDetection: 0.9 },
-} as const;
+type Env = 'shop' | 'household';
+
+/**
+ * Floors set from measurement at this size (150 train / 40 test episodes, seed 0; BENCHMARKS.md
+ * "fidelity" has the full-size table): the model measured shop agreement 0.73, verdict 0.96,
+ * next-state match 0.42; household agreement 0.95, match 0.51, consistency 0.99, verdict 1.0;
+ * random-policy success inside the simulator 0-2.5%. The broken variants measured: neighbours
+ * ranked farthest first, shop agreement 0.63, household match 0.34 and consistency 0.62; no
+ * reward model, random success 50% / 40%; echo, agreement 0.29 / 0.82 and verdict 0.5.
+ */
+const FLOORS: Record<Env, Partial<Record<keyof FidelityMeasures, number>>> = {
+  shop: { actionAgreement: 0.69, nextStateMatch: 0.35, finalVerdictBalanced: 0.85 },
+  household: { actionAgreement: 0.93, nextStateMatch: 0.45, consistency: 0.9, finalVerdictBalanced: 0.9 },
+};
+/** The most a uniformly random policy may succeed inside the simulator (it succeeds 0-2.5% for real). */
+const RANDOM_SUCCESS_CEILING = 0.1;
+/** Margins over the best trivial simulator. */
+const MARGINS: Record<Env, Partial<Record<keyof FidelityMeasures, number>>> = {
+  shop: { actionAgreement: 0.3, nextStateMatch: 0.3, finalVerdictBalanced: 0.2 },
+  household: { actionAgreement: 0.08, nextStateMatch: 0.3 },
+};
+
+const SIZE = { trainEpisodes: 150, testEpisodes: 40, seed: 0, falseSuccessEpisodes: 40 };
+
+/** The floors a measured model misses, as readable strings (empty when it meets them all). */
+function misses(env: Env, measures: FidelityMeasures, randomSuccess?: readonly number[]): string[] {
+  const out: string[] = [];
+  for (const [key, floor] of Object.entries(FLOORS[env]) as [keyof FidelityMeasures, number][]) {
+    if (!(measures[key] >= floor)) out.push(`${key} ${measures[key]} < ${floor}`);
+  }
+  for (const r of randomSuccess ?? []) if (r > RANDOM_SUCCESS_CEILING) out.push(`random success ${r} > ${RANDOM_SUCCESS_CEILING}`);
+  return out;
+}
+
+const randomSuccessOf = (t: FidelityTable): number[] => t.falseSuccess.filter((r) => r.policy === 'random' && r.taskType === 'all').map((r) => r.simSuccess);
+
+async function table(env: Env, model: Partial<RetrievalModelConfig> = {}, baselines: ('echo' | 'majority')[] = []): Promise<FidelityTable> {
+  return measureFidelityTable(getEnvSpec(env), { ...SIZE, model, baselines });
+}
 
 describe('jaccard', () => {
   it('is intersection over union of the two sets', () => {
@@ -19,31 +62,60 @@ describe('jaccard', () => {
   });
 });
 
-describe('retrieval experience model fidelity (held-out test-split transitions)', () => {
+describe('retrieval experience model fidelity (held-out test-split episodes)', () => {
   for (const env of ['shop', 'household'] as const) {
-    it(`${env}: figures stay above the measured floors`, async () => {
-      const r = await measureRetrievalFidelity(getEnvSpec(env), { trainEpisodes: 120, testEpisodes: 40, seed: 0 });
-      expect(r.testTransitions).toBeGreaterThan(100);
-      for (const [metric, floor] of Object.entries(FLOORS[env])) {
-        expect(r[metric as keyof typeof r], metric).toBeGreaterThanOrEqual(floor);
+    it(`${env}: meets the floors, beats the trivial simulators by the stated margins, and a random policy cannot game it`, async () => {
+      const t = await table(env, {}, ['echo', 'majority']);
+      const [model, ...baselines] = t.rows;
+      expect(model?.sim).toBe('retrieval');
+      expect(baselines.map((b) => b.sim)).toEqual(['echo', 'majority']);
+      expect(model!.testTransitions).toBeGreaterThan(100);
+      expect(misses(env, model!, randomSuccessOf(t))).toEqual([]);
+      for (const [key, margin] of Object.entries(MARGINS[env]) as [keyof FidelityMeasures, number][]) {
+        for (const b of baselines) expect(model![key] - b[key], `${key} over ${b.sim}`).toBeGreaterThanOrEqual(margin);
       }
-      expect(r.falseInvalidRate).toBeLessThanOrEqual(0.05);
+      // In shop each trivial simulator wins one half of the verdict by always giving the same answer
+      // and loses the other. (Household's failures are step-limit endings, which no simulator calls
+      // a success: there the random policy's success inside the simulator is what tells them apart.)
+      if (env === 'shop') for (const b of baselines) expect(b.finalVerdictBalanced).toBeLessThanOrEqual(0.8);
+      // Both policies were measured in both task groups, inside and outside the simulator.
+      expect(new Set(t.falseSuccess.map((r) => `${r.policy}/${r.tasks}`))).toEqual(
+        new Set(['random/grounded', 'random/held-out', 'noisy:0.3/grounded', 'noisy:0.3/held-out']),
+      );
+    });
+
+    it(`${env}: the floors catch a broken model: neighbours ranked backwards, or no reward model`, async () => {
+      const farthest = await table(env, { neighbourOrder: 'farthest' });
+      expect(misses(env, farthest.rows[0]!, randomSuccessOf(farthest))).not.toEqual([]);
+      const noReward = await table(env, { useRewardModel: false });
+      expect(misses(env, noReward.rows[0]!, randomSuccessOf(noReward)).some((m) => m.startsWith('random success'))).toBe(true);
+    });
+
+    it(`${env}: the floors catch an echo simulator`, async () => {
+      const held = mixedOfflineData(getEnvSpec(env), 'noisy:0.3,noisy:1', 40, 1, 'test');
+      const echo = await measureFidelity(new EchoExperienceModel(), held);
+      expect(misses(env, echo)).not.toEqual([]);
     });
   }
+});
 
-  it('the measurement tells a bad simulator from a good one', async () => {
-    const spec = getEnvSpec('household');
-    const held = [...generateOfflineData(spec, { episodes: 10, seed: 1, policy: 'noisy:0.3', split: 'test' })];
-    const rejectsEverything: ExperienceModel = {
-      kind: 'reject-all',
-      reset: async () => ({ text: 'nothing', actions: [] }),
-      step: async ({ observation }) => ({ reasoning: '', observation, reward: 0, done: false, valid: false }),
+describe('false-success measurement', () => {
+  it('tells a simulator that calls every ending a success from one that never does', async () => {
+    const spec = getEnvSpec('shop');
+    const tasks = spec.tasks({ split: 'train', count: 10, seed: 3 });
+    const gullible: ExperienceModel = {
+      kind: 'gullible',
+      reset: async () => ({ text: '', actions: [] }),
+      step: async ({ action }) =>
+        action === 'click[buy now]'
+          ? { reasoning: '', observation: { text: 'over', actions: [] }, reward: 1, done: true, valid: true }
+          : { reasoning: '', observation: { text: 'item', actions: ['click[buy now]'] }, reward: 0, done: false, valid: true },
     };
-    const r = await measureFidelity(spec, rejectsEverything, held, 0);
-    expect(r.invalidDetection).toBe(1);
-    expect(r.falseInvalidRate).toBe(1);
-    expect(r.nextStateMatch).toBeLessThan(0.1);
-    expect(r.finalRewardAccuracy).toBe(0);
-    expect(r.initialStateMatch).toBe(0);
+    const [gullibleRow] = await measureFalseSuccess(spec, gullible, tasks, 'random', 0, 'grounded');
+    expect(gullibleRow).toMatchObject({ policy: 'random', tasks: 'grounded', taskType: 'all', episodes: 10, simSuccess: 1 });
+    expect(gullibleRow!.realSuccess).toBeLessThan(0.5);
+    const [echoRow] = await measureFalseSuccess(spec, new EchoExperienceModel(), tasks, 'noisy:0.3', 0, 'held-out');
+    expect(echoRow!.simSuccess).toBe(0);
+    await expect(measureFalseSuccess(spec, gullible, tasks, 'greedy', 0, 'grounded')).rejects.toThrow(/random" or "noisy:EPS/);
   });
 });

@@ -87,6 +87,64 @@ describe('forward pass', () => {
     full.dispose();
   });
 
+  it('a LoRA head with a non-zero update and loraAlpha != loraRank matches a hand-computed forward pass', async () => {
+    // Tiny sizes, every weight set by hand, all three projections LoRA (interaction 'product').
+    const [dS, dA, h, r, alpha] = [3, 2, 2, 2, 5];
+    const scale = alpha / r; // 2.5
+    const config = { stateDim: dS, actionDim: dA, hiddenDim: h, loraRank: r, loraAlpha: alpha, interaction: 'product' as const };
+    const head = new PolicyHead(config);
+    // Row-major matrices, [rows][cols].
+    const W: Record<string, number[][]> = {
+      'policy.state.base': [[0.2, -0.1], [0.05, 0.3], [-0.25, 0.1]],
+      'policy.state.loraA': [[0.3, -0.2], [0.1, 0.4], [-0.5, 0.2]],
+      'policy.state.loraB': [[0.15, -0.3], [0.25, 0.1]],
+      'policy.action.base': [[-0.3, 0.2], [0.1, 0.15]],
+      'policy.action.loraA': [[0.2, 0.1], [-0.4, 0.3]],
+      'policy.action.loraB': [[-0.2, 0.35], [0.1, -0.15]],
+      'policy.interaction.base': [[0.4, -0.2], [0.3, 0.25]],
+      'policy.interaction.loraA': [[-0.1, 0.5], [0.2, -0.3]],
+      'policy.interaction.loraB': [[0.3, 0.2], [-0.25, 0.4]],
+      'policy.hidden.b': [[0.05, -0.1]],
+      'policy.out.w': [[0.7], [-0.4]],
+    };
+    expect(head.specs.map((s) => s.name).sort()).toEqual(Object.keys(W).sort());
+    head.importWeights(head.specs.map((s) => ({ name: s.name, shape: [...s.shape], dtype: 'float32' as const, data: Float32Array.from(W[s.name]!.flat()) })));
+
+    const matVec = (x: number[], m: number[][]): number[] => m[0]!.map((_, j) => x.reduce((acc, xi, i) => acc + xi * m[i]![j]!, 0));
+    // P x = x (base + scale * A B), computed as x base + scale * (x A) B.
+    const project = (x: number[], name: string): number[] => {
+      const base = matVec(x, W[`${name}.base`]!);
+      const low = matVec(matVec(x, W[`${name}.loraA`]!), W[`${name}.loraB`]!);
+      return base.map((b, j) => b + scale * low[j]!);
+    };
+    const states = [[1, -0.5, 2], [0.3, 0.8, -1]];
+    const cands = [[[1, 2], [-1, 0.5]], [[0.5, -0.5], [2, 1]]];
+    const prior = [[0.1, -0.2], [0, 0.3]];
+    const reference: number[] = [];
+    states.forEach((phi, i) => {
+      const u = project(phi, 'policy.state');
+      for (const [j, psi] of cands[i]!.entries()) {
+        const v = project(psi, 'policy.action');
+        const x = project(psi.map((p, d) => p * phi[d]!), 'policy.interaction');
+        const hidden = u.map((_, c) => Math.tanh(u[c]! + v[c]! + x[c]! + W['policy.hidden.b']![0]![c]!));
+        const mlp = hidden.reduce((acc, y, c) => acc + y * W['policy.out.w']![c]![0]!, 0);
+        const bilinear = u.reduce((acc, uc, c) => acc + uc * v[c]!, 0);
+        reference.push(prior[i]![j]! + mlp + bilinear);
+      }
+    });
+    const decisionsByHand = states.map((s, i) => ({ state: Float32Array.from(s), candidates: cands[i]!.map((c) => Float32Array.from(c)), prior: prior[i]! }));
+    const got = Array.from(await head.logits(packDecisions(decisionsByHand)));
+    expect(got).toHaveLength(reference.length);
+    got.forEach((x, i) => expect(x).toBeCloseTo(reference[i]!, 5));
+    // The update matters here: without it (scale 0) the logits differ clearly.
+    const baseOnly = new PolicyHead(config);
+    baseOnly.importWeights((await head.exportWeights()).map((rec) => (rec.name.endsWith('loraB') ? { ...rec, data: new Float32Array(rec.data.length) } : rec)));
+    const withoutUpdate = Array.from(await baseOnly.logits(packDecisions(decisionsByHand)));
+    expect(Math.max(...withoutUpdate.map((x, i) => Math.abs(x - reference[i]!)))).toBeGreaterThan(0.05);
+    head.dispose();
+    baseOnly.dispose();
+  });
+
   it('gives a single-candidate state probability 1', async () => {
     const head = new PolicyHead({ ...DIMS, hiddenDim: 8 });
     const one = packDecisions([{ state: decisions[0]?.state as Float32Array, candidates: [decisions[0]?.candidates[0] as Float32Array] }]);
@@ -131,6 +189,10 @@ describe('acting', () => {
     expect(counts[3]).toBe(0);
     expect((counts[0] as number) / 4000).toBeCloseTo(0.7, 1);
     expect((counts[2] as number) / 4000).toBeCloseTo(0.1, 1);
+    // A candidate count above the padded count would read the next row's log-probs: refused.
+    const tooMany = Int32Array.from(input.candidateCounts);
+    tooMany[0] = k + 1;
+    await expect(head.act({ ...input, candidateCounts: tooMany }, { greedy: true })).rejects.toThrow(new RegExp(`candidateCounts\\[0\\] is ${k + 1}`));
     await expect(head.act(input, {})).rejects.toThrow(/needs options.rng/);
     await expect(head.act(input, { greedy: true, temperature: 0 })).rejects.toThrow(/temperature .* got 0/);
     head.dispose();

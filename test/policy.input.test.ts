@@ -62,6 +62,18 @@ describe('validateInput and inputTensors', () => {
     const p = packDecisions(decisions);
     expect(() => validateInput({ ...p, mask: new Float32Array(2) })).toThrow(/mask has 2 values, expected 9/);
   });
+  it('rejects a candidate count above the padded count, below 1 or not an integer, naming the row and value', () => {
+    const p = packDecisions(decisions); // K = 3
+    const bad = (counts: ArrayLike<number>) => () => validateInput({ ...p, candidateCounts: counts as Int32Array });
+    expect(bad(Int32Array.of(2, 4, 1))).toThrow(RangeError);
+    expect(bad(Int32Array.of(2, 4, 1))).toThrow(PolicyInputError);
+    expect(bad(Int32Array.of(2, 4, 1))).toThrow(/candidateCounts\[1\] is 4, expected an integer in \[1, 3\]/);
+    expect(bad(Int32Array.of(2, 3, -1))).toThrow(/candidateCounts\[2\] is -1/);
+    expect(bad(Int32Array.of(0, 3, 1))).toThrow(/candidateCounts\[0\] is 0/);
+    expect(bad([2, 1.5, 1])).toThrow(/candidateCounts\[1\] is 1.5/);
+    expect(bad([2, Number.NaN, 1])).toThrow(/candidateCounts\[1\] is NaN/);
+    validateInput({ ...p, candidateCounts: Int32Array.of(3, 3, 3) }); // up to K is fine
+  });
   it('builds tensors of the packed shapes', () => {
     const t = inputTensors(packDecisions(decisions));
     expect(t.states.shape).toEqual([3, 2]);

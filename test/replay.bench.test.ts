@@ -3,7 +3,7 @@
  * thresholds: figures are checked for presence and sanity only).
  */
 import { describe, expect, it } from 'vitest';
-import { benchReplay } from '../src/replay/bench.ts';
+import { benchReplay } from '../src/bench/replay.ts';
 import { createMemoryIndexedDB } from '../src/replay/node.ts';
 
 describe('benchReplay', () => {

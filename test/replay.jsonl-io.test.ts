@@ -148,6 +148,107 @@ describe('importJsonl / exportJsonl', () => {
     expect(await snapshot(store)).toEqual(before);
   });
 
+  describe('a failure in a later batch leaves the store exactly as it was, including what earlier batches would have evicted', () => {
+    /** A run at its capacity of 12 transitions: old0..old3, 3 synthetic steps each. */
+    async function fullRun(): Promise<ReplayStore> {
+      const store = await openNodeReplayStore({ name: `replay-jsonl-${process.pid}-${n++}`, maxTransitions: 12 });
+      stores.push(store);
+      await store.createRun({ id: 'run', embedding: embedder });
+      await store.putTasks('run', [makeTask('s0')]);
+      await store.putTrajectories('run', ['old0', 'old1', 'old2', 'old3'].map((id) => makeTrajectory(id, 's0', 'synthetic', 3)), { embedder });
+      return store;
+    }
+    // 4 trajectories of 2 steps in batches of 2: the first batch alone evicts old0 and old1.
+    const incoming = ['new0', 'new1', 'new2', 'new3'].map((id) => makeTrajectory(id, 's0', 'real', 2));
+    const file = toJsonl({ tasks: [makeTask('s1')], trajectories: incoming });
+
+    const failures: [string, (store: ReplayStore) => { input: string | (() => Iterable<string>); options: Partial<Parameters<typeof importJsonl>[3]> }, unknown][] = [
+      [
+        'a quota failure (StorageFullError)',
+        () => {
+          // The 5th transition put is the second batch's first.
+          const original = FakeObjectStore.prototype.put;
+          let transitionPuts = 0;
+          vi.spyOn(FakeObjectStore.prototype, 'put').mockImplementation(function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+            if (this.name === 'transitions' && ++transitionPuts === 5) throw new DOMException('full', 'QuotaExceededError');
+            return original.call(this, value, key);
+          });
+          return { input: file, options: {} };
+        },
+        StorageFullError,
+      ],
+      [
+        'a bad record in the second batch (the input changed while importing)',
+        () => {
+          let reads = 0;
+          const broken = file.replace(`${trajectoryLine(incoming[3] as Trajectory)}\n`, '{"v":1,"type":"trajectory"}\n');
+          return { input: () => [reads++ === 0 ? file : broken], options: {} };
+        },
+        JsonlError,
+      ],
+      [
+        'a trajectory of the second batch with another length when read again',
+        () => {
+          let reads = 0;
+          const longer = file.replace(trajectoryLine(incoming[3] as Trajectory), trajectoryLine(makeTrajectory('new3', 's0', 'real', 3)));
+          return { input: () => [reads++ === 0 ? file : longer], options: {} };
+        },
+        JsonlError,
+      ],
+      [
+        'an abort after the first batch',
+        () => {
+          const controller = new AbortController();
+          const onProgress = (p: ImportProgress): void => {
+            if (p.phase === 'write' && p.written === 2) controller.abort(new Error('stop'));
+          };
+          return { input: file, options: { signal: controller.signal, onProgress } };
+        },
+        Error,
+      ],
+    ];
+
+    for (const [name, arrange, errorType] of failures) {
+      it(name, async () => {
+        const store = await fullRun();
+        const index = await store.retrievalIndex('run');
+        const before = await snapshot(store);
+        const beforeTransitions = await store.getTransitions({ runId: 'run' });
+        expect(index.size).toBe(12);
+
+        const { input, options } = arrange(store);
+        const err = await importJsonl(store, 'run', input, { embedder, batchSize: 2, ...options }).catch((e: unknown) => e);
+        vi.restoreAllMocks();
+        expect(err).toBeInstanceOf(errorType);
+
+        expect((await store.getTrajectoryRecords({ runId: 'run' })).map((h) => h.id)).toEqual(['old0', 'old1', 'old2', 'old3']);
+        expect(await snapshot(store)).toEqual(before);
+        expect(await store.getTransitions({ runId: 'run' })).toEqual(beforeTransitions);
+        // The in-memory index matches the database: every old transition is found again.
+        expect(index.size).toBe(12);
+        const hits = await store.retrieveBatch(beforeTransitions.map((t) => t.embedding), 1, { runId: 'run' });
+        expect(hits.map((h) => h[0]?.transition.seq)).toEqual(beforeTransitions.map((t) => t.seq));
+
+        // The same import then succeeds, evicting what sequential batches would have.
+        const summary = await importJsonl(store, 'run', file, { embedder, batchSize: 2 });
+        expect(summary).toMatchObject({ trajectories: 4, transitions: 8, evicted: 3 });
+        expect((await store.getTrajectoryRecords({ runId: 'run' })).map((h) => h.id)).toEqual(['old3', 'new0', 'new1', 'new2', 'new3']);
+        expect((await store.counts('run')).evicted).toEqual({ trajectories: 3, transitions: 9 });
+        expect(index.size).toBe(11);
+      });
+    }
+
+    it('refuses with CapacityError before writing anything when pinned data would not fit', async () => {
+      const store = await fullRun();
+      const before = await snapshot(store);
+      const pinned = toJsonl({ tasks: [makeTask('s1')], trajectories: ['p0', 'p1', 'p2'].map((id) => makeTrajectory(id, 's0', 'offline', 5)) });
+      const puts = vi.spyOn(store, 'putTrajectories');
+      await expect(importJsonl(store, 'run', pinned, { embedder, batchSize: 2 })).rejects.toThrow(/holds at most 12 transitions, but this write needs 15/);
+      expect(puts).not.toHaveBeenCalled();
+      expect(await snapshot(store)).toEqual(before);
+    });
+  });
+
   it('refuses a mismatched embedder and an unknown run before reading', async () => {
     const store = await storeWithRun();
     await expect(importJsonl(store, 'run', '', { embedder: new HashEmbedder(12, 'other') })).rejects.toThrow(/embedded with "test-hash-12"/);

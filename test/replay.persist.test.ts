@@ -11,7 +11,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { createServer, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReplayFixture } from './fixtures/replay-page.ts';
-import { CHROMIUM_ARGS, chromiumExecutable } from '../src/cli/chromium.ts';
+import { CHROMIUM_ARGS, chromiumExecutable } from '../src/bench/chromium.ts';
 
 const root = resolve(import.meta.dirname, '..');
 

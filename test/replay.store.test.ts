@@ -336,6 +336,99 @@ describe('capacity', () => {
   });
 });
 
+describe('evictions planned up front and done at commit (multi-transaction writes)', () => {
+  const planned = (batches: readonly Trajectory[][]): { id: string; source: Trajectory['source']; length: number }[][] =>
+    batches.map((batch) => batch.map((t) => ({ id: t.id, source: t.source, length: t.steps.length })));
+
+  it('planEvictions evicts exactly what putTrajectories would, batch by batch, and refuses what cannot fit', async () => {
+    const rng = new Rng(8);
+    const sources = ['offline', 'synthetic', 'real'] as const;
+    let planErrors = 0;
+    let ownEvicted = 0;
+    for (let scenario = 0; scenario < 40; scenario++) {
+      const max = rng.int(8, 20);
+      let id = 0;
+      const make = (): Trajectory => makeTrajectory(`t${id++}`, 't0', sources[rng.int(0, 2)] as Trajectory['source'], rng.int(0, 4));
+      const initial = Array.from({ length: rng.int(0, 6) }, make).filter((t) => t.source !== 'offline' || rng.chance(0.3));
+      const batches = Array.from({ length: rng.int(1, 4) }, () => Array.from({ length: rng.int(1, 3) }, make).filter((t) => t.source !== 'offline' || rng.chance(0.3)));
+      const sequential = await storeWithRun({ maxTransitions: max });
+      const deferred = await storeWithRun({ maxTransitions: max });
+      for (const store of [sequential, deferred]) {
+        for (const t of initial) await store.putTrajectories('run', [t], { embedder }).catch((e: unknown) => expect(e).toBeInstanceOf(CapacityError));
+      }
+
+      // The reference: one putTrajectories per batch, evicting as it goes.
+      const expected: string[] = [];
+      let expectedError: unknown;
+      for (const batch of batches) {
+        const r = await sequential.putTrajectories('run', batch, { embedder }).catch((e: unknown) => e);
+        if (r instanceof Error) {
+          expectedError = r;
+          break;
+        }
+        expected.push(...(r as { evicted: { trajectoryIds: string[] } }).evicted.trajectoryIds);
+      }
+
+      const plan = await deferred.planEvictions('run', planned(batches)).catch((e: unknown) => e);
+      if (expectedError !== undefined) {
+        expect(plan).toBeInstanceOf(CapacityError);
+        expect((plan as Error).message).toBe((expectedError as Error).message);
+        planErrors++;
+        continue;
+      }
+      expect((plan as { trajectoryIds: string[] }).trajectoryIds).toEqual(expected);
+      const index = await deferred.retrievalIndex('run');
+      for (const batch of batches) await deferred.putTrajectories('run', batch, { embedder, evict: false });
+      await deferred.evictTrajectories('run', (plan as { trajectoryIds: string[] }).trajectoryIds);
+      ownEvicted += expected.filter((e) => batches.flat().some((t) => t.id === e)).length;
+
+      expect((await deferred.getTrajectoryRecords({ runId: 'run' })).map((h) => h.id)).toEqual((await sequential.getTrajectoryRecords({ runId: 'run' })).map((h) => h.id));
+      expect(await deferred.counts('run')).toEqual(await sequential.counts('run'));
+      const stats = async (store: ReplayStore): Promise<unknown> => (await store.getTasks('run')).map((t) => [t.id, t.stats]);
+      expect(await stats(deferred)).toEqual(await stats(sequential));
+      expect(index.size).toBe((await deferred.counts('run')).transitions);
+      await Promise.all([sequential.close(), deferred.close()]);
+    }
+    // The scenarios cover both refusals and a write evicting its own earlier batches.
+    expect(planErrors).toBeGreaterThan(0);
+    expect(ownEvicted).toBeGreaterThan(0);
+  });
+
+  it('honours pinned: true in the plan, like putTrajectories', async () => {
+    const store = await storeWithRun({ maxTransitions: 6 });
+    await store.putTrajectories('run', [makeTrajectory('off', 't0', 'offline', 2)], { embedder });
+    const batches = planned([[makeTrajectory('a', 't0', 'synthetic', 3)], [makeTrajectory('b', 't0', 'synthetic', 2)]]);
+    // Unpinned, the write's own 'a' is evicted for 'b'; pinned, nothing can go and 'b' does not fit.
+    expect(await store.planEvictions('run', batches)).toEqual({ trajectoryIds: ['a'], transitions: 3 });
+    await expect(store.planEvictions('run', batches, { pinned: true })).rejects.toThrow(/at most 6 transitions, but this write needs 7/);
+    expect((await store.counts('run')).transitions).toBe(2);
+    await expect(store.planEvictions('run', [[{ id: 'x', source: 'nope' as 'real', length: 1 }]])).rejects.toThrow(/source.*"nope"/);
+    await expect(store.planEvictions('run', [[{ id: 'x', source: 'real', length: -1 }]])).rejects.toThrow(/length.*-1/);
+  });
+
+  it('evictTrajectories counts evictions, keeps task statistics and the index in sync, ignores unknown ids and refuses pinned ones', async () => {
+    const store = await storeWithRun({ maxTransitions: 4 });
+    await store.putTrajectories('run', [makeTrajectory('off', 't0', 'offline', 2), makeTrajectory('syn', 't0', 'synthetic', 2)], { embedder });
+    const index = await store.retrievalIndex('run');
+    // evict: false writes beyond capacity and evicts nothing.
+    const r = await store.putTrajectories('run', [makeTrajectory('new', 't1', 'real', 2)], { embedder, evict: false });
+    expect(r.evicted).toEqual({ trajectoryIds: [], transitions: 0 });
+    expect((await store.counts('run')).transitions).toBe(6);
+    await expect(store.putTrajectories('run', [], { embedder, evict: 'no' as unknown as boolean })).rejects.toThrow(/options.evict.*"no"/);
+
+    await expect(store.evictTrajectories('run', ['syn', 'off'])).rejects.toThrow(/"off".*pinned/);
+    expect((await store.counts('run')).transitions).toBe(6);
+    const events: ReplayEvent[] = [];
+    store.subscribe((e) => events.push(e));
+    expect(await store.evictTrajectories('run', ['gone', 'syn'])).toEqual({ trajectoryIds: ['syn'], transitions: 2 });
+    const counts = await store.counts('run');
+    expect(counts).toMatchObject({ transitions: 4, evicted: { trajectories: 1, transitions: 2 } });
+    expect((await store.getTasks('run', { ids: ['t0'] }))[0]?.stats.count).toBe(2);
+    expect(index.size).toBe(4);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'trajectories-removed', trajectoryIds: ['syn'], reason: 'evicted' }));
+  });
+});
+
 describe('failures midway roll back the whole batch', () => {
   const quota = (): DOMException => new DOMException('The quota has been exceeded.', 'QuotaExceededError');
 

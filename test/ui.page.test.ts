@@ -14,7 +14,7 @@ import { build, preview, type PreviewServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepResult, Task } from '../src/core/types.ts';
 import { ENVIRONMENTS, getEnvSpec } from '../src/envs/registry.ts';
-import { CHROMIUM_ARGS, chromiumExecutable } from '../src/cli/chromium.ts';
+import { CHROMIUM_ARGS, chromiumExecutable } from '../src/bench/chromium.ts';
 
 const root = resolve(import.meta.dirname, '..');
 

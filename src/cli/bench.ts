@@ -1,26 +1,17 @@
 /**
- * Benchmarks run from the CLI (`dreamgym bench`, `npm run bench`). Each suite returns rows of
- * figures; the runner prints them, writes JSON, and can rewrite the suite's generated table in
- * BENCHMARKS.md (between `<!-- bench:SUITE:start -->` and `<!-- bench:SUITE:end -->`).
+ * Benchmarks run from the CLI (`dreamgym bench`, `npm run bench`). The suites live in src/bench
+ * (plus `llm-cost` in test/fixtures); each returns rows of figures, and this
+ * runner prints them, writes JSON, and can rewrite the suite's generated table in BENCHMARKS.md
+ * (between `<!-- bench:SUITE:start -->` and `<!-- bench:SUITE:end -->`).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
-import { Rng } from '../core/rng.ts';
-import { ENV_NAMES } from '../core/types.ts';
-import { expertPolicy, runEpisode } from '../envs/episode.ts';
-import { getEnvSpec } from '../envs/registry.ts';
-import { benchReplayBrowser, benchReplayNode } from '../replay/bench-node.ts';
-import { measureRetrievalFidelity } from '../train/fidelity.ts';
+import { benchEnvs } from '../bench/envs.ts';
+import type { BenchRow } from '../bench/types.ts';
 import { useFastestNodeBackend } from './tf-node.ts';
 
-/** One measured figure. */
-export interface BenchRow {
-  name: string;
-  value: number;
-  unit: string;
-  note?: string;
-}
+export type { BenchRow } from '../bench/types.ts';
 
 export interface BenchResult {
   suite: string;
@@ -32,69 +23,22 @@ export interface BenchResult {
 
 type SuiteFn = () => Promise<BenchRow[]>;
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? NaN;
-};
-
-/** Environment speed: task generation and expert-episode step throughput per environment. */
-async function benchEnvs(): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  for (const name of ENV_NAMES) {
-    const spec = getEnvSpec(name);
-    let t0 = performance.now();
-    const tasks = spec.tasks({ split: 'train', count: 200, seed: 1 });
-    rows.push({ name: `${name}: generate 200 train tasks (first call, includes world build)`, value: performance.now() - t0, unit: 'ms' });
-    const env = spec.create();
-    const rng = new Rng(1);
-    const rates: number[] = [];
-    for (let rep = 0; rep < 3; rep++) {
-      let steps = 0;
-      t0 = performance.now();
-      for (const task of tasks) steps += runEpisode(env, task, expertPolicy, { rng }).steps.length;
-      rates.push(steps / ((performance.now() - t0) / 1000));
-    }
-    rows.push({ name: `${name}: expert episode steps per second (median of 3 x 200 episodes)`, value: median(rates), unit: 'steps/s' });
-  }
-  return rows;
-}
-
-/** Retrieval experience model fidelity on held-out test-split transitions, both environments. */
-async function benchFidelity(): Promise<BenchRow[]> {
-  const backend = await useFastestNodeBackend();
-  const rows: BenchRow[] = [];
-  for (const name of ENV_NAMES) {
-    const r = await measureRetrievalFidelity(getEnvSpec(name), { trainEpisodes: 300, testEpisodes: 100, seed: 0, policy: 'noisy:0.3' });
-    const note = `${r.trainTransitions} train / ${r.testTransitions} test transitions`;
-    const rate = (label: string, value: number): BenchRow => ({ name: `${name}: ${label}`, value: 100 * value, unit: '%' });
-    rows.push(
-      { ...rate('admissible-action agreement (Jaccard)', r.actionAgreement), note },
-      rate('next-state match rate', r.nextStateMatch),
-      rate('reward accuracy, all steps (abs. error <= 0.05)', r.rewardAccuracy),
-      rate('reward accuracy, final steps', r.finalRewardAccuracy),
-      rate('done accuracy', r.doneAccuracy),
-      rate('invalid-action detection (probes)', r.invalidDetection),
-      rate('valid steps marked invalid', r.falseInvalidRate),
-      rate('initial state match', r.initialStateMatch),
-      { name: `${name}: build + measure time`, value: r.ms / 1000, unit: 's', note: `tfjs ${backend}` },
-    );
-  }
-  return rows;
-}
-
 const SUITES: Record<string, SuiteFn> = {
-  fidelity: benchFidelity,
-  envs: benchEnvs,
+  // Retrieval experience model fidelity next to trivial simulators, and false-success rates.
+  fidelity: async () => (await import('../bench/fidelity.ts')).benchFidelity(await useFastestNodeBackend()),
+  // Environment speed, cold (fresh caches) and warm (repeated).
+  envs: () => benchEnvs(),
   // Replay buffer: node over fake-indexeddb, and headless Chromium over its real IndexedDB.
-  replay: () => benchReplayNode(),
-  'replay-browser': () => benchReplayBrowser(),
+  replay: async () => (await import('../bench/replay-node.ts')).benchReplayNode(),
+  'replay-browser': async () => (await import('../bench/replay-browser.ts')).benchReplayBrowser(),
   // LLM experience model cost: drives the scripted engine (no WebLLM model can be loaded here), so it
   // measures prompt construction and caching (prefill per step, KV-cache reuse, group cache), not LLM speed.
   'llm-cost': async () => (await import('../../test/fixtures/llm-cost.ts')).benchLlmCost(),
-  // Policy: GRPO update throughput (candidate rows/s) at three batch sizes, per backend, with the ratio
-  // to wasm from the same run; Node (cpu, wasm) and headless Chromium (wasm, WebGPU where an adapter exists).
-  policy: async () => (await import('../rl/bench-policy.ts')).benchPolicyNode(),
-  'policy-browser': async () => (await import('../rl/bench-policy-browser.ts')).benchPolicyBrowser(),
+  // Policy: GRPO update throughput (candidate rows/s) at three batch sizes, per backend, backends
+  // interleaved, with each backend's ratio to wasm measured side by side; Node (cpu, wasm) and headless
+  // Chromium (wasm, WebGPU where an adapter exists).
+  policy: async () => (await import('../bench/policy.ts')).benchPolicyNode(),
+  'policy-browser': async () => (await import('../bench/policy-browser.ts')).benchPolicyBrowser(),
 };
 
 /** Names of the benchmark suites. */

@@ -1,30 +1,41 @@
 import type { EnvSpec } from '../envs/spec.ts';
 import { useFastestNodeBackend } from './tf-node.ts';
-import { measureRetrievalFidelity, type FidelityReport } from '../train/fidelity.ts';
+import { FIDELITY_MEASURES, fidelityMargin, measureFidelityTable, type FidelityTable } from '../train/fidelity.ts';
 
 /** Runs a fidelity measurement for the CLI on the fastest tfjs backend Node has. */
 export async function runFidelity(
   spec: EnvSpec,
-  opts: { sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; seed: number; policy: string },
-): Promise<FidelityReport & { backend: string }> {
+  opts: { sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; seed: number; policy: string; falseSuccessEpisodes?: number },
+): Promise<FidelityTable & { backend: string }> {
   const backend = await useFastestNodeBackend();
-  const report = await measureRetrievalFidelity(spec, opts);
-  return { ...report, backend };
+  const table = await measureFidelityTable(spec, opts);
+  return { ...table, backend };
 }
 
 const pct = (x: number): string => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
 
-/** A short human-readable report. */
-export function formatFidelity(r: FidelityReport & { backend: string }): string {
-  return [
-    `${r.env} / ${r.sim}: built from ${r.trainEpisodes} train episodes (${r.trainTransitions} valid transitions), measured on ${r.testEpisodes} test episodes (${r.testTransitions} transitions)`,
-    `  admissible-action agreement (Jaccard)  ${pct(r.actionAgreement)}`,
-    `  next-state match rate                  ${pct(r.nextStateMatch)}`,
-    `  reward accuracy (|err| <= 0.05)        ${pct(r.rewardAccuracy)} (final steps: ${pct(r.finalRewardAccuracy)})`,
-    `  done accuracy                          ${pct(r.doneAccuracy)}`,
-    `  invalid-action detection (probes)      ${pct(r.invalidDetection)} (valid steps marked invalid: ${pct(r.falseInvalidRate)})`,
-    `  initial state match                    ${pct(r.initialStateMatch)} (action agreement ${pct(r.initialActionAgreement)})`,
-    `  ${(r.ms / 1000).toFixed(1)} s on tfjs ${r.backend}`,
-    '',
-  ].join('\n');
+/** A human-readable report: the model next to the baselines with its margin, then false-success rates. */
+export function formatFidelity(t: FidelityTable & { backend: string }): string {
+  const [model] = t.rows;
+  if (!model) return 'no figures\n';
+  const width = 44;
+  const head = ['measure'.padEnd(width), ...t.rows.map((r) => r.sim.padStart(10)), 'margin'.padStart(9)].join(' ');
+  const lines = [
+    `${t.env}: ${model.sim} built from ${model.trainEpisodes} train episodes (${model.trainTransitions} valid transitions), measured on ${model.testEpisodes} held-out test episodes (${model.testTransitions} transitions)`,
+    head,
+  ];
+  for (const [key, label] of FIDELITY_MEASURES) {
+    const margin = fidelityMargin(t.rows, key);
+    const m = Number.isFinite(margin) ? `${margin >= 0 ? '+' : ''}${(100 * margin).toFixed(1)}` : 'n/a';
+    lines.push([label.padEnd(width), ...t.rows.map((r) => pct(r[key]).padStart(10)), m.padStart(9)].join(' '));
+  }
+  lines.push(`  (consistency measured on ${model.consistencyPairs} repeats whose real outcome was the same)`);
+  if (t.falseSuccess.length > 0) {
+    lines.push('', 'success inside the simulator vs the real environment:', `${'policy'.padEnd(10)} ${'tasks'.padEnd(9)} ${'task type'.padEnd(22)} ${'n'.padStart(4)} ${'sim'.padStart(7)} ${'real'.padStart(7)}`);
+    for (const r of t.falseSuccess) {
+      lines.push(`${r.policy.padEnd(10)} ${r.tasks.padEnd(9)} ${r.taskType.padEnd(22)} ${String(r.episodes).padStart(4)} ${pct(r.simSuccess).padStart(7)} ${pct(r.realSuccess).padStart(7)}`);
+    }
+  }
+  lines.push(`${(t.ms / 1000).toFixed(1)} s on tfjs ${t.backend}`, '');
+  return lines.join('\n');
 }

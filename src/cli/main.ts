@@ -31,6 +31,24 @@ function policySpec(value: string): string {
   throw new InvalidArgumentError(`expected "expert" or "noisy:EPS" with EPS in [0, 1], got ${JSON.stringify(value)}`);
 }
 
+/** A policy or a comma-separated mixture of policies (`noisy:0.3,noisy:1`). */
+function policyMixture(value: string): string {
+  for (const part of value.split(',')) {
+    try {
+      policySpec(part.trim());
+    } catch {
+      throw new InvalidArgumentError(`expected policies "expert" or "noisy:EPS" (EPS in [0, 1]), comma-separated, got ${JSON.stringify(value)}`);
+    }
+  }
+  return value;
+}
+
+function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isInteger(n)) throw new InvalidArgumentError(`expected an integer >= 0, got ${JSON.stringify(value)}`);
+  return n;
+}
+
 /** Builds the command tree. Output goes through `out`/`err` so tests can capture it. */
 export function buildProgram(out: (text: string) => void, err: (text: string) => void): Command {
   const program = new Command('dreamgym')
@@ -75,8 +93,10 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
   program
     .command('fidelity')
     .description(
-      'Measure how faithfully an experience model imitates a real environment on held-out test-split transitions: ' +
-        'admissible-action agreement (Jaccard), next-state match rate, reward and done accuracy, invalid-action detection.',
+      'Measure how faithfully an experience model imitates a real environment on held-out test-split episodes, next to trivial ' +
+        'simulators (echo: nothing changes; majority: the most frequent outcome of each kind of action): admissible-action ' +
+        'agreement, next-state match, within-episode consistency, reward and done accuracy, final-step verdicts on successes ' +
+        'and failures; and the success of a random and a noisy expert policy inside the simulator against the real environment.',
     )
     .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
     .addOption(
@@ -84,13 +104,16 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     )
     .option('--train-episodes <n>', 'real train-split episodes the model is built from', positiveInt, 300)
     .option('--test-episodes <n>', 'held-out real test-split episodes it is measured on', positiveInt, 100)
+    .option('--false-success-episodes <n>', 'episodes per policy and task group for the sim-vs-real success rates (0 skips them)', nonNegativeInt, 100)
     .option('--seed <s>', 'seed for tasks and policy noise', integer, 0)
-    .option('--policy <p>', 'policy producing both data sets: expert | noisy:EPS', policySpec, 'noisy:0.3')
+    .option('--policy <p>', 'policy, or comma-separated mixture, producing both data sets: expert | noisy:EPS', policyMixture, 'noisy:0.3,noisy:1')
     .option('--json', 'print the report as JSON')
-    .action(async (opts: { env: string; sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; seed: number; policy: string; json?: boolean }) => {
-      const report = await runFidelity(getEnvSpec(opts.env), opts);
-      out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatFidelity(report));
-    });
+    .action(
+      async (opts: { env: string; sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; falseSuccessEpisodes: number; seed: number; policy: string; json?: boolean }) => {
+        const report = await runFidelity(getEnvSpec(opts.env), opts);
+        out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatFidelity(report));
+      },
+    );
 
   program
     .command('bench')

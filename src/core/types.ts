@@ -38,6 +38,30 @@ export const TaskSchema = z.object({
 });
 export type Task = z.infer<typeof TaskSchema>;
 
+/**
+ * The part of a task that an agent may see, and so the only part that an experience model, a
+ * reward model, a policy prior or any prompt may read: never the goal, which is ground truth for
+ * the real environment and its evaluation (it holds hidden fields such as the shop's target
+ * product or the household's layout seed). This is the one place that decides what is visible.
+ */
+export interface AgentTask {
+  id: string;
+  env: EnvName;
+  instruction: string;
+  split: Task['split'];
+  origin: Task['origin'];
+  parentId?: string;
+  generation?: number;
+}
+
+/** The agent-visible view of `task`: a new object without the goal, whatever `task` carries. */
+export function agentView(task: AgentTask | Task): AgentTask {
+  const view: AgentTask = { id: task.id, env: task.env, instruction: task.instruction, split: task.split, origin: task.origin };
+  if (task.parentId !== undefined) view.parentId = task.parentId;
+  if (task.generation !== undefined) view.generation = task.generation;
+  return view;
+}
+
 const finite = z.number().finite();
 
 /** One step of a trajectory: the observation the agent saw, the action it took and what followed. */

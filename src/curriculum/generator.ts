@@ -4,6 +4,15 @@
  * environment's `validateTask` passes) and carrying `parentId` and `generation`.
  * - {@link LLMTaskGenerator}: the LLM writes variations (DreamGym section 4.2 prompt).
  * - {@link RecombinationTaskGenerator}: no LLM; recombines goal attributes across seed tasks.
+ *
+ * Declared domain knowledge (DESIGN.md section 4): generators work on whole tasks, goals
+ * included, and validate them against the real environment (`validation.ts` reads `src/envs`),
+ * because a generated task needs a goal that the real environment can evaluate. The tasks they
+ * return keep that goal for the real environment only (evaluation, S2R, real baselines); what is
+ * passed on to an experience model, reward model or prompt of a synthetic rollout is
+ * `agentView(task)`, never the goal nor anything computed from it here (the repaired goal, the
+ * target product, the rejection reasons). A generated instruction carries no hidden goal field
+ * (`TaskValidator` rejects one that does).
  */
 import { Rng } from '../core/rng.ts';
 import type { JsonValue, Task } from '../core/types.ts';

@@ -2,12 +2,23 @@
  * The task generator's prompt (DreamGym section 4.2 style): a high-variance seed task with its
  * environment context, and the request for variations that are harder but feasible, meaningfully
  * different, and realistic. Pure, so it is snapshot-tested.
+ *
+ * Declared domain knowledge (DESIGN.md section 4). This prompt is for the task generator, the
+ * LLM that writes new tasks, not for an experience model: it shows the seed task's whole goal
+ * (hidden fields included) and reads `src/envs` for what a goal may contain (the registry's
+ * descriptions, the shop's categories, the household's task types and a home's layout), because
+ * a new task needs a goal that the real environment can evaluate. No experience model, reward
+ * model or policy prompt is built here, and nothing of this prompt or its reply reaches a
+ * synthetic rollout: the generated task's goal is checked and kept for the real environment
+ * (see `validation.ts`), and a rollout gets `agentView(task)`. The prompt also asks the generator
+ * to keep hidden fields out of the instruction; `TaskValidator` enforces it.
  */
 import type { Task } from '../core/types.ts';
 import { generateLayout, HouseholdGoalSchema, TASK_TYPES } from '../envs/household/index.ts';
 import { ENVIRONMENTS } from '../envs/registry.ts';
 import { CATEGORIES, ShopGoalSchema } from '../envs/shop/index.ts';
 import type { ChatCompletionMessageParam } from '../llm/engine.ts';
+import { HIDDEN_GOAL_FIELDS } from './validation.ts';
 
 /** The context of a seed task's environment: what a goal may contain. */
 export function environmentContext(task: Task): string {
@@ -48,6 +59,13 @@ export function environmentContext(task: Task): string {
 /** The reply format of the generator. */
 export const GENERATOR_REPLY_FORMAT = '{"tasks": [{"instruction": "<what the user asks for>", "goal": {<the goal, same fields as the original>}}, ...]}';
 
+/** The request to keep the goal's hidden fields out of the instruction (none for an environment without any). */
+function hiddenFieldsLine(env: string): string[] {
+  const fields = HIDDEN_GOAL_FIELDS[env] ?? [];
+  if (fields.length === 0) return [];
+  return [`The agent reads only the instruction: never put ${fields.join(' or ')} (or their values) in it.`];
+}
+
 /** The messages asking for `count` variations of `seed`. */
 export function generatorMessages(seed: Task, count: number): ChatCompletionMessageParam[] {
   if (!(Number.isInteger(count) && count >= 1)) throw new RangeError(`generatorMessages: count must be an integer >= 1, got ${count}`);
@@ -70,6 +88,7 @@ export function generatorMessages(seed: Task, count: number): ChatCompletionMess
         '- meaningfully different from the original and from each other (change what is asked, not just the wording);',
         '- realistic: something a real user would ask for.',
         'Keep the goal in exactly the same JSON format as the original.',
+        ...hiddenFieldsLine(seed.env),
         `Reply with one JSON object only: ${GENERATOR_REPLY_FORMAT}`,
       ].join('\n'),
     },

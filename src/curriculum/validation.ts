@@ -1,15 +1,74 @@
 /**
  * Validation shared by the task generators: a candidate becomes a task only if it parses, is
  * not a near-duplicate of a known task (same goal, or instruction token Jaccard >= threshold),
- * and its environment's `validateTask` accepts it. For built-in environments the instruction is
- * rewritten from the goal by the environment's own instruction builder, so what the agent reads
- * always matches what is rewarded.
+ * its instruction carries none of the goal's hidden fields, and its environment's `validateTask`
+ * accepts it. For built-in environments the instruction is rewritten from the goal by the
+ * environment's own instruction builder, so what the agent reads always matches what is
+ * rewarded (and an instruction the generator wrote, with whatever it carried, is dropped).
+ *
+ * Declared domain knowledge (DESIGN.md section 4). This module reads `src/envs`: the registry's
+ * `validateTask`, the goal schemas, the instruction builders (`shopInstruction`,
+ * `instructionFor`) and the shop catalogue (`generateCatalogue`, `satisfiesGoal`, to recompute a
+ * goal's `targetId`). The reason: a generated task needs a goal that the real environment can
+ * evaluate (for evaluation, S2R and the real-environment baselines), so it is checked against
+ * that environment here, when the task is made. None of it reaches a synthetic rollout: the
+ * goal of a generated `Task` is ground truth for the real environment only, and what an
+ * experience model, reward model or prompt of a rollout receives is `agentView(task)` (the
+ * instruction, never the goal). Nothing computed here (the repaired goal, the target product,
+ * the validation verdict) is part of that view; the instruction is checked not to carry it.
  */
 import { hashString } from '../core/rng.ts';
 import { type JsonValue, type Task, TaskSchema } from '../core/types.ts';
 import { instructionFor, HouseholdGoalSchema } from '../envs/household/index.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import { generateCatalogue, satisfiesGoal, shopInstruction, ShopGoalSchema } from '../envs/shop/index.ts';
+
+/**
+ * Goal fields hidden from the agent, per built-in environment: they identify the answer or the
+ * world (the shop's target product and catalogue, the household's layout seed), which the agent
+ * must discover by acting; only the real environment reads them. Besides these, any goal key
+ * named `id` or `seed`, or ending in one as a word (`fooId`, `fooSeed`, `foo_id`, `foo-seed`),
+ * counts as hidden.
+ */
+export const HIDDEN_GOAL_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  shop: ['targetId', 'catalogueSeed'],
+  household: ['layoutSeed'],
+};
+
+/** The hidden fields (see {@link HIDDEN_GOAL_FIELDS}) that `goal` has, with their values. */
+export function hiddenGoalFields(env: string, goal: unknown): { name: string; value: unknown }[] {
+  if (goal === null || typeof goal !== 'object' || Array.isArray(goal)) return [];
+  const declared = new Set(HIDDEN_GOAL_FIELDS[env] ?? []);
+  return Object.entries(goal as Record<string, unknown>)
+    .filter(([name]) => declared.has(name) || /^(?:id|seed)$|[a-z0-9](?:Id|ID|Seed|SEED)$|[_-](?:id|ID|Id|seed|Seed|SEED)$/.test(name))
+    .map(([name, value]) => ({ name, value }));
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * Why `instruction` carries a hidden field of `goal`, or null when it carries none. A field is
+ * carried when the instruction names it (`targetId`, "target id", `target_id`, any case) or holds
+ * its value as a whole word: a text value of 3 or more characters, or a number of 4 or more
+ * digits (smaller numbers, like a catalogue seed of 0, occur in ordinary instructions: "size 0").
+ */
+export function hiddenFieldLeak(env: string, instruction: string, goal: unknown): string | null {
+  for (const { name, value } of hiddenGoalFields(env, goal)) {
+    const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').split(/[\s_-]+/).filter((w) => w !== '');
+    const named = new RegExp(`(?<![\\p{L}\\p{N}])${words.map(escapeRegExp).join('[\\s_-]*')}(?![\\p{L}\\p{N}])`, 'iu');
+    if (named.test(instruction)) return `the instruction names the goal's hidden field ${name}`;
+    let valuePattern: RegExp | null = null;
+    if (typeof value === 'string' && value.trim().length >= 3) {
+      valuePattern = new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(value.trim())}(?![\\p{L}\\p{N}])`, 'iu');
+    } else if (typeof value === 'number' && Number.isFinite(value) && String(Math.abs(Math.trunc(value))).length >= 4) {
+      valuePattern = new RegExp(`(?<![\\p{N}.])${escapeRegExp(String(value))}(?![\\p{N}]|\\.\\d)`, 'u');
+    }
+    if (valuePattern?.test(instruction)) return `the instruction holds the value of the goal's hidden field ${name}`;
+  }
+  return null;
+}
 
 /** Default instruction-similarity threshold above which a candidate is a near-duplicate. */
 export const NEAR_DUPLICATE_JACCARD = 0.9;
@@ -98,7 +157,7 @@ export interface TaskCandidate {
 }
 
 /** Why a candidate was rejected, in broad classes (for statistics). */
-export type RejectionKind = 'malformed' | 'duplicate' | 'near-duplicate' | 'invalid';
+export type RejectionKind = 'malformed' | 'duplicate' | 'near-duplicate' | 'hidden-field' | 'invalid';
 
 /** The verdict on a candidate. */
 export type CandidateVerdict = { ok: true; task: Task } | { ok: false; kind: RejectionKind; reason: string };
@@ -136,9 +195,13 @@ export class TaskValidator {
     if (candidate === null || typeof candidate !== 'object') return { ok: false, kind: 'malformed', reason: `a candidate must be an object with a goal, got ${JSON.stringify(candidate)}` };
     const goal = repairGoal(parent.env, candidate.goal);
     if (goal === null || typeof goal !== 'object' || Array.isArray(goal)) return { ok: false, kind: 'malformed', reason: `the goal must be a JSON object, got ${JSON.stringify(candidate.goal)}` };
+    // Built-in environments write the instruction from the goal; the generator's own wording is dropped.
     const canonical = canonicalInstruction(parent.env, goal);
     const instruction = canonical ?? candidate.instruction;
     if (typeof instruction !== 'string' || instruction.trim() === '') return { ok: false, kind: 'malformed', reason: `the instruction must be a non-empty string, got ${JSON.stringify(candidate.instruction)}` };
+    // The agent reads the instruction: it must not give away what only the real environment may know.
+    const leak = hiddenFieldLeak(parent.env, instruction, goal);
+    if (leak !== null) return { ok: false, kind: 'hidden-field', reason: leak };
     const generation = taskGeneration(parent) + 1;
     const goalKey = canonicalJson(goal);
     const task: Task = {

@@ -1,6 +1,6 @@
 import type { EnvName } from '../core/types.ts';
-import { householdSpec } from './household/index.ts';
-import { shopSpec } from './shop/index.ts';
+import { clearLayoutCache, householdSpec } from './household/index.ts';
+import { clearCatalogueCache, shopSpec } from './shop/index.ts';
 import type { EnvSpec } from './spec.ts';
 
 /** The built-in environments, by name. */
@@ -14,4 +14,14 @@ export function getEnvSpec(name: string): EnvSpec {
   const spec = (ENVIRONMENTS as Record<string, EnvSpec | undefined>)[name];
   if (!spec) throw new RangeError(`Unknown environment ${JSON.stringify(name)}: use one of ${Object.keys(ENVIRONMENTS).join(', ')}`);
   return spec;
+}
+
+/**
+ * Empties the environments' module-level caches (shop catalogues with their search indexes and
+ * memoised searches, household layouts), as in a freshly loaded page or process. Only speed
+ * changes: every cached value is a pure function of its seed.
+ */
+export function clearEnvCaches(): void {
+  clearCatalogueCache();
+  clearLayoutCache();
 }

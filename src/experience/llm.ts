@@ -14,10 +14,16 @@
  *   outcome.
  * - Accounting: per call prompt and completion tokens, latency, prompt characters; totals in
  *   {@link LLMExperienceModel.stats}.
+ * - What it sees: only what the agent sees (DESIGN.md section 4). `reset` and `step` reduce the
+ *   task to {@link agentView} on entry, so a task's goal (ground truth for the real environment:
+ *   the shop's target product, the household's layout seed, ...) never reaches a prompt, a cache
+ *   key, a reply or a returned step, even when a caller passes a whole `Task`.
+ * - No environment code: this module does not import `src/envs` (a test walks its module graph).
+ *   The first state of a seed task comes from its recorded data, supplied by the caller; `reset`
+ *   is for tasks without one (generated tasks) and always asks the LLM.
  */
 import { hashString } from '../core/rng.ts';
-import type { Observation, Task } from '../core/types.ts';
-import { getEnvSpec } from '../envs/registry.ts';
+import { type AgentTask, type Observation, agentView } from '../core/types.ts';
 import type { ChatCompletionMessageParam, ChatEngine } from '../llm/engine.ts';
 import { completionText, messageChars } from '../llm/engine.ts';
 import { LLMConfigError, LLMRequestError, errorText } from '../llm/errors.ts';
@@ -54,9 +60,6 @@ export class ExperienceParseError extends Error {
   }
 }
 
-/** How the first observation of an episode is made. */
-export type InitialObservationSource = 'env' | 'llm';
-
 /** Settings of {@link LLMExperienceModel}; defaults in {@link DEFAULT_LLM_EXPERIENCE_CONFIG}. */
 export interface LLMExperienceConfig extends ExperiencePromptConfig {
   /** Model id for the requests (needed when the engine hosts several models). */
@@ -81,12 +84,6 @@ export interface LLMExperienceConfig extends ExperiencePromptConfig {
   groupCache: boolean;
   /** Transitions remembered by the group cache. */
   groupCacheSize: number;
-  /**
-   * 'env': the first observation comes from the task's built-in environment (a pure function of
-   * the task; the LLM is asked only when that fails); 'llm': the LLM writes it from the task and
-   * the retrieved initial states.
-   */
-  initialObservation: InitialObservationSource;
 }
 
 /** Defaults of {@link LLMExperienceConfig}. */
@@ -102,7 +99,12 @@ export const DEFAULT_LLM_EXPERIENCE_CONFIG: LLMExperienceConfig = {
   maxConversations: 256,
   groupCache: false,
   groupCacheSize: 4096,
-  initialObservation: 'env',
+};
+
+/** Settings that were removed, with what to do instead (passing one is an error, not a silent no-op). */
+const REMOVED_KEYS: Readonly<Record<string, string>> = {
+  initialObservation:
+    "initialObservation was removed: reset always asks the LLM and never runs environment code; a seed task's first observation comes from its recorded data, which the caller passes to step instead of calling reset",
 };
 
 /** Per-call overrides of {@link LLMExperienceModel.step}. */
@@ -135,6 +137,8 @@ export interface LLMExperienceStats {
   steps: number;
   /** Resets answered by the LLM. */
   resets: number;
+  /** Resets that failed (no usable reply within the retries, or an engine error); also in `failures`. */
+  resetFailures: number;
   /** Requests sent to the engine. */
   calls: number;
   promptTokens: number;
@@ -175,6 +179,7 @@ function emptyStats(): LLMExperienceStats {
   return {
     steps: 0,
     resets: 0,
+    resetFailures: 0,
     calls: 0,
     promptTokens: 0,
     completionTokens: 0,
@@ -246,6 +251,16 @@ function sameObservation(a: Observation | null, b: Observation): boolean {
   return a !== null && a.text === b.text && a.actions.length === b.actions.length && a.actions.every((x, i) => x === b.actions[i]);
 }
 
+/** Rejects keys that are not settings (a typo or a removed setting would otherwise be ignored). */
+function checkKeys(config: object): void {
+  const known = new Set<string>([...Object.keys(DEFAULT_LLM_EXPERIENCE_CONFIG), 'model']);
+  for (const k of Object.keys(config)) {
+    const removed = REMOVED_KEYS[k];
+    if (removed !== undefined) throw new LLMConfigError(removed);
+    if (!known.has(k)) throw new LLMConfigError(`unknown setting ${JSON.stringify(k)} (known: ${[...known].sort().join(', ')})`);
+  }
+}
+
 function checkConfig(c: LLMExperienceConfig): void {
   const int = (name: keyof LLMExperienceConfig, min: number): void => {
     const v = c[name];
@@ -265,13 +280,24 @@ function checkConfig(c: LLMExperienceConfig): void {
   if (!(Number.isFinite(c.temperature) && c.temperature >= 0 && c.temperature <= 2)) throw new LLMConfigError(`temperature must be in [0, 2], got ${c.temperature}`);
   if (!(Number.isFinite(c.topP) && c.topP > 0 && c.topP <= 1)) throw new LLMConfigError(`topP must be in (0, 1], got ${c.topP}`);
   if (!['json-schema', 'grammar', 'none'].includes(c.constraint)) throw new LLMConfigError(`constraint must be 'json-schema', 'grammar' or 'none', got ${JSON.stringify(c.constraint)}`);
-  if (!['env', 'llm'].includes(c.initialObservation)) throw new LLMConfigError(`initialObservation must be 'env' or 'llm', got ${JSON.stringify(c.initialObservation)}`);
+  if (c.model !== undefined && typeof c.model !== 'string') throw new LLMConfigError(`model must be a string, got ${JSON.stringify(c.model)}`);
   if (typeof c.conversation !== 'boolean' || typeof c.groupCache !== 'boolean') throw new LLMConfigError('conversation and groupCache must be booleans');
 }
 
+/**
+ * Whether `task` has what an agent sees of a task. Error messages never print the task: a caller
+ * may have passed a whole `Task`, whose goal must not show up anywhere.
+ */
+function checkTask(task: unknown, where: string): void {
+  const t = task as Partial<AgentTask> | null | undefined;
+  if (!t || typeof t !== 'object' || typeof t.id !== 'string' || typeof t.env !== 'string' || typeof t.instruction !== 'string') {
+    throw new LLMConfigError(`${where} must be a task with a string id, env and instruction, got ${t === null ? 'null' : Array.isArray(t) ? 'an array' : typeof t !== 'object' ? typeof t : 'an object without them'}`);
+  }
+}
+
 function checkRequest(r: ExperienceStepRequest): void {
-  if (!r || typeof r !== 'object') throw new LLMConfigError(`step needs a request object, got ${JSON.stringify(r)}`);
-  if (!r.task || typeof r.task.id !== 'string' || typeof r.task.instruction !== 'string') throw new LLMConfigError(`step: request.task must be a task, got ${JSON.stringify(r.task)}`);
+  if (!r || typeof r !== 'object') throw new LLMConfigError(`step needs a request object, got ${r === null ? 'null' : typeof r}`);
+  checkTask(r.task, 'step: request.task');
   if (!Array.isArray(r.history)) throw new LLMConfigError(`step: request.history must be an array, got ${JSON.stringify(r.history)}`);
   if (!r.observation || typeof r.observation.text !== 'string' || !Array.isArray(r.observation.actions)) {
     throw new LLMConfigError(`step: request.observation must be {text, actions}, got ${JSON.stringify(r.observation)}`);
@@ -302,6 +328,8 @@ export class LLMExperienceModel implements ExperienceModel {
     config: Partial<LLMExperienceConfig> = {},
   ) {
     if (!engine || typeof engine.chatCompletion !== 'function') throw new LLMConfigError('LLMExperienceModel needs an engine with chatCompletion()');
+    if (config === null || typeof config !== 'object') throw new LLMConfigError(`LLMExperienceModel: config must be an object, got ${config === null ? 'null' : typeof config}`);
+    checkKeys(config);
     const merged: LLMExperienceConfig = { ...DEFAULT_LLM_EXPERIENCE_CONFIG, ...config };
     checkConfig(merged);
     this.config = Object.freeze(merged);
@@ -329,35 +357,45 @@ export class LLMExperienceModel implements ExperienceModel {
     this.cache.clear();
   }
 
-  async reset(task: Task, demos: readonly Demonstration[]): Promise<Observation> {
-    if (!task || typeof task.id !== 'string') throw new LLMConfigError(`reset needs a task, got ${JSON.stringify(task)}`);
-    if (!Array.isArray(demos)) throw new LLMConfigError(`reset: demos must be an array, got ${JSON.stringify(demos)}`);
-    if (this.config.initialObservation === 'env') {
-      const fromEnv = this.envObservation(task);
-      if (fromEnv) return fromEnv;
-    }
-    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(task.env) };
-    const turn = resetTurn(task, demos, this.config);
-    const result = await this.converse('reset', [system], turn, (reply) => parseResetReply(reply, { allowSurroundingText: this.config.constraint === 'none' }), {});
+  /**
+   * The LLM writes the first state of an episode on `task` from its instruction and `demos`
+   * (initial states of similar real episodes); with `conversation`, the episode's first step
+   * continues this conversation. It always asks the LLM and never runs environment code.
+   *
+   * Call it only for tasks without a recorded first observation (generated tasks). A seed task's
+   * first observation comes from its recorded data (its offline trajectories' first step), which
+   * the caller (the training loop) passes straight to {@link step} without calling `reset`.
+   *
+   * Only {@link agentView}`(task)` is read: a goal, if the caller passed one, is dropped here.
+   * Throws {@link ExperienceParseError} when no usable reply came within the retries (or
+   * `LLMRequestError` when the engine failed); either is counted in `stats.resetFailures`.
+   */
+  async reset(task: AgentTask, demos: readonly Demonstration[]): Promise<Observation> {
+    checkTask(task, 'reset: task');
+    if (!Array.isArray(demos)) throw new LLMConfigError(`reset: demos must be an array, got ${typeof demos}`);
+    const view = agentView(task);
+    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(view.env) };
+    const turn = resetTurn(view, demos, this.config);
+    const result = await this.converse('reset', [system], turn, (reply) => parseResetReply(reply, { allowSurroundingText: this.config.constraint === 'none' }), {}).catch((error: unknown) => {
+      this.totals.resetFailures++;
+      throw error;
+    });
     this.totals.resets++;
     const observation = result.value.observation;
     if (this.config.conversation) {
-      this.conversations.set(key(historyParts(task.id, [])), { messages: result.messages, chars: messageChars(result.messages), predicted: observation, shownDemos: new Set() });
+      this.conversations.set(key(historyParts(view.id, [])), { messages: result.messages, chars: messageChars(result.messages), predicted: observation, shownDemos: new Set() });
     }
     return { text: observation.text, actions: [...observation.actions] };
   }
 
-  private envObservation(task: Task): Observation | null {
-    try {
-      const env = getEnvSpec(task.env).create();
-      return env.reset(task);
-    } catch {
-      return null;
-    }
-  }
-
-  async step(request: ExperienceStepRequest, options: StepCallOptions = {}): Promise<ExperienceStep> {
-    checkRequest(request);
+  /**
+   * Predicts the outcome of `request.action`. Only {@link agentView}`(request.task)` is read (a
+   * goal, if the caller passed one, is dropped here), with the history, state, action and demos.
+   */
+  async step(incoming: ExperienceStepRequest, options: StepCallOptions = {}): Promise<ExperienceStep> {
+    checkRequest(incoming);
+    // Only the fields a step reads, and the task's agent-visible part.
+    const request: ExperienceStepRequest = { task: agentView(incoming.task), history: incoming.history, observation: incoming.observation, action: incoming.action, demos: incoming.demos };
     const cacheKey = this.config.groupCache
       ? key([...historyParts(request.task.id, request.history), request.observation.text, request.observation.actions.join('\u0002'), request.action])
       : null;

@@ -12,8 +12,13 @@
  *   ...
  *
  * so WebLLM reuses its KV cache and only prefills each new turn.
+ *
+ * A prompt shows only what the agent sees (DESIGN.md section 4): the task as an {@link AgentTask}
+ * (its instruction; never its goal), the states and actions so far, and retrieved real
+ * transitions. The functions take `AgentTask`, read nothing of it but the instruction, and the
+ * model reduces whatever it is given to `agentView(task)` before calling them.
  */
-import type { Observation, Task } from '../core/types.ts';
+import type { AgentTask, Observation } from '../core/types.ts';
 import type { Demonstration, HistoryStep } from './types.ts';
 
 /** Size limits of the prompt; defaults in {@link DEFAULT_PROMPT_CONFIG}. */
@@ -176,7 +181,8 @@ export function historyBlock(history: readonly HistoryStep[], config: Experience
 
 /** What a step turn needs. */
 export interface StepTurnInput {
-  task: Task;
+  /** What the agent sees of the task (only its instruction is shown). */
+  task: AgentTask;
   history: readonly HistoryStep[];
   observation: Observation;
   action: string;
@@ -219,8 +225,8 @@ export function correctionTurn(problem: string, format: string = REPLY_FORMAT): 
 /** The reply format of a reset (the initial state of an episode). */
 export const RESET_FORMAT = '{"reasoning": "<what the start of this task looks like>", "state": {"text": "<the initial state>", "actions": ["<admissible action>", ...]}}';
 
-/** The user turn asking for the initial state of an episode on `task`. */
-export function resetTurn(task: Task, demos: readonly Demonstration[], config: ExperiencePromptConfig): string {
+/** The user turn asking for the initial state of an episode on `task` (only its instruction is shown). */
+export function resetTurn(task: AgentTask, demos: readonly Demonstration[], config: ExperiencePromptConfig): string {
   const blocks = [`Task: ${task.instruction}`];
   const chosen = selectDemos(demos, config.topK);
   if (chosen.length > 0) {

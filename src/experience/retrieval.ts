@@ -1,47 +1,96 @@
 /**
  * The retrieval experience model: no LLM, no download. It stands in for the environment using
- * only stored real transitions:
- * - next state: the stored transition with the same (state, action) if there is one, else the
- *   nearest stored transition with the same action verb (cosine similarity of the embedding of
- *   state + action), with its entities rewritten for the new task and action;
- * - validity: the action must be one of the state's admissible actions (a listed `search[...]`
- *   accepts any query, as in the abstract state format);
- * - reward and done: a small classifier learned on the offline data (`reward-model.ts`), plus
- *   the rate at which each action template ended episodes in the data.
+ * only what the agent sees (the instruction, the states and actions so far) and stored real
+ * transitions; it never reads a task's goal (every task is reduced to `agentView`) and never
+ * imports or calls an environment's code (a test walks its import graph).
  *
- * It never imports or calls an environment's code (a test checks the import graph), so where
- * the data does not cover a situation its predictions are wrong: a real sim-to-real gap.
+ * One step, in order:
+ * 1. validity: the action must be one of the state's admissible actions (a listed `search[...]`
+ *    accepts any query, as in the abstract state format);
+ * 2. reward and done, from evidence (`judge`): only an action whose kind ended or completed real
+ *    episodes can end this one; a learned reward model (`reward-model.ts`) reads whether the
+ *    state, the action and the actions so far show what the instruction asks for; below its
+ *    threshold the answer is "cannot tell": reward 0 and the episode goes on;
+ * 3. the next state, from the first that applies:
+ *    - episode memory: the same action taken earlier in this episode shows what it showed then;
+ *    - returns: an action that in the data reliably goes back to an earlier state of its
+ *      episode (`click[< prev]`, `click[back to search]`) goes back to that state of this one;
+ *    - the same (state, action) stored in the data: its next state;
+ *    - the nearest stored transition of the same verb (same task first, then the same action,
+ *      then the same template; cosine similarity of the embedding of state + action), its
+ *      entities rewritten for this task, action and state; when the neighbour's action changed
+ *      little of its state's admissible actions, that edit is applied to this state's actions
+ *      rather than copying the neighbour's list.
+ * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
+ * which `npx dreamgym fidelity` measures against trivial simulators.
  */
 import { transitionText, type Embedder } from '../core/embedding.ts';
-import type { Observation, Task, Trajectory } from '../core/types.ts';
+import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
+import { actionSignature, actionsOnPage, evidenceFeatures, EVIDENCE_DIM, instructionWords, withoutInstruction } from './evidence.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
-import { actionTemplate, actionVerb, applySubstitution, buildSubstitution } from './substitution.ts';
-import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest } from './types.ts';
+import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, withSwaps, type Substitution } from './substitution.ts';
+import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from './types.ts';
 
 /** One real transition the model learns from. `next` is null after an episode's last step. */
 export interface RealTransition {
-  task: Task;
+  /** What the agent saw of the task (the goal is never kept). */
+  task: AgentTask;
   state: Observation;
   action: string;
   next: Observation | null;
   reward: number;
   done: boolean;
   valid: boolean;
+  /** Actions taken earlier in the episode, oldest first. */
+  history: readonly string[];
+  /** The actions taken on this page (see `actionsOnPage`). */
+  pageActions: readonly string[];
+  /** Whether this step completed its episode successfully. */
+  success: boolean;
+  /**
+   * When the next state equals an earlier state of the episode (same text without the
+   * instruction, same actions): that state's step index. Undefined otherwise.
+   */
+  returnsTo?: number;
+  /** Whether that earlier state is the previous page: the latest state whose actions differ from this state's. */
+  returnsToPreviousPage?: boolean;
 }
 
 /** Settings of the retrieval experience model. */
 export interface RetrievalModelConfig {
-  /** Neighbours examined per step. Default 8. */
+  /** Neighbours examined per step. Default 16. */
   k: number;
-  /** A template that ended at least this fraction of its episodes in the data ends episodes. Default 0.5. */
+  /** An action kind that ended at least this fraction of its occurrences in the data always ends episodes. Default 0.5. */
   terminalRate: number;
+  /** An action that may complete a task does so when the reward model's score reaches this. Default 0.5. */
+  successThreshold: number;
+  /** A return pattern is followed when at least this share of the action kind's occurrences show it. Default 0.8. */
+  returnRate: number;
+  /**
+   * 'nearest' (the model); 'farthest' ranks neighbours backwards and exists only so that tests
+   * and the fidelity report can show that the measures notice a broken ranking.
+   */
+  neighbourOrder: 'nearest' | 'farthest';
+  /**
+   * False drops the reward model and the evidence ranges (reward and done from the action kind's
+   * rates alone): an ablation that shows what judging from evidence is worth.
+   */
+  useRewardModel: boolean;
   /** Reward model training settings. */
   rewardModel: Partial<RewardModelConfig>;
 }
 
-export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = { k: 8, terminalRate: 0.5, rewardModel: {} };
+export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
+  k: 16,
+  terminalRate: 0.5,
+  successThreshold: 0.5,
+  returnRate: 0.8,
+  neighbourOrder: 'nearest',
+  useRewardModel: true,
+  rewardModel: {},
+};
 
 /** Text of the observation that follows an episode's last step (the data does not record it). */
 export const EPISODE_OVER_TEXT = 'The episode is over.';
@@ -57,33 +106,109 @@ interface VerbIndex {
   rows: number[];
 }
 
-/** Flattens trajectories into real transitions, pairing each with its task. Unknown tasks are an error. */
-export function transitionsFromTrajectories(tasks: readonly Task[], trajectories: readonly Trajectory[]): RealTransition[] {
-  const byId = new Map(tasks.map((t) => [t.id, t]));
+/** How an action kind behaved in the data. */
+interface KindStats {
+  count: number;
+  /** Occurrences that ended their episode. */
+  ends: number;
+  /** Occurrences that completed their episode successfully. */
+  successes: number;
+  /** Return patterns (`rel:D` steps back, `abs:J` the J-th state) and how often each occurred. */
+  returns: Map<string, number>;
+  /**
+   * The range of evidence (`evidenceFeatures`, each coordinate) that successful occurrences
+   * showed: from the 1st to the 99th percentile, so that one odd episode does not open the gate.
+   */
+  evidenceFloor: Float32Array | null;
+  evidenceCeiling: Float32Array | null;
+}
+
+const sameActions = (a: Observation, b: Observation): boolean => a.actions.length === b.actions.length && a.actions.every((x, i) => x === b.actions[i]);
+
+const sameScreen = (a: Observation, b: Observation, instruction: string): boolean =>
+  sameActions(a, b) &&
+  withoutInstruction(a.text, instruction) === withoutInstruction(b.text, instruction);
+
+/** Index of the latest state before `at` whose admissible actions differ from those at `at` (the page before this one). */
+function previousPage(states: readonly Observation[], at: number): number | undefined {
+  const here = states[at];
+  if (!here) return undefined;
+  for (let j = at - 1; j >= 0; j--) if (!sameActions(states[j] as Observation, here)) return j;
+  return undefined;
+}
+
+/** Flattens trajectories into real transitions, pairing each with its task's visible part. Unknown tasks are an error. */
+export function transitionsFromTrajectories(tasks: readonly (Task | AgentTask)[], trajectories: readonly Trajectory[]): RealTransition[] {
+  const byId = new Map(tasks.map((t) => [t.id, agentView(t)]));
   const out: RealTransition[] = [];
   for (const traj of trajectories) {
     const task = byId.get(traj.taskId);
     if (!task) throw new RetrievalDataError(`trajectory ${JSON.stringify(traj.id)} refers to unknown task ${JSON.stringify(traj.taskId)}`);
+    const history: string[] = [];
     traj.steps.forEach((step, i) => {
-      const next = traj.steps[i + 1];
-      out.push({
+      const pageActions = actionsOnPage(traj.steps.slice(0, i), step.observation);
+      const next = traj.steps[i + 1]?.observation ?? null;
+      let returnsTo: number | undefined;
+      if (next) {
+        for (let j = i; j >= 0; j--) {
+          if (sameScreen(next, (traj.steps[j] as (typeof traj.steps)[number]).observation, task.instruction)) {
+            returnsTo = j;
+            break;
+          }
+        }
+      }
+      const t: RealTransition = {
         task,
         state: step.observation,
         action: step.action,
-        next: next ? next.observation : null,
+        next,
         reward: step.reward,
         done: step.done,
         valid: step.valid,
-      });
+        history: history.slice(),
+        pageActions,
+        success: step.done && traj.success && i === traj.steps.length - 1,
+      };
+      if (returnsTo !== undefined) {
+        t.returnsTo = returnsTo;
+        const page = previousPage(traj.steps.slice(0, i + 1).map((s) => s.observation), i);
+        if (page !== undefined && sameScreen(next as Observation, traj.steps[page]?.observation as Observation, task.instruction)) t.returnsToPreviousPage = true;
+      }
+      out.push(t);
+      history.push(step.action);
     });
   }
   return out;
 }
 
-/** An exact action needs this many occurrences before its own terminal rate is trusted. */
-const MIN_EXACT_COUNT = 5;
+/** An action kind needs this many occurrences before its own statistics are trusted. */
+const MIN_KIND_COUNT = 5;
 
 const exactKey = (state: string, action: string): string => transitionText(state, action);
+
+/**
+ * The text a transition is retrieved by: the state without its instruction line, and the action.
+ * Keying on the instruction would favour transitions of tasks that ask for the same thing, whose
+ * next states (where the expert found it) make the object asked for appear far more often than
+ * it does.
+ */
+const retrievalText = (state: string, action: string, instruction: string): string => transitionText(withoutInstruction(state, instruction), action);
+const taskActionKey = (taskId: string, action: string): string => `${taskId}\u0000${action}`;
+
+/** The three kinds an action belongs to, most specific first. */
+function kindKeys(action: string, instruction: string): [exact: string, signature: string, template: string] {
+  return [`a:${action}`, `s:${actionSignature(action, instructionWords(instruction))}`, `t:${actionTemplate(action).template}`];
+}
+
+/** Whether an action changes little of the admissible actions (so its edit transfers across states). */
+function editTransfers(state: Observation, next: Observation): boolean {
+  const a = new Set(state.actions);
+  const b = new Set(next.actions);
+  let inter = 0;
+  for (const x of a) if (b.has(x)) inter++;
+  const union = a.size + b.size - inter;
+  return union > 0 && inter / union >= 0.5;
+}
 
 /** The DreamGym experience-model interface over nearest real transitions. */
 export class RetrievalExperienceModel implements ExperienceModel {
@@ -94,17 +219,23 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly transitions: readonly RealTransition[],
     private readonly exact: ReadonlyMap<string, number>,
     private readonly verbs: ReadonlyMap<string, VerbIndex>,
+    /** Retrieval vectors, one per transition. */
+    private readonly vectors: readonly Float32Array[],
+    /** The action templates each transition's state offered. */
+    private readonly templates: readonly Set<string>[],
+    /** Continuing transitions by (task id, action) and by action alone. */
+    private readonly byTaskAction: ReadonlyMap<string, number[]>,
+    private readonly byAction: ReadonlyMap<string, number[]>,
     /** Episodes' first states, indexed by the embedding of their task instruction. */
     private readonly initial: { index: RetrievalIndex; states: RealTransition[] },
-    /** How often an exact action, or an action template, ended its episode in the data. */
-    private readonly terminalByTemplate: ReadonlyMap<string, { rate: number; count: number }>,
+    private readonly kinds: ReadonlyMap<string, KindStats>,
     private readonly binaryRewards: boolean,
-    readonly rewardModel: RewardModel,
+    readonly rewardModel: RewardModel | null,
   ) {}
 
-  /** Builds the model from real (offline) trajectories and their tasks. */
+  /** Builds the model from real (offline) trajectories and their tasks (only their visible part is kept). */
   static async fromTrajectories(
-    tasks: readonly Task[],
+    tasks: readonly (Task | AgentTask)[],
     trajectories: readonly Trajectory[],
     embedder: Embedder,
     config: Partial<RetrievalModelConfig> = {},
@@ -121,27 +252,66 @@ export class RetrievalExperienceModel implements ExperienceModel {
   ): Promise<RetrievalExperienceModel> {
     const cfg = { ...DEFAULT_RETRIEVAL_MODEL_CONFIG, ...config };
     if (!(Number.isInteger(cfg.k) && cfg.k > 0)) throw new RangeError(`k must be a positive integer, got ${cfg.k}`);
-    const usable = transitions.filter((t) => t.valid);
+    for (const key of ['terminalRate', 'successThreshold', 'returnRate'] as const) {
+      if (!(cfg[key] >= 0 && cfg[key] <= 1)) throw new RangeError(`${key} must be in [0, 1], got ${cfg[key]}`);
+    }
+    if (cfg.neighbourOrder !== 'nearest' && cfg.neighbourOrder !== 'farthest') {
+      throw new RangeError(`neighbourOrder must be 'nearest' or 'farthest', got ${JSON.stringify(cfg.neighbourOrder)}`);
+    }
+    // Whatever the caller passed, keep only the agent-visible part of each task.
+    const usable = transitions.filter((t) => t.valid).map((t) => ({ ...t, task: agentView(t.task) }));
     if (usable.length === 0) throw new RetrievalDataError('the retrieval experience model needs at least one valid real transition');
 
     const exact = new Map<string, number>();
     const byVerb = new Map<string, number[]>();
-    const terminal = new Map<string, { done: number; total: number }>();
+    const kinds = new Map<string, KindStats>();
+    const byTaskAction = new Map<string, number[]>();
+    const byAction = new Map<string, number[]>();
     usable.forEach((t, i) => {
       const key = exactKey(t.state.text, t.action);
       if (t.next && !exact.has(key)) exact.set(key, i);
+      if (t.next) {
+        const ta = taskActionKey(t.task.id, t.action);
+        (byTaskAction.get(ta) ?? byTaskAction.set(ta, []).get(ta))?.push(i);
+        (byAction.get(t.action) ?? byAction.set(t.action, []).get(t.action))?.push(i);
+      }
       const verb = actionVerb(t.action);
       (byVerb.get(verb) ?? byVerb.set(verb, []).get(verb))?.push(i);
-      // Count both the exact action (`click[buy now]`) and its template (`click[{}]`).
-      for (const key of [t.action, actionTemplate(t.action).template]) {
-        const s = terminal.get(key) ?? { done: 0, total: 0 };
-        s.total++;
-        if (t.done && !t.next) s.done++;
-        terminal.set(key, s);
+      const step = t.history.length;
+      for (const k of kindKeys(t.action, t.task.instruction)) {
+        const s = kinds.get(k) ?? { count: 0, ends: 0, successes: 0, returns: new Map<string, number>(), evidenceFloor: null, evidenceCeiling: null };
+        s.count++;
+        if (t.done && !t.next) s.ends++;
+        if (t.success) s.successes++;
+        if (t.returnsTo !== undefined) {
+          const patterns = [`rel:${step - t.returnsTo}`, `abs:${t.returnsTo}`];
+          if (t.returnsToPreviousPage) patterns.push('page:1');
+          for (const pattern of patterns) s.returns.set(pattern, (s.returns.get(pattern) ?? 0) + 1);
+        }
+        kinds.set(k, s);
       }
     });
 
-    const vectors = await embedder.embed(usable.map((t) => transitionText(t.state.text, t.action)));
+    // Evidence ranges of successful steps, per kind.
+    const successEvidence = new Map<string, Float32Array[]>();
+    for (const t of usable) {
+      if (!t.success) continue;
+      const f = evidenceFeatures(t.task.instruction, t.state.text, t.action, t.history, t.pageActions, t.state.actions);
+      for (const k of kindKeys(t.action, t.task.instruction)) (successEvidence.get(k) ?? successEvidence.set(k, []).get(k))?.push(f);
+    }
+    for (const [k, list] of successEvidence) {
+      const s = kinds.get(k);
+      if (!s) continue;
+      s.evidenceFloor = new Float32Array(EVIDENCE_DIM);
+      s.evidenceCeiling = new Float32Array(EVIDENCE_DIM);
+      for (let j = 0; j < EVIDENCE_DIM; j++) {
+        const sorted = list.map((f) => f[j] as number).sort((a, b) => a - b);
+        s.evidenceFloor[j] = sorted[Math.floor(0.01 * (sorted.length - 1))] as number;
+        s.evidenceCeiling[j] = sorted[Math.ceil(0.99 * (sorted.length - 1))] as number;
+      }
+    }
+
+    const vectors = await embedder.embed(usable.map((t) => retrievalText(t.state.text, t.action, t.task.instruction)));
     const verbs = new Map<string, VerbIndex>();
     for (const [verb, positions] of byVerb) {
       const index = new RetrievalIndex(embedder.dim, { initialRows: positions.length });
@@ -149,39 +319,24 @@ export class RetrievalExperienceModel implements ExperienceModel {
       verbs.set(verb, { index, rows: positions });
     }
 
+    const templates = usable.map((t) => templateSet(t.state.actions));
+
     // Initial states: the first step of each episode, keyed by the task instruction.
-    const firstStates: RealTransition[] = [];
-    const seenTasks = new Set<string>();
-    for (const t of transitions) {
-      if (seenTasks.has(t.task.id)) continue;
-      seenTasks.add(t.task.id);
-      firstStates.push(t);
-    }
+    const firstStates = usable.filter((t) => t.history.length === 0);
     const instrVectors = await embedder.embed(firstStates.map((t) => t.task.instruction));
     const initialIndex = new RetrievalIndex(embedder.dim, { initialRows: Math.max(1, firstStates.length) });
     firstStates.forEach((_, seq) => initialIndex.add({ seq, source: 'real', taskId: '', vector: instrVectors[seq] as Float32Array }));
 
-    const rewardExamples: RewardExample[] = usable.map((t) => ({
-      instruction: t.task.instruction,
-      state: t.state.text,
-      action: t.action,
-      reward: Math.min(1, Math.max(0, t.reward)),
-    }));
-    const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
     const binaryRewards = usable.every((t) => t.reward === 0 || t.reward === 1);
-    const terminalByTemplate = new Map([...terminal].map(([key, s]) => [key, { rate: s.done / s.total, count: s.total }]));
-
-    return new RetrievalExperienceModel(
-      cfg,
-      embedder,
-      usable,
-      exact,
-      verbs,
-      { index: initialIndex, states: firstStates },
-      terminalByTemplate,
-      binaryRewards,
-      rewardModel,
-    );
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, binaryRewards, null);
+    if (!cfg.useRewardModel) return model;
+    // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
+    const rewardExamples: RewardExample[] = usable
+      .filter((t) => model.mayEnd(t.action, t.task.instruction))
+      .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
+    if (rewardExamples.length === 0) return model;
+    const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, binaryRewards, rewardModel);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -189,103 +344,260 @@ export class RetrievalExperienceModel implements ExperienceModel {
     return this.transitions.length;
   }
 
-  /** The stored first state whose task instruction is nearest, rewritten for `task`. */
-  async reset(task: Task, _demos: readonly Demonstration[] = []): Promise<Observation> {
-    const [query] = await this.embedder.embed([task.instruction]);
+  /** The stored first state whose task instruction is nearest, rewritten for `task` (for tasks without a recorded first state). */
+  async reset(task: AgentTask, _demos: readonly Demonstration[] = []): Promise<Observation> {
+    const visible = agentView(task);
+    const [query] = await this.embedder.embed([visible.instruction]);
     const hits = this.safeSearch(this.initial.index, query as Float32Array, 1);
-    const hit = hits[0];
-    const source = this.initial.states[hit?.seq ?? 0];
+    const source = this.initial.states[hits[0]?.seq ?? 0];
     if (!source) throw new RetrievalDataError('no stored initial state');
-    const sub = buildSubstitution(source.task, task);
-    return {
-      text: applySubstitution(source.state.text, sub),
-      actions: source.state.actions.map((a) => applySubstitution(a, sub)),
-    };
+    // The whole instruction first, then the stretches where the two instructions differ.
+    const sub = [...buildSubstitution(source.task, visible), ...instructionAlignment(source.task.instruction, visible.instruction)];
+    return { text: applySubstitution(source.state.text, sub), actions: source.state.actions.map((a) => applySubstitution(a, sub)) };
   }
 
   /** Predicts the outcome of `request.action`. Deterministic for the same inputs. */
   async step(request: ExperienceStepRequest): Promise<ExperienceStep> {
-    const { task, observation } = request;
+    const task = agentView(request.task);
+    const { observation, history } = request;
     // Surrounding whitespace does not change an action (as in `isAdmissible` and the real envs).
     const action = request.action.trim();
     if (!isAdmissible(observation, action)) {
       return {
         reasoning: `"${action}" is not among the admissible actions of the current state, so it has no effect.`,
-        observation: {
-          text: `Invalid action: ${action} is not admissible here.\n${observation.text}`,
-          actions: observation.actions.slice(),
-        },
+        observation: { text: `Invalid action: ${action} is not admissible here.\n${observation.text}`, actions: observation.actions.slice() },
         reward: 0,
         done: false,
         valid: false,
       };
     }
 
-    const [predicted] = await this.rewardModel.predict([{ instruction: task.instruction, state: observation.text, action }]);
-    const r = predicted ?? 0;
-    const template = actionTemplate(action).template;
-    const endsByAction = this.terminalRateOf(action, template) >= this.config.terminalRate;
-    const success = r >= 0.5;
-    const done = endsByAction || (this.binaryRewards && success);
-    const reward = !done ? 0 : this.binaryRewards ? (success ? 1 : 0) : r >= 0.95 ? 1 : Math.round(r * 1000) / 1000;
+    const verdict = await this.judge(task, history, observation, action);
+    if (verdict.done) {
+      return { reasoning: verdict.why, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: verdict.reward, done: true, valid: true };
+    }
+    const next = await this.nextState(task, history, observation, action);
+    return { reasoning: `${verdict.why} ${next.why}`, observation: next.observation, reward: 0, done: false, valid: true };
+  }
 
-    if (done) {
-      return {
-        reasoning: `"${template}" ${endsByAction ? 'ends episodes in the stored data' : 'completes the task according to the learned reward model'}; predicted reward ${r.toFixed(3)}.`,
-        observation: { text: EPISODE_OVER_TEXT, actions: [] },
-        reward,
-        done: true,
-        valid: true,
-      };
+  /** Statistics of the most specific kind of `action` seen often enough (exact action, signature, template). */
+  private kindOf(action: string, instruction: string): { key: string; stats: KindStats } | undefined {
+    const keys = kindKeys(action, instruction);
+    for (const key of keys) {
+      const stats = this.kinds.get(key);
+      if (stats && stats.count >= MIN_KIND_COUNT) return { key, stats };
+    }
+    const key = keys[2];
+    const stats = this.kinds.get(key);
+    return stats ? { key, stats } : undefined;
+  }
+
+  /** Whether actions of this kind ended or completed episodes in the data. */
+  private mayEnd(action: string, instruction: string): boolean {
+    const kind = this.kindOf(action, instruction);
+    return kind !== undefined && (kind.stats.ends / kind.stats.count >= this.config.terminalRate || kind.stats.successes > 0);
+  }
+
+  /** Reward and done from evidence; "cannot tell" keeps the episode going with reward 0. */
+  private async judge(
+    task: AgentTask,
+    history: readonly HistoryStep[],
+    observation: Observation,
+    action: string,
+  ): Promise<{ done: boolean; reward: number; why: string }> {
+    const kind = this.kindOf(action, task.instruction);
+    const name = kind ? kind.key.slice(2) : actionTemplate(action).template;
+    if (!kind) return { done: false, reward: 0, why: `"${name}" never occurs in the stored data, so nothing says it ends the episode.` };
+    const endsAlways = kind.stats.ends / kind.stats.count >= this.config.terminalRate;
+    if (!endsAlways && kind.stats.successes === 0) {
+      return { done: false, reward: 0, why: `"${name}" never completed an episode in the stored data.` };
+    }
+    // Evidence outside what every real success of this kind showed (fewer of the instruction's
+    // words on screen, a price above the one asked, an option asked for left unchosen) means the
+    // task is not met, whatever the reward model says.
+    const trusted = this.rewardModel !== null && kind.stats.successes >= MIN_KIND_COUNT;
+    const floor = trusted ? kind.stats.evidenceFloor : null;
+    const ceiling = trusted ? kind.stats.evidenceCeiling : null;
+    const pageActions = actionsOnPage(history, observation);
+    const evidence = evidenceFeatures(task.instruction, observation.text, action, history.map((h) => h.action), pageActions, observation.actions);
+    const short = floor && ceiling ? [...floor].findIndex((x, j) => (evidence[j] as number) < x - 1e-6 || (evidence[j] as number) > (ceiling[j] as number) + 1e-6) : -1;
+    let success: number;
+    let expected: number;
+    if (short >= 0) {
+      success = 0;
+      expected = 0;
+    } else if (this.rewardModel) {
+      const [o] = await this.rewardModel.predictOutcomes([
+        { instruction: task.instruction, state: observation.text, action, history: history.map((h) => h.action), pageActions, offered: observation.actions },
+      ]);
+      success = o?.success ?? 0;
+      expected = o?.reward ?? 0;
+    } else {
+      success = kind.stats.successes / kind.stats.count;
+      expected = success;
+    }
+    const completes = success >= this.config.successThreshold;
+    const score = success;
+    if (endsAlways) {
+      // A partial reward is never a success: below 1 whatever the reward model expects.
+      const reward = this.binaryRewards || completes ? (completes ? 1 : 0) : Math.min(0.99, Math.round(expected * 1000) / 1000);
+      return { done: true, reward, why: `"${name}" ends episodes in the stored data; the evidence that the task is met scores ${score.toFixed(3)}.` };
+    }
+    if (completes) {
+      return { done: true, reward: 1, why: `"${name}" completed episodes in the stored data, and the evidence that the task is met scores ${score.toFixed(3)}.` };
+    }
+    return { done: false, reward: 0, why: `"${name}" can complete a task, but the evidence scores only ${score.toFixed(3)}: cannot tell, so the episode goes on.` };
+  }
+
+  /** The next state of a step that does not end the episode. */
+  private async nextState(
+    task: AgentTask,
+    history: readonly HistoryStep[],
+    observation: Observation,
+    action: string,
+  ): Promise<{ observation: Observation; why: string }> {
+    const seen: Observation[] = [...history.map((h) => h.observation), observation];
+    // Episode memory: the latest earlier valid occurrence of the same action. It shows what it
+    // showed then, or, when the actions offered changed while the agent stayed (a door opened,
+    // an object taken), the last state of that stay, so that a place looks as it was left.
+    for (let i = history.length - 1; i >= 0; i--) {
+      const h = history[i] as HistoryStep;
+      if (h.action.trim() !== action || !isAdmissible(h.observation, action)) continue;
+      let last = i + 1;
+      if (!isAdmissible(seen[i + 1] as Observation, action)) {
+        while (last + 1 < seen.length && !isAdmissible(seen[last + 1] as Observation, action)) last++;
+      }
+      const arrival = seen[i + 1] as Observation;
+      const left = seen[last] as Observation;
+      const unchanged = left.actions.length === arrival.actions.length && left.actions.every((x, j) => x === arrival.actions[j]);
+      return { observation: clone(unchanged ? arrival : left), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
+    }
+
+    const kind = this.kindOf(action, task.instruction);
+    if (kind && kind.stats.count >= MIN_KIND_COUNT) {
+      let best: [string, number] | undefined;
+      for (const entry of kind.stats.returns) if (!best || entry[1] > best[1]) best = entry;
+      if (best && best[1] / kind.stats.count >= this.config.returnRate) {
+        const [mode, n] = best[0].split(':') as [string, string];
+        const at = mode === 'rel' ? history.length - Number(n) : mode === 'abs' ? Number(n) : previousPage(seen, history.length);
+        const target = at === undefined ? undefined : seen[at];
+        if (target) return { observation: clone(target), why: `in the stored data "${kind.key.slice(2)}" goes back to an earlier state of its episode (${best[0]}).` };
+      }
     }
 
     const exactPos = this.exact.get(exactKey(observation.text, action));
     if (exactPos !== undefined) {
       const t = this.transitions[exactPos] as RealTransition;
-      const sub = buildSubstitution(t.task, task);
-      return this.outcome(t, sub, 'the same state and action occur in the stored data');
+      return { observation: this.rewrite(t, seen, action), why: 'the same state and action occur in the stored data; its next state is reused.' };
     }
 
-    const neighbour = await this.nearest(observation.text, action, template);
-    if (!neighbour || !neighbour.next) {
-      return {
-        reasoning: `no stored transition with a "${actionVerb(action)}" action continues an episode; the state is kept.`,
-        observation: { text: observation.text, actions: observation.actions.slice() },
-        reward: 0,
-        done: false,
-        valid: true,
-      };
+    const neighbour = await this.nearest(task, observation, action);
+    if (!neighbour?.next) {
+      return { observation: clone(observation), why: `no stored transition with a "${actionVerb(action)}" action continues an episode; the state is kept.` };
     }
-    const sub = buildSubstitution(neighbour.task, task, neighbour.action, action);
-    return this.outcome(neighbour, sub, `nearest stored transition "${neighbour.action}"`);
+    return { observation: this.rewrite(neighbour, seen, action, task), why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten.` };
   }
 
-  private outcome(t: RealTransition, sub: ReturnType<typeof buildSubstitution>, why: string): ExperienceStep {
+  /**
+   * The neighbour's next state, rewritten for this task, action and state (the last of `seen`,
+   * the episode's states so far).
+   */
+  private rewrite(t: RealTransition, seen: readonly Observation[], action: string, task: AgentTask = t.task): Observation {
+    const observation = seen[seen.length - 1] as Observation;
     const next = t.next as Observation;
-    return {
-      reasoning: `${why}; its next state is reused with entities rewritten.`,
-      observation: { text: applySubstitution(next.text, sub), actions: next.actions.map((a) => applySubstitution(a, sub)) },
-      reward: 0,
-      done: false,
-      valid: true,
+    const pairs: Substitution = [...buildSubstitution(t.task, task, t.action, action)];
+    const mapped = new Set(pairs.map(([a]) => a));
+    const before = new Set(t.state.actions);
+    const after = new Set(next.actions);
+    const removed = t.state.actions.filter((x) => !after.has(x));
+    const addedRaw = next.actions.filter((x) => !before.has(x));
+    const involved = new Set<string>();
+    for (const a of [...removed, ...addedRaw]) for (const e of actionTemplate(a).entities) involved.add(e);
+    for (const pair of alignEntities(t.state, observation, involved)) {
+      if (!mapped.has(pair[0])) {
+        pairs.push(pair);
+        mapped.add(pair[0]);
+      }
+    }
+    // When the neighbour's action takes its own entity out of a slot and brings another one in
+    // (`go to {}`: the place it went to leaves the list, the place it left comes back), the one
+    // coming back here is the one entity that filled that slot earlier in this episode and no
+    // longer does, other than this action's own.
+    const own = new Set(actionTemplate(action).entities);
+    const theirs = new Set(actionTemplate(t.action).entities);
+    const swapped = new Set<string>();
+    for (const a of removed) {
+      const { template, entities } = actionTemplate(a);
+      entities.forEach((e, slot) => {
+        if (theirs.has(e)) swapped.add(`${template}#${slot}`);
+      });
+    }
+    for (const a of addedRaw) {
+      const { template, entities } = actionTemplate(a);
+      entities.forEach((e, slot) => {
+        if (mapped.has(e) || !swapped.has(`${template}#${slot}`)) return;
+        const fill = (o: Observation): Set<string> =>
+          new Set(o.actions.map((x) => actionTemplate(x)).filter((x) => x.template === template).map((x) => x.entities[slot] ?? ''));
+        const now = fill(observation);
+        const candidates = new Set<string>();
+        for (const o of seen.slice(0, -1)) for (const f of fill(o)) if (f !== '' && !now.has(f) && !own.has(f)) candidates.add(f);
+        if (candidates.size === 1) {
+          const [f] = [...candidates] as [string];
+          if (f !== e) pairs.push([e, f]);
+          mapped.add(e);
+        }
+      });
+    }
+    const sub = withSwaps(pairs);
+    if (!editTransfers(t.state, next)) return { text: applySubstitution(next.text, sub), actions: next.actions.map((a) => applySubstitution(a, sub)) };
+    const text = editText(observation.text, t.state.text, next.text, sub);
+    // Apply the neighbour's edit of its admissible actions to this state's actions.
+    const gone = new Set(removed.map((a) => applySubstitution(a, sub)));
+    const added = addedRaw.map((a) => applySubstitution(a, sub));
+    const actions = observation.actions.filter((a) => !gone.has(a));
+    for (const a of added) if (!actions.includes(a)) actions.push(a);
+    return { text, actions };
+  }
+
+  /**
+   * The stored continuing transition most like (state, action): the same task's (same id) own transition
+   * for this action when the data has one (it shows this task's world), else one with the same
+   * action in any task (a product page is the same page in every task), else among the k most
+   * similar of the same verb, one with the same template first.
+   */
+  private async nearest(task: AgentTask, observation: Observation, action: string): Promise<RealTransition | undefined> {
+    const state = observation.text;
+    const [query] = await this.embedder.embed([retrievalText(state, action, task.instruction)]);
+    const q = query as Float32Array;
+    const kinds = templateSet(observation.actions);
+    // Similar screens first, and among them states that offered the same kinds of action (a
+    // neighbour that held nothing cannot say what holding something offers here).
+    const pick = (positions: readonly number[] | undefined): RealTransition | undefined => {
+      if (!positions || positions.length === 0) return undefined;
+      let best = positions[0] as number;
+      let bestScore = this.config.neighbourOrder === 'nearest' ? -Infinity : Infinity;
+      for (const pos of positions) {
+        const v = this.vectors[pos] as Float32Array;
+        let dot = jaccardOf(kinds, this.templates[pos] as Set<string>);
+        for (let i = 0; i < v.length; i++) dot += (v[i] as number) * (q[i] as number);
+        if (this.config.neighbourOrder === 'nearest' ? dot > bestScore : dot < bestScore) {
+          best = pos;
+          bestScore = dot;
+        }
+      }
+      return this.transitions[best];
     };
-  }
-
-  /** The exact action's terminal rate when it was seen often enough, else its template's. */
-  private terminalRateOf(action: string, template: string): number {
-    const exact = this.terminalByTemplate.get(action);
-    if (exact && exact.count >= MIN_EXACT_COUNT) return exact.rate;
-    return this.terminalByTemplate.get(template)?.rate ?? 0;
-  }
-
-  /** The nearest continuing transition with the same verb, preferring one with the same action template. */
-  private async nearest(state: string, action: string, template: string): Promise<RealTransition | undefined> {
+    const own = pick(this.byTaskAction.get(taskActionKey(task.id, action)));
+    if (own) return own;
+    const same = pick(this.byAction.get(action));
+    if (same) return same;
     const verb = this.verbs.get(actionVerb(action));
     if (!verb) return undefined;
-    const [query] = await this.embedder.embed([transitionText(state, action)]);
-    const hits = this.safeSearch(verb.index, query as Float32Array, this.config.k);
-    const candidates = hits.map((h) => this.transitions[verb.rows[h.seq] as number] as RealTransition).filter((t) => t.next);
-    return candidates.find((t) => actionTemplate(t.action).template === template) ?? candidates[0];
+    let hits = this.safeSearch(verb.index, q, this.config.neighbourOrder === 'nearest' ? this.config.k : verb.rows.length);
+    if (this.config.neighbourOrder === 'farthest') hits = hits.reverse().slice(0, this.config.k);
+    const template = actionTemplate(action).template;
+    const continuing = hits.map((h) => this.transitions[verb.rows[h.seq] as number] as RealTransition).filter((t) => t.next);
+    return continuing.find((t) => actionTemplate(t.action).template === template) ?? continuing[0];
   }
 
   private safeSearch(index: RetrievalIndex, query: Float32Array, k: number): { seq: number; score: number }[] {
@@ -296,6 +608,54 @@ export class RetrievalExperienceModel implements ExperienceModel {
 
   /** Frees the reward model's tensors. */
   dispose(): void {
-    this.rewardModel.dispose();
+    this.rewardModel?.dispose();
   }
+}
+
+const templateSet = (actions: readonly string[]): Set<string> => new Set(actions.map((a) => actionTemplate(a).template));
+
+function jaccardOf(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
+  let inter = 0;
+  for (const x of a) if (b.has(x)) inter++;
+  const union = a.size + b.size - inter;
+  return union === 0 ? 1 : inter / union;
+}
+
+const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actions.slice() });
+
+const lineKey = (line: string): string => line.trim().split(/[\s:]/, 1)[0] ?? '';
+
+/**
+ * This state's text with the neighbour's edit applied line by line: for each line the neighbour's
+ * action changed, the line of this text that starts with the same word gets the same change
+ * (the changed words, rewritten, where this line has them; else the neighbour's new line,
+ * rewritten). Choosing an option on a product page then marks it selected on this product's page
+ * instead of showing the neighbour's product. When the neighbour's line count changed, its whole
+ * new text is used, rewritten.
+ */
+function editText(ours: string, before: string, after: string, sub: Substitution): string {
+  const a = before.split('\n');
+  const b = after.split('\n');
+  if (a.length !== b.length) return applySubstitution(after, sub);
+  const lines = ours.split('\n');
+  for (let i = 0; i < a.length; i++) {
+    const was = a[i] as string;
+    const now = b[i] as string;
+    if (was === now) continue;
+    const key = lineKey(was);
+    const at = lineKey(lines[i] ?? '') === key ? i : lines.findIndex((l) => lineKey(l) === key);
+    if (at < 0) return applySubstitution(after, sub);
+    const x = was.split(' ');
+    const y = now.split(' ');
+    let pre = 0;
+    while (pre < x.length && pre < y.length && x[pre] === y[pre]) pre++;
+    let post = 0;
+    while (post < x.length - pre && post < y.length - pre && x[x.length - 1 - post] === y[y.length - 1 - post]) post++;
+    const oldMid = applySubstitution(x.slice(pre, x.length - post).join(' '), sub);
+    const newMid = applySubstitution(y.slice(pre, y.length - post).join(' '), sub);
+    const line = lines[at] as string;
+    const pos = oldMid === '' ? -1 : line.lastIndexOf(oldMid);
+    lines[at] = pos >= 0 ? line.slice(0, pos) + newMid + line.slice(pos + oldMid.length) : applySubstitution(now, sub);
+  }
+  return lines.join('\n');
 }

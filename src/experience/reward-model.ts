@@ -1,31 +1,51 @@
 /**
  * The retrieval experience model's learned reward: a small tfjs classifier that predicts the
- * reward of taking `action` in `state` for a task's `instruction`, trained on offline real
- * transitions. Its inputs are hashed-embedding features; the elementwise products
- * instruction×state and instruction×action carry the word overlap between what is asked and
- * what is on screen, which is most of what decides an outcome reward in these environments.
+ * reward of taking `action` in `state` for a task's `instruction`, given the actions taken so
+ * far, trained on real transitions. It judges from evidence that the goal holds, read from
+ * agent-visible text only: how much of the instruction the state, the action and the history
+ * cover (`evidence.ts`), plus hashed n-grams of the same texts with the instruction's words,
+ * numbers and opaque ids abstracted away (so "holding the object asked for" is one feature
+ * across tasks, and no product id can be memorised), plus the instruction's own words (the
+ * kind of task).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Embedder } from '../core/embedding.ts';
 import { Rng } from '../core/rng.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
+import { abstractText, evidenceFeatures, EVIDENCE_DIM, instructionWords, withoutInstruction } from './evidence.ts';
 
 /** One training example: the reward observed after `action` in `state`. */
 export interface RewardExample {
   instruction: string;
   state: string;
   action: string;
+  /** Actions taken earlier in the episode, oldest first. Default none. */
+  history?: readonly string[];
+  /** The actions taken on the current page (see `actionsOnPage`). Default none. */
+  pageActions?: readonly string[];
+  /** The state's admissible actions. Default none. */
+  offered?: readonly string[];
   /** In [0, 1]. */
   reward: number;
+  /** Whether the step completed the task. Default: `reward >= 1`. */
+  success?: boolean;
+}
+
+/** What the model predicts for one input. */
+export interface PredictedOutcome {
+  /** Expected reward in [0, 1]. */
+  reward: number;
+  /** Probability that the step completes the task. */
+  success: number;
 }
 
 /** Training settings; plain data with documented defaults. */
 export interface RewardModelConfig {
-  /** Dimension of the hashed embeddings the features are built from (4 × this inputs). Default 128. */
+  /** Dimension of each hashed embedding the features are built from (4 × this inputs, plus the dense evidence). Default 128. */
   featureDim: number;
-  /** Hidden units of the one hidden layer. Default 32. */
+  /** Hidden units of the one hidden layer. Default 48. */
   hidden: number;
-  /** Passes over the training set. Default 20. */
+  /** Passes over the training set. Default 30. */
   epochs: number;
   /** Minibatch size. Default 128. */
   batchSize: number;
@@ -37,8 +57,8 @@ export interface RewardModelConfig {
 
 export const DEFAULT_REWARD_MODEL_CONFIG: RewardModelConfig = {
   featureDim: 128,
-  hidden: 32,
-  epochs: 20,
+  hidden: 48,
+  epochs: 30,
   batchSize: 128,
   learningRate: 5e-3,
   seed: 0,
@@ -74,7 +94,8 @@ export class RewardModel {
     const model = tf.sequential({
       layers: [
         tf.layers.dense({ inputShape: [inputDim], units: cfg.hidden, activation: 'relu', kernelInitializer: tf.initializers.glorotUniform({ seed: cfg.seed }) }),
-        tf.layers.dense({ units: 1, activation: 'sigmoid', kernelInitializer: tf.initializers.glorotUniform({ seed: cfg.seed + 1 }) }),
+        // Two outputs: the reward, and whether the task is completed (a partial reward is not success).
+        tf.layers.dense({ units: 2, activation: 'sigmoid', kernelInitializer: tf.initializers.glorotUniform({ seed: cfg.seed + 1 }) }),
       ],
     });
     const optimizer = tf.train.adam(cfg.learningRate, 0.9, 0.999, 1e-7);
@@ -82,13 +103,15 @@ export class RewardModel {
     // Shuffle once with our seeded generator: tfjs's own shuffle uses Math.random.
     const order = new Rng(cfg.seed).shuffle(examples.map((_, i) => i));
     const xData = new Float32Array(order.length * inputDim);
-    const yData = new Float32Array(order.length);
+    const yData = new Float32Array(order.length * 2);
     order.forEach((src, row) => {
+      const e = examples[src] as RewardExample;
       xData.set(features[src] as Float32Array, row * inputDim);
-      yData[row] = (examples[src] as RewardExample).reward;
+      yData[2 * row] = e.reward;
+      yData[2 * row + 1] = (e.success ?? e.reward >= 1) ? 1 : 0;
     });
     const x = tf.tensor2d(xData, [order.length, inputDim]);
-    const y = tf.tensor2d(yData, [order.length, 1]);
+    const y = tf.tensor2d(yData, [order.length, 2]);
     let finalLoss = Number.NaN;
     try {
       const history = await model.fit(x, y, { epochs: cfg.epochs, batchSize: cfg.batchSize, shuffle: false, verbose: 0 });
@@ -107,7 +130,12 @@ export class RewardModel {
   }
 
   /** Predicted rewards in [0, 1], one per input. */
-  async predict(inputs: readonly Omit<RewardExample, 'reward'>[]): Promise<number[]> {
+  async predict(inputs: readonly Omit<RewardExample, 'reward' | 'success'>[]): Promise<number[]> {
+    return (await this.predictOutcomes(inputs)).map((o) => o.reward);
+  }
+
+  /** Predicted reward and probability of success, one per input. */
+  async predictOutcomes(inputs: readonly Omit<RewardExample, 'reward' | 'success'>[]): Promise<PredictedOutcome[]> {
     if (inputs.length === 0) return [];
     const features = await featurise(this.embedder, inputs);
     const dim = features[0]?.length ?? 0;
@@ -115,7 +143,8 @@ export class RewardModel {
     features.forEach((f, i) => flat.set(f, i * dim));
     const out = tf.tidy(() => this.model.predict(tf.tensor2d(flat, [features.length, dim])) as tf.Tensor);
     try {
-      return Array.from(await out.data());
+      const values = await out.data();
+      return inputs.map((_, i) => ({ reward: values[2 * i] as number, success: values[2 * i + 1] as number }));
     } finally {
       out.dispose();
     }
@@ -127,24 +156,29 @@ export class RewardModel {
   }
 }
 
-/** [instruction⊙state · dim, instruction⊙action · dim, state, action] per example. */
-async function featurise(embedder: Embedder, items: readonly Omit<RewardExample, 'reward'>[]): Promise<Float32Array[]> {
+/**
+ * [dense evidence, abstracted state, abstracted action, abstracted history, instruction] per
+ * example; the state loses its instruction line so that the instruction's words are not counted
+ * as seen on screen.
+ */
+async function featurise(embedder: Embedder, items: readonly Omit<RewardExample, 'reward' | 'success'>[]): Promise<Float32Array[]> {
   const texts: string[] = [];
-  for (const it of items) texts.push(it.instruction, it.state, it.action);
+  for (const it of items) {
+    const words = instructionWords(it.instruction);
+    const history = it.history ?? [];
+    texts.push(
+      abstractText(withoutInstruction(it.state, it.instruction), words),
+      abstractText(it.action, words),
+      history.map((a) => abstractText(a, words)).join(' | '),
+      it.instruction,
+    );
+  }
   const vectors = await embedder.embed(texts);
   const d = embedder.dim;
-  return items.map((_, i) => {
-    const ins = vectors[3 * i] as Float32Array;
-    const st = vectors[3 * i + 1] as Float32Array;
-    const ac = vectors[3 * i + 2] as Float32Array;
-    const f = new Float32Array(4 * d);
-    // Products of unit vectors are O(1/d) per coordinate; scale them to the same range as the rest.
-    for (let j = 0; j < d; j++) {
-      f[j] = (ins[j] as number) * (st[j] as number) * d;
-      f[d + j] = (ins[j] as number) * (ac[j] as number) * d;
-    }
-    f.set(st, 2 * d);
-    f.set(ac, 3 * d);
+  return items.map((it, i) => {
+    const f = new Float32Array(EVIDENCE_DIM + 4 * d);
+    f.set(evidenceFeatures(it.instruction, it.state, it.action, it.history ?? [], it.pageActions ?? [], it.offered ?? []), 0);
+    for (let k = 0; k < 4; k++) f.set(vectors[4 * i + k] as Float32Array, EVIDENCE_DIM + k * d);
     return f;
   });
 }

@@ -1,10 +1,11 @@
 /**
  * Entity substitution for the retrieval experience model: a stored transition is re-used for a
  * new task and a new action by rewriting the entities it mentions. The mapping comes only from
- * data (the two tasks' instructions and goals, and the two actions' arguments), never from an
+ * agent-visible data (the two tasks' instructions, the two actions' arguments and the entities
+ * the two states' admissible actions name), never from a task's hidden goal or an
  * environment's code, so whatever it cannot transfer shows up as a sim-to-real gap.
  */
-import type { JsonValue, Task } from '../core/types.ts';
+import type { AgentTask, Observation } from '../core/types.ts';
 
 /** An ordered list of replacements; earlier entries win when two claim the same text. */
 export type Substitution = Array<[from: string, to: string]>;
@@ -37,22 +38,12 @@ export function actionVerb(action: string): string {
   return t.split(/\s+/, 1)[0] ?? '';
 }
 
-function flatten(value: JsonValue, path: string, out: Map<string, string>): void {
-  if (typeof value === 'string') {
-    out.set(path, value);
-  } else if (Array.isArray(value)) {
-    value.forEach((v, i) => flatten(v, `${path}[${i}]`, out));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) flatten(v, path ? `${path}.${k}` : k, out);
-  }
-}
-
 /**
  * Replacements that turn text about `(fromTask, fromAction)` into text about `(toTask, toAction)`:
- * the whole instruction first, then action entities (when both actions share a template), then
- * string values found at the same place in both goals.
+ * the whole instruction first, then action entities (when both actions share a template). Only
+ * agent-visible fields are read: the instruction, never the goal.
  */
-export function buildSubstitution(fromTask: Task, toTask: Task, fromAction?: string, toAction?: string): Substitution {
+export function buildSubstitution(fromTask: AgentTask, toTask: AgentTask, fromAction?: string, toAction?: string): Substitution {
   const pairs: Substitution = [];
   if (fromTask.instruction !== toTask.instruction) pairs.push([fromTask.instruction, toTask.instruction]);
   if (fromAction !== undefined && toAction !== undefined) {
@@ -65,16 +56,98 @@ export function buildSubstitution(fromTask: Task, toTask: Task, fromAction?: str
       });
     }
   }
-  const fromGoal = new Map<string, string>();
-  const toGoal = new Map<string, string>();
-  flatten(fromTask.goal, '', fromGoal);
-  flatten(toTask.goal, '', toGoal);
-  for (const [path, from] of fromGoal) {
-    const to = toGoal.get(path);
-    // Very short values ("m", "s") would rewrite unrelated words.
-    if (to !== undefined && from !== to && from.length >= 3) pairs.push([from, to]);
+  return pairs;
+}
+
+/** Each entity named by a state's admissible actions, with the slots it fills (`take {} from {}#1`). */
+function entityRoles(actions: readonly string[]): Map<string, string> {
+  const roles = new Map<string, Set<string>>();
+  for (const action of actions) {
+    const { template, entities } = actionTemplate(action);
+    entities.forEach((e, i) => {
+      const set = roles.get(e) ?? roles.set(e, new Set()).get(e);
+      set?.add(`${template}#${i}`);
+    });
+  }
+  return new Map([...roles].map(([e, set]) => [e, [...set].sort().join('|')]));
+}
+
+/**
+ * Pairs the entities of two states that play the same role, as told by the slots of the
+ * admissible actions they fill. First an entity whose set of slots no other entity of its state
+ * shares (the place the agent stands at is the only one offered `take {} from {}` and `examine
+ * {}` but not `go to {}`; the object it holds is the only one offered `put {} in/on {}`) pairs
+ * with the entity of the other state that has the same unique set. Then each entity of `from`
+ * listed in `involved` (those the transition's edit touches) pairs with the entity of `to`
+ * whose slots overlap its own most, when exactly one does. Entities with a shared role (every
+ * place one can go to) stay unpaired.
+ */
+export function alignEntities(from: Observation, to: Observation, involved: ReadonlySet<string> = new Set()): Substitution {
+  const fromRoles = entityRoles(from.actions);
+  const toRoles = entityRoles(to.actions);
+  const uniqueByRole = (roles: Map<string, string>): Map<string, string> => {
+    const byRole = new Map<string, string[]>();
+    for (const [e, role] of roles) (byRole.get(role) ?? byRole.set(role, []).get(role))?.push(e);
+    return new Map([...byRole].filter(([, es]) => es.length === 1).map(([role, es]) => [role, es[0] as string]));
+  };
+  const a = uniqueByRole(fromRoles);
+  const b = uniqueByRole(toRoles);
+  const pairs: Substitution = [];
+  const pairedFrom = new Set<string>();
+  const pairedTo = new Set<string>();
+  for (const [role, e] of a) {
+    const f = b.get(role);
+    if (f === undefined) continue;
+    pairedFrom.add(e);
+    pairedTo.add(f);
+    if (f !== e) pairs.push([e, f]);
+  }
+  const slots = (role: string): Set<string> => new Set(role.split('|'));
+  for (const e of [...involved].sort()) {
+    const role = fromRoles.get(e);
+    if (role === undefined || pairedFrom.has(e)) continue;
+    const mine = slots(role);
+    let best = 0;
+    let bestEntity: string | undefined;
+    let ties = 0;
+    for (const [f, other] of toRoles) {
+      if (pairedTo.has(f)) continue;
+      const theirs = slots(other);
+      let inter = 0;
+      for (const x of mine) if (theirs.has(x)) inter++;
+      const score = inter / (mine.size + theirs.size - inter);
+      if (score > best) {
+        best = score;
+        bestEntity = f;
+        ties = 1;
+      } else if (score === best && score > 0) {
+        ties++;
+      }
+    }
+    if (bestEntity === undefined || ties !== 1) continue;
+    pairedFrom.add(e);
+    pairedTo.add(bestEntity);
+    if (bestEntity !== e) pairs.push([e, bestEntity]);
   }
   return pairs;
+}
+
+/**
+ * Makes a substitution a permutation: for each `a -> b`, also `b -> a` unless `b` is already
+ * mapped. Rewriting a neighbour's "go to sidetable 1" as "go to drawer 2" must also turn its
+ * "go to drawer 2" into "go to sidetable 1", or the place would be offered twice and the other
+ * never.
+ */
+export function withSwaps(substitution: Substitution): Substitution {
+  const from = new Set(substitution.map(([a]) => a));
+  const out: Substitution = [...substitution];
+  for (const [a, b] of substitution) {
+    if (!from.has(b) && b !== '') {
+      out.push([b, a]);
+      from.add(b);
+    }
+  }
+  return out;
 }
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -91,4 +164,73 @@ export function applySubstitution(text: string, substitution: Substitution): str
   const keys = [...map.keys()].sort((a, b) => b.length - a.length);
   const re = new RegExp(`(?<![\\w])(?:${keys.map(escape).join('|')})(?![\\w])`, 'g');
   return text.replace(re, (m) => map.get(m) ?? m);
+}
+
+const WORD_RE = /[\p{L}\p{N}]+(?:[.'][\p{L}\p{N}]+)*/gu;
+const FILLER = new Set(['a', 'an', 'the', 'some', 'in', 'of', 'and', 'that', 'is', 'are', 'to']);
+
+interface Word {
+  text: string;
+  start: number;
+  end: number;
+}
+
+function words(text: string): Word[] {
+  return [...text.matchAll(WORD_RE)].map((m) => ({ text: m[0].toLowerCase(), start: m.index, end: m.index + m[0].length }));
+}
+
+/**
+ * Replacements that turn text written for one instruction into text for another, from the two
+ * instructions alone: the words they share (longest common subsequence) anchor the alignment,
+ * and each stretch between anchors maps to the other's stretch, without leading and trailing
+ * filler words ("some pet shampoo" -> "a frying pan" gives "pet shampoo" -> "frying pan"). Text
+ * derived from an instruction (search suggestions on a first page) then follows the new one.
+ */
+export function instructionAlignment(from: string, to: string): Substitution {
+  const a = words(from);
+  const b = words(to);
+  const n = a.length;
+  const m = b.length;
+  // LCS table over words.
+  const dp: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      dp[i]![j] = a[i]!.text === b[j]!.text ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
+    }
+  }
+  const pairs: Substitution = [];
+  const flush = (ra: Word[], rb: Word[]): void => {
+    const trim = (r: Word[]): Word[] => {
+      let s = 0;
+      let e = r.length;
+      while (s < e && FILLER.has(r[s]!.text)) s++;
+      while (e > s && FILLER.has(r[e - 1]!.text)) e--;
+      return r.slice(s, e);
+    };
+    const x = trim(ra);
+    const y = trim(rb);
+    if (x.length === 0 || y.length === 0) return;
+    const fromText = from.slice(x[0]!.start, x[x.length - 1]!.end);
+    const toText = to.slice(y[0]!.start, y[y.length - 1]!.end);
+    if (fromText !== toText) pairs.push([fromText, toText]);
+  };
+  let i = 0;
+  let j = 0;
+  let ra: Word[] = [];
+  let rb: Word[] = [];
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i]!.text === b[j]!.text) {
+      flush(ra, rb);
+      ra = [];
+      rb = [];
+      i++;
+      j++;
+    } else if (j >= m || (i < n && dp[i + 1]![j]! >= dp[i]![j + 1]!)) {
+      ra.push(a[i++]!);
+    } else {
+      rb.push(b[j++]!);
+    }
+  }
+  flush(ra, rb);
+  return pairs;
 }

@@ -4,7 +4,7 @@
  * local LLM, grounded by retrieved demonstrations) and the retrieval experience model (no LLM:
  * nearest stored real transitions plus a learned reward model).
  */
-import type { Observation, Task } from '../core/types.ts';
+import type { AgentTask, Observation } from '../core/types.ts';
 
 /** A stored real transition retrieved from the replay buffer to ground the experience model. */
 export interface Demonstration {
@@ -31,7 +31,8 @@ export interface HistoryStep {
 
 /** What the experience model is asked to predict: the outcome of `action` in `observation`. */
 export interface ExperienceStepRequest {
-  task: Task;
+  /** What the agent sees of the task (never its goal: see `agentView`). */
+  task: AgentTask;
   /** Earlier steps of this episode, oldest first (excluding the current one). */
   history: readonly HistoryStep[];
   observation: Observation;
@@ -53,8 +54,12 @@ export interface ExperienceStep {
 export interface ExperienceModel {
   /** Identifies the backend in metrics and trajectories ('llm', 'retrieval'). */
   readonly kind: string;
-  /** The first observation of an episode on `task`. `demos` are retrieved initial states. */
-  reset(task: Task, demos: readonly Demonstration[]): Promise<Observation>;
+  /**
+   * The first observation of an episode on `task`, for tasks without a recorded first
+   * observation (generated ones); `demos` are retrieved initial states. A seed task's first
+   * observation comes from its recorded data, not from here.
+   */
+  reset(task: AgentTask, demos: readonly Demonstration[]): Promise<Observation>;
   /** Predicts the outcome of one action. Never returns a half-formed step: it resolves or throws a typed error. */
   step(request: ExperienceStepRequest): Promise<ExperienceStep>;
 }

@@ -96,7 +96,11 @@ export function packDecisions(decisions: readonly Decision[], dims?: { stateDim:
   return { count: n, maxCandidates: k, stateDim, actionDim, states, candidates, mask, prior, candidateCounts };
 }
 
-/** Checks the array sizes of an input (e.g. one received from another thread). */
+/**
+ * Checks an input (e.g. one received from another thread): the array sizes, and that each row's
+ * candidate count is an integer in [1, maxCandidates] (a larger count would make readers of the
+ * padded [count, K] arrays run into the next row).
+ */
 export function validateInput(input: PolicyInput): void {
   const { count: n, maxCandidates: k, stateDim, actionDim } = input;
   const want: [string, number, number][] = [
@@ -108,6 +112,12 @@ export function validateInput(input: PolicyInput): void {
   ];
   for (const [name, got, expected] of want) {
     if (got !== expected) throw new PolicyInputError(`PolicyInput.${name} has ${got} values, expected ${expected}`);
+  }
+  for (let i = 0; i < n; i++) {
+    const c = input.candidateCounts[i];
+    if (!(typeof c === 'number' && Number.isInteger(c) && c >= 1 && c <= k)) {
+      throw new PolicyInputError(`PolicyInput.candidateCounts[${i}] is ${String(c)}, expected an integer in [1, ${k}] (maxCandidates ${k})`);
+    }
   }
 }
 

@@ -5,9 +5,12 @@
  * Import is all or nothing with respect to the file: every line is validated against the
  * Foundation schema (and task references, duplicates and environments are checked against the
  * run) before anything is written, so a file with any bad line writes nothing and the error
- * (`JsonlError`) lists the bad lines. Then tasks are written, and trajectories in batches (one
- * transaction each, embedded in between). If a write fails midway (e.g. `StorageFullError`),
- * what this import already wrote is deleted again before the error is rethrown.
+ * (`JsonlError`) lists the bad lines. The evictions the whole import needs to fit the run's
+ * capacity are planned then too (a `CapacityError` also writes nothing). Then tasks are written,
+ * and trajectories in batches (one transaction each, embedded in between) that evict nothing;
+ * the planned evictions are done last, as the import's commit. If anything fails before that
+ * (e.g. `StorageFullError`, an abort), what this import wrote is deleted again and, since
+ * nothing was evicted yet, the run is exactly as it was before the import.
  *
  * Inputs that can be read twice (a string, a Blob/File, or a function returning a fresh stream)
  * are streamed twice (validate, then write) and never held in memory whole; one-shot streams
@@ -17,7 +20,7 @@ import type { Embedder } from '../core/embedding.ts';
 import { JsonlError, parseJsonlLine, taskLine, trajectoryLine, type JsonlIssue, type JsonlRecord } from '../core/jsonl.ts';
 import type { Task, Trajectory, TrajectorySource } from '../core/types.ts';
 import { EmbedderMismatchError, EmbeddingDimensionError, UnknownRunError } from './errors.ts';
-import type { ReplayStore } from './store.ts';
+import type { PlannedTrajectory, ReplayStore } from './store.ts';
 import { checkId, checkPositive } from './validate.ts';
 
 /** A stream of text or bytes. */
@@ -63,7 +66,7 @@ export interface ImportSummary {
   transitions: number;
   /** Trajectory ids skipped as already stored (`onDuplicate: 'skip'`). */
   skipped: string[];
-  /** Trajectories evicted to make room (unpinned data only). */
+  /** Trajectories evicted to make room (unpinned data only, evicted once everything is written). */
   evicted: number;
 }
 
@@ -148,8 +151,9 @@ interface Located<T> {
 /**
  * Imports tasks and trajectories from dreamgym JSONL into an existing run. See the module
  * comment for the all-or-nothing guarantees. Throws `JsonlError` (with line numbers) when any
- * line is bad, `UnknownRunError`, `EmbedderMismatchError`/`EmbeddingDimensionError`, or the
- * write's error (e.g. `StorageFullError`) after removing what it had written.
+ * line is bad, `UnknownRunError`, `EmbedderMismatchError`/`EmbeddingDimensionError`,
+ * `CapacityError` (before writing) when pinned data would not fit, or the write's error (e.g.
+ * `StorageFullError`) after removing what it had written (nothing was evicted by then).
  */
 export async function importJsonl(store: ReplayStore, runId: string, input: JsonlInput, options: ImportJsonlOptions): Promise<ImportSummary> {
   checkId('run id', runId);
@@ -179,7 +183,7 @@ export async function importJsonl(store: ReplayStore, runId: string, input: Json
   const issues: JsonlIssue[] = [];
   const fileTasks = new Map<string, Located<Task>>();
   const fileTrajectoryLines = new Map<string, number>();
-  const trajectoryRefs: Located<{ id: string; taskId: string; env: Task['env'] }>[] = [];
+  const trajectoryRefs: Located<{ id: string; taskId: string; env: Task['env']; source: TrajectorySource; length: number }>[] = [];
   const kept: { tasks: Task[]; trajectories: Trajectory[] } | null = rereadable ? null : { tasks: [], trajectories: [] };
   let lineNo = 0;
   let bytes = 0;
@@ -205,7 +209,7 @@ export async function importJsonl(store: ReplayStore, runId: string, input: Json
       const first = fileTrajectoryLines.get(t.id);
       if (first !== undefined) issues.push({ line: lineNo, field: 'trajectory.id', message: `duplicate trajectory id ${JSON.stringify(t.id)} (first on line ${first})` });
       else fileTrajectoryLines.set(t.id, lineNo);
-      trajectoryRefs.push({ line: lineNo, value: { id: t.id, taskId: t.taskId, env: t.env } });
+      trajectoryRefs.push({ line: lineNo, value: { id: t.id, taskId: t.taskId, env: t.env, source: t.source, length: t.steps.length } });
       kept?.trajectories.push(t);
     }
   }
@@ -231,9 +235,16 @@ export async function importJsonl(store: ReplayStore, runId: string, input: Json
     }
   }
   if (issues.length > 0) throw new JsonlError(issues.sort((a, b) => a.line - b.line).slice(0, MAX_ISSUES));
-  const totalTrajectories = trajectoryRefs.length - skipIds.size;
+  const planned = trajectoryRefs.filter((r) => !skipIds.has(r.value.id));
+  const totalTrajectories = planned.length;
 
-  // ---- Phase 2: write; on failure remove what this import wrote.
+  // Evictions are planned now and done only at the end: done batch by batch, a later failure
+  // could not undo them (the evicted data would be gone).
+  const batches: PlannedTrajectory[][] = [];
+  for (let i = 0; i < planned.length; i += batchSize) batches.push(planned.slice(i, i + batchSize).map((r) => r.value));
+  const evictionPlan = await store.planEvictions(runId, batches, options.pinned === undefined ? {} : { pinned: options.pinned });
+
+  // ---- Phase 2: write, then evict; on failure remove what this import wrote.
   const replacedTasks = [...fileTasks.keys()].map((id) => runTasks.get(id)).filter((t): t is Task => t !== undefined);
   const newTaskIds = [...fileTasks.keys()].filter((id) => !runTasks.has(id));
   const written: string[] = [];
@@ -252,21 +263,26 @@ export async function importJsonl(store: ReplayStore, runId: string, input: Json
     const flush = async (): Promise<void> => {
       if (batch.length === 0) return;
       checkAborted();
-      const result = await store.putTrajectories(runId, batch, { embedder, pinned: options.pinned, onDuplicate: 'error' });
+      const result = await store.putTrajectories(runId, batch, { embedder, pinned: options.pinned, onDuplicate: 'error', evict: false });
       written.push(...result.added);
       summary.trajectories += result.added.length;
       summary.transitions += result.transitions;
-      summary.evicted += result.evicted.trajectoryIds.length;
       batch = [];
       progress({ phase: 'write', lines: lines2, bytes: bytes2, written: written.length, totalTrajectories });
     };
-    const take = async (t: Trajectory): Promise<void> => {
+    let taken = 0;
+    const take = async (t: Trajectory, line: number): Promise<void> => {
       if (skipIds.has(t.id)) return;
+      // The eviction plan holds only if the batches are the validated ones.
+      const expected = planned[taken++]?.value;
+      if (expected?.id !== t.id || expected.length !== t.steps.length) {
+        throw new JsonlError([{ line, field: 'trajectory', message: `the input changed while importing: expected trajectory ${JSON.stringify(expected?.id)} of ${expected?.length} steps, read ${JSON.stringify(t.id)} of ${t.steps.length}` }]);
+      }
       batch.push(t);
       if (batch.length >= batchSize) await flush();
     };
     if (kept) {
-      for (const t of kept.trajectories) await take(t);
+      for (const [i, t] of kept.trajectories.entries()) await take(t, (trajectoryRefs[i] as Located<unknown>).line);
     } else {
       // Re-read; a line that changed since validation still fails loudly.
       const again: JsonlIssue[] = [];
@@ -278,13 +294,17 @@ export async function importJsonl(store: ReplayStore, runId: string, input: Json
           again.push(...result);
           break;
         }
-        if (result.type === 'trajectory') await take(result.trajectory);
+        if (result.type === 'trajectory') await take(result.trajectory, lines2);
       }
       if (again.length > 0 || lines2 !== lineNo) {
         throw new JsonlError(again.length > 0 ? again : [{ line: lines2, message: `the input changed while importing (${lineNo} lines validated, ${lines2} read)` }]);
       }
     }
+    if (taken !== planned.length) throw new JsonlError([{ line: lineNo, message: `the input changed while importing (${planned.length} trajectories validated, ${taken} read)` }]);
     await flush();
+    // Commit: only now is older data evicted to make room.
+    checkAborted();
+    summary.evicted = (await store.evictTrajectories(runId, evictionPlan.trajectoryIds)).trajectoryIds.length;
   } catch (err) {
     // Undo: trajectories written by this import, then the tasks it created or replaced.
     try {

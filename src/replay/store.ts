@@ -6,7 +6,9 @@
  *   `StorageFullError` with the transaction rolled back.
  * - Capacity is per run (`maxTransitions`): when a write would exceed it, whole trajectories are
  *   evicted, oldest synthetic first, then other unpinned data; pinned data (offline seed data by
- *   default) is never evicted.
+ *   default) is never evicted. A write spread over several transactions (a JSONL import) plans
+ *   its evictions up front (`planEvictions`), writes with `evict: false` and evicts only when it
+ *   commits (`evictTrajectories`), so that undoing it never has to bring evicted data back.
  * - `retrieve` answers exact top-k cosine queries from an in-memory index per run, loaded lazily
  *   from the database and kept in sync with this store's writes and evictions; writes by other
  *   contexts (announced over BroadcastChannel) make it reload.
@@ -82,6 +84,32 @@ import { checkCount, checkId, checkPositive, checkTensor, compactCopy, idList, s
 
 /** The default per-run capacity in transitions. */
 export const DEFAULT_MAX_TRANSITIONS = 1_000_000;
+
+/** `putTrajectories` options, with the one a write spread over several transactions needs. */
+export interface PutTrajectoriesWriteOptions extends PutTrajectoriesOptions {
+  /**
+   * false: evict nothing, even beyond the run's capacity. Only for a multi-transaction write that
+   * planned its evictions with `planEvictions` and does them when it commits (`evictTrajectories`).
+   * Default true.
+   */
+  evict?: boolean;
+}
+
+/** One trajectory of a planned write: what eviction depends on. */
+export interface PlannedTrajectory {
+  id: string;
+  source: TrajectorySource;
+  /** Its number of steps (= transitions). */
+  length: number;
+}
+
+/** The evictions a multi-transaction write needs (see `ReplayStore.planEvictions`). */
+export interface EvictionPlan {
+  /** Trajectories to evict at commit, in eviction order; may include ones the write adds itself. */
+  trajectoryIds: string[];
+  /** Their transitions. */
+  transitions: number;
+}
 
 type RW = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readwrite'>;
 type RO = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readonly'>;
@@ -467,14 +495,16 @@ export class ReplayStore {
   /**
    * Stores trajectories in one transaction (all or nothing), one transition record per step with
    * its embedding; updates the tasks' reward statistics and the run's counters, and evicts the
-   * oldest unpinned data if the run would exceed its capacity. Every trajectory's task must be
-   * stored in the run.
+   * oldest unpinned data if the run would exceed its capacity (unless `options.evict` is false).
+   * Every trajectory's task must be stored in the run.
    */
-  async putTrajectories(runId: string, trajectories: readonly Trajectory[], options: PutTrajectoriesOptions = {}): Promise<PutTrajectoriesResult> {
+  async putTrajectories(runId: string, trajectories: readonly Trajectory[], options: PutTrajectoriesWriteOptions = {}): Promise<PutTrajectoriesResult> {
     checkId('run id', runId);
     if (!Array.isArray(trajectories)) throw new TypeError(`trajectories must be an array, got ${String(trajectories)}`);
     const onDuplicate = options.onDuplicate ?? 'error';
     if (onDuplicate !== 'error' && onDuplicate !== 'skip') throw new RangeError(`onDuplicate must be "error" or "skip", got ${JSON.stringify(onDuplicate)}`);
+    const evict = options.evict ?? true;
+    if (typeof evict !== 'boolean') throw new TypeError(`options.evict must be a boolean, got ${JSON.stringify(evict)}`);
     const parsed = trajectories.map((t, i) => validateTrajectory(t, i));
     const seen = new Set<string>();
     for (const t of parsed) {
@@ -535,7 +565,7 @@ export class ReplayStore {
       const adding = todo.reduce((n, d) => n + d.trajectory.steps.length, 0);
       let total = totalTransitions(run) + adding;
       const evicted: TrajectoryRecord[] = [];
-      if (total > max) {
+      if (evict && total > max) {
         const index = trajStore.index('by-evict');
         let lower: IDBKeyRange = IDBKeyRange.bound([runId], [runId, []]);
         while (total > max) {
@@ -621,22 +651,10 @@ export class ReplayStore {
     });
 
     // Committed: bring the in-memory index along, then tell everyone.
+    const evictedTransitions = this.committedRemoval(runId, outcome.evicted, 'evicted');
     this.indexes.apply(runId, (index) => {
-      for (const v of outcome.evicted) if (v.length > 0) index.removeRange(v.firstStep, v.firstStep + v.length - 1);
       for (const r of outcome.rows) index.add({ seq: r.seq, source: r.source, taskId: r.taskId, vector: r.embedding });
     });
-    const evictedTransitions = outcome.evicted.reduce((n, v) => n + v.length, 0);
-    if (outcome.evicted.length > 0) {
-      const ranges: [number, number][] = outcome.evicted.filter((v) => v.length > 0).map((v) => [v.firstStep, v.firstStep + v.length - 1]);
-      this.notifier.publish({
-        type: 'trajectories-removed',
-        runId,
-        trajectoryIds: outcome.evicted.map((v) => v.id),
-        transitions: evictedTransitions,
-        reason: 'evicted',
-        seqRanges: ranges.sort((a, b) => a[0] - b[0]),
-      });
-    }
     if (outcome.added.length > 0) {
       const perSource: Partial<Record<TrajectorySource, number>> = {};
       for (const h of outcome.added) perSource[h.source] = (perSource[h.source] ?? 0) + h.length;
@@ -690,23 +708,138 @@ export class ReplayStore {
       unwrap(tx.objectStore('runs')).put(run);
       return headers;
     });
+    this.committedRemoval(runId, removed, 'deleted');
+    return removed.map((h) => h.id);
+  }
+
+  /**
+   * Plans the evictions of a write spread over several transactions (`batches`, in the order they
+   * will be written), exactly as if each batch were written by `putTrajectories`: before each
+   * batch the oldest unpinned trajectories (synthetic first, earlier batches included) go until
+   * it fits. Writes nothing. Throws `CapacityError` if some batch cannot fit even then, so the
+   * caller fails before writing anything. The caller then writes the batches with
+   * `evict: false` and calls `evictTrajectories` with the plan when it commits: a failure in
+   * between has evicted nothing, and undoing the written batches restores the run exactly.
+   * `options.pinned` is the one the batches will be written with (default: offline ones).
+   */
+  async planEvictions(runId: string, batches: readonly (readonly PlannedTrajectory[])[], options: { pinned?: boolean } = {}): Promise<EvictionPlan> {
+    checkId('run id', runId);
+    // Array.isArray narrows a readonly array to any[]: keep a typed alias for the simulation.
+    const planned: readonly (readonly PlannedTrajectory[])[] = batches;
+    if (!Array.isArray(batches)) throw new TypeError(`batches must be an array of arrays of trajectories, got ${String(batches)}`);
+    batches.forEach((batch, b) => {
+      if (!Array.isArray(batch)) throw new TypeError(`batches[${b}] must be an array, got ${String(batch)}`);
+      batch.forEach((t: PlannedTrajectory, i) => {
+        if (typeof t !== 'object' || t === null) throw new TypeError(`batches[${b}][${i}] must be { id, source, length }, got ${String(t)}`);
+        checkId(`batches[${b}][${i}].id`, t.id);
+        if (!SOURCES.includes(t.source)) throw new RangeError(`batches[${b}][${i}].source must be one of ${SOURCES.join(', ')}, got ${JSON.stringify(t.source)}`);
+        checkCount(`batches[${b}][${i}].length`, t.length);
+      });
+    });
+    if (options.pinned !== undefined && typeof options.pinned !== 'boolean') throw new TypeError(`options.pinned must be a boolean, got ${JSON.stringify(options.pinned)}`);
+    return this.read(['runs', 'trajectories'], async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      const max = run.maxTransitions ?? this.settings.maxTransitions;
+      const index = tx.objectStore('trajectories').index('by-evict');
+      // Stored candidates in eviction order, paged lazily (most writes need few or none).
+      let page: TrajectoryRecord[] = [];
+      let at = 0;
+      let exhausted = false;
+      let lower: IDBKeyRange = IDBKeyRange.bound([runId], [runId, []]);
+      const storedHead = async (): Promise<TrajectoryRecord | undefined> => {
+        if (at < page.length || exhausted) return page[at];
+        page = await index.getAll(lower, EVICT_PAGE);
+        at = 0;
+        const last = page[page.length - 1];
+        if (page.length < EVICT_PAGE || last === undefined) exhausted = true;
+        else lower = IDBKeyRange.bound([runId, last.evictRank as number, last.seq], [runId, []], true, false);
+        return page[0];
+      };
+      // This write's own evictable trajectories by rank; each comes after every stored one of its
+      // rank (higher seq), and rank 0 (synthetic) before any rank 1.
+      const ownSynthetic: PlannedTrajectory[] = [];
+      const ownOther: PlannedTrajectory[] = [];
+      let nextSynthetic = 0;
+      let nextOther = 0;
+      let total = totalTransitions(run);
+      const plan: EvictionPlan = { trajectoryIds: [], transitions: 0 };
+      for (const batch of planned) {
+        if (batch.length === 0) continue;
+        total += batch.reduce((n, t) => n + t.length, 0);
+        while (total > max) {
+          const stored = await storedHead();
+          let victim: { id: string; length: number } | undefined;
+          if (stored && stored.evictRank === 0) victim = page[at++];
+          else if (nextSynthetic < ownSynthetic.length) victim = ownSynthetic[nextSynthetic++];
+          else if (stored) victim = page[at++];
+          else if (nextOther < ownOther.length) victim = ownOther[nextOther++];
+          if (!victim) throw new CapacityError(runId, max, total);
+          plan.trajectoryIds.push(victim.id);
+          plan.transitions += victim.length;
+          total -= victim.length;
+        }
+        for (const t of batch) {
+          const rank = evictRankOf(t.source, options.pinned ?? t.source === 'offline');
+          if (rank !== undefined) (rank === 0 ? ownSynthetic : ownOther).push(t);
+        }
+      }
+      return plan;
+    });
+  }
+
+  /**
+   * Evicts trajectories (a plan from `planEvictions`) in one transaction: like the evictions of
+   * `putTrajectories`, they count as evicted and the tasks' lifetime statistics are kept. Ids no
+   * longer stored are ignored; a pinned one is refused with `ReplayValidationError` (nothing is
+   * evicted then). Returns what was evicted.
+   */
+  async evictTrajectories(runId: string, ids: readonly string[]): Promise<PutTrajectoriesResult['evicted']> {
+    checkId('run id', runId);
+    const list = idList('trajectory id', ids) ?? [];
+    if (list.length === 0) return { trajectoryIds: [], transitions: 0 };
+    const evicted = await this.write(['runs', 'trajectories', 'transitions'], `evictTrajectories(${runId}, ${list.length} ids)`, async (tx) => {
+      const run = await this.requireRun(tx, runId);
+      const trajStore = tx.objectStore('trajectories');
+      const headers = (await Promise.all(list.map((id) => trajStore.get([runId, id])))).filter((h): h is TrajectoryRecord => h !== undefined);
+      const pinned = headers.find((h) => h.pinned);
+      if (pinned) throw new ReplayValidationError(`trajectory ${JSON.stringify(pinned.id)} of run ${JSON.stringify(runId)} is pinned and cannot be evicted`);
+      const rawTraj = unwrap(trajStore);
+      const rawTransitions = unwrap(tx.objectStore('transitions'));
+      for (const h of headers) {
+        deleteTrajectoryRecords(rawTraj, rawTransitions, run, h);
+        run.counters.evicted.trajectories += 1;
+        run.counters.evicted.transitions += h.length;
+      }
+      if (headers.length > 0) {
+        run.updatedAt = Date.now();
+        unwrap(tx.objectStore('runs')).put(run);
+      }
+      return headers;
+    });
+    const transitions = this.committedRemoval(runId, evicted, 'evicted');
+    return { trajectoryIds: evicted.map((h) => h.id), transitions };
+  }
+
+  /** After a committed removal: takes the trajectories off the index and tells everyone. Returns their transitions. */
+  private committedRemoval(runId: string, removed: readonly TrajectoryRecord[], reason: 'evicted' | 'deleted'): number {
     this.indexes.apply(runId, (index) => {
       for (const h of removed) if (h.length > 0) index.removeRange(h.firstStep, h.firstStep + h.length - 1);
     });
+    const transitions = removed.reduce((n, h) => n + h.length, 0);
     if (removed.length > 0) {
       this.notifier.publish({
         type: 'trajectories-removed',
         runId,
         trajectoryIds: removed.map((h) => h.id),
-        transitions: removed.reduce((n, h) => n + h.length, 0),
-        reason: 'deleted',
+        transitions,
+        reason,
         seqRanges: removed
           .filter((h) => h.length > 0)
           .map((h): [number, number] => [h.firstStep, h.firstStep + h.length - 1])
           .sort((a, b) => a[0] - b[0]),
       });
     }
-    return removed.map((h) => h.id);
+    return transitions;
   }
 
   /**

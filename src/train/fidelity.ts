@@ -1,42 +1,94 @@
 /**
  * How faithfully an experience model imitates a real environment, measured on held-out real
- * transitions (test-split tasks the model never saw):
- * - admissible-action agreement: Jaccard similarity of predicted and real next admissible actions;
+ * episodes (test-split tasks the model never saw), next to trivial simulators (`echo`,
+ * `majority`, see `experience/baselines.ts`) so that every figure reads as a margin:
+ * - admissible-action agreement: Jaccard similarity of predicted and real next admissible actions
+ *   (teacher-forced: each step starts from the real state);
  * - next-state match: the predicted next state text equals the real one;
- * - reward accuracy: |predicted − real reward| ≤ 0.05, over all steps and over final steps;
+ * - reward accuracy: |predicted − real reward| ≤ 0.05 over all steps, and on final steps split by
+ *   episodes that succeeded and that failed;
+ * - final-step verdict: on the last step of episodes that succeeded, the share the model also
+ *   calls a success (reward 1, done); on the last step of episodes that failed, the share it does
+ *   not (a simulator that calls every purchase a success scores 0 there);
  * - done accuracy: predicted done equals real done;
- * - invalid-action detection: on probe actions that are not admissible in the state (taken from
- *   other states), the share the model marks invalid; and on real valid steps, the share it
- *   wrongly marks invalid;
- * - initial-state match: `reset` gives the real first observation.
- * The real environment is used here only to produce ground truth, never inside the model.
+ * - within-episode consistency (free-running: the model's own states, the real episode's
+ *   actions): when an action is repeated and the real environment showed the same thing both
+ *   times, the share of repeats where the model also shows what it showed the first time;
+ * - initial-state match: `reset` gives the real first observation (only generated tasks need it).
+ * Validity is left out: every model applies the same admissibility rule, so it cannot tell them apart.
+ *
+ * False success: success rates of a random and a noisy expert policy inside the simulator
+ * against the same policies in the real environment, per task type, on the tasks whose data the
+ * model was built from (what synthetic training uses) and on held-out tasks. Inside the
+ * simulator the noisy policy asks a shadow real environment, stepped with the same actions, for
+ * the expert's action, and takes it when the simulated state admits it.
+ *
+ * The real environment is used here only to produce ground truth and the policies' choices,
+ * never inside a model.
  */
 import { Rng, hashString } from '../core/rng.ts';
 import type { Embedder } from '../core/embedding.ts';
-import type { Observation, Task, Trajectory } from '../core/types.ts';
-import { RetrievalExperienceModel } from '../experience/retrieval.ts';
+import { agentView, type Observation, type Task, type Trajectory } from '../core/types.ts';
+import { isAdmissible } from '../experience/admissible.ts';
+import { EchoExperienceModel, MajorityRuleExperienceModel } from '../experience/baselines.ts';
+import { RetrievalExperienceModel, transitionsFromTrajectories, type RetrievalModelConfig } from '../experience/retrieval.ts';
+import { withoutInstruction } from '../experience/evidence.ts';
 import type { ExperienceModel, HistoryStep } from '../experience/types.ts';
 import { generateOfflineData } from '../envs/offline.ts';
+import { parsePolicy, runEpisode } from '../envs/episode.ts';
 import type { EnvSpec } from '../envs/spec.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 
-/** Fidelity figures; rates in [0, 1]. */
-export interface FidelityReport {
+/** Fidelity figures of one model; rates in [0, 1] (NaN when there was nothing to measure). */
+export interface FidelityMeasures {
+  testTransitions: number;
+  actionAgreement: number;
+  nextStateMatch: number;
+  rewardAccuracy: number;
+  /** Reward accuracy on the last step of episodes that succeeded. */
+  finalRewardAccuracySuccess: number;
+  /** Reward accuracy on the last step of episodes that failed. */
+  finalRewardAccuracyFailure: number;
+  /** Last steps of successful episodes that the model also calls a success. */
+  finalVerdictSuccess: number;
+  /** Last steps of failed episodes that the model does not call a success. */
+  finalVerdictFailure: number;
+  /** The mean of the two verdict rates: a simulator that always or never calls success scores at most 0.5 here. */
+  finalVerdictBalanced: number;
+  doneAccuracy: number;
+  consistency: number;
+  /** Repeats the consistency figure is measured on. */
+  consistencyPairs: number;
+  initialStateMatch: number;
+  initialActionAgreement: number;
+}
+
+/** One row of the fidelity table. */
+export interface FidelityReport extends FidelityMeasures {
   env: string;
   sim: string;
   trainEpisodes: number;
   trainTransitions: number;
   testEpisodes: number;
-  testTransitions: number;
-  actionAgreement: number;
-  nextStateMatch: number;
-  rewardAccuracy: number;
-  finalRewardAccuracy: number;
-  doneAccuracy: number;
-  invalidDetection: number;
-  falseInvalidRate: number;
-  initialStateMatch: number;
-  initialActionAgreement: number;
+  ms: number;
+}
+
+/** Success of one policy inside the simulator and in the real environment, for one group of tasks. */
+export interface FalseSuccessRow {
+  policy: string;
+  /** 'grounded' (tasks whose data built the model) or 'held-out'. */
+  tasks: 'grounded' | 'held-out';
+  taskType: string;
+  episodes: number;
+  simSuccess: number;
+  realSuccess: number;
+}
+
+/** Fidelity of the retrieval model next to the baselines, with false-success rates. */
+export interface FidelityTable {
+  env: string;
+  rows: FidelityReport[];
+  falseSuccess: FalseSuccessRow[];
   ms: number;
 }
 
@@ -45,12 +97,53 @@ export interface FidelityOptions {
   trainEpisodes: number;
   testEpisodes: number;
   seed: number;
-  /** Policy that produces both the model's data and the held-out data. */
+  /**
+   * Policies that produce the model's data and the held-out data: one (`noisy:0.3`) or a
+   * comma-separated mixture (`noisy:0.3,noisy:1`), episodes split evenly between them.
+   */
   policy: string;
   embedder?: Embedder;
+  /** Retrieval model settings (ablations such as `neighbourOrder: 'farthest'`). */
+  model?: Partial<RetrievalModelConfig>;
+  /** Episodes per policy and task group for the false-success rates; 0 skips them. */
+  falseSuccessEpisodes: number;
+  /** Which trivial simulators to measure next to the model. */
+  baselines: readonly ('echo' | 'majority')[];
 }
 
-export const DEFAULT_FIDELITY_OPTIONS: FidelityOptions = { trainEpisodes: 300, testEpisodes: 100, seed: 0, policy: 'noisy:0.3' };
+export const DEFAULT_FIDELITY_OPTIONS: FidelityOptions = {
+  trainEpisodes: 300,
+  testEpisodes: 100,
+  seed: 0,
+  // Half near-expert, half random episodes: a reward model learns what failure looks like only
+  // from data that holds failures.
+  policy: 'noisy:0.3,noisy:1',
+  falseSuccessEpisodes: 100,
+  baselines: ['echo', 'majority'],
+};
+
+
+/** The measures of the fidelity table, in order, with their labels. */
+export const FIDELITY_MEASURES: readonly [keyof FidelityMeasures, string][] = [
+  ['actionAgreement', 'admissible-action agreement (Jaccard)'],
+  ['nextStateMatch', 'next-state match'],
+  ['consistency', 'within-episode consistency'],
+  ['rewardAccuracy', 'reward accuracy, all steps'],
+  ['finalRewardAccuracySuccess', 'reward accuracy, final steps of successes'],
+  ['finalRewardAccuracyFailure', 'reward accuracy, final steps of failures'],
+  ['finalVerdictSuccess', 'successes called successes'],
+  ['finalVerdictFailure', 'failures not called successes'],
+  ['finalVerdictBalanced', 'final-step verdict, balanced'],
+  ['doneAccuracy', 'done accuracy'],
+  ['initialStateMatch', 'initial state match (generated tasks)'],
+];
+
+/** The model's margin over the best baseline on one measure (NaN when there is no baseline figure). */
+export function fidelityMargin(rows: readonly FidelityReport[], key: keyof FidelityMeasures): number {
+  const [model, ...baselines] = rows;
+  const best = Math.max(...baselines.map((r) => r[key]).filter((x) => Number.isFinite(x)));
+  return model && Number.isFinite(best) ? model[key] - best : Number.NaN;
+}
 
 /** Jaccard similarity of two action lists as sets (1 for two empty lists). */
 export function jaccard(a: readonly string[], b: readonly string[]): number {
@@ -64,58 +157,95 @@ export function jaccard(a: readonly string[], b: readonly string[]): number {
 
 const mean = (xs: readonly number[]): number => (xs.length === 0 ? Number.NaN : xs.reduce((s, x) => s + x, 0) / xs.length);
 
-/** Builds the retrieval model from train-split data and measures it on test-split data. */
-export async function measureRetrievalFidelity(spec: EnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityReport> {
+/** The task type used to split false-success rates: the goal's `type` where there is one. */
+function taskType(task: Task): string {
+  const g = task.goal;
+  return g !== null && typeof g === 'object' && !Array.isArray(g) && typeof g.type === 'string' ? g.type : 'all';
+}
+
+/** Builds the retrieval model from train-split data and measures it and the baselines on test-split data. */
+export async function measureFidelityTable(spec: EnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityTable> {
   const opts = { ...DEFAULT_FIDELITY_OPTIONS, ...options };
   const started = performance.now();
-  const train = [...generateOfflineData(spec, { episodes: opts.trainEpisodes, seed: opts.seed, policy: opts.policy, split: 'train' })];
+  const train = mixedOfflineData(spec, opts.policy, opts.trainEpisodes, opts.seed, 'train');
+  const test = mixedOfflineData(spec, opts.policy, opts.testEpisodes, opts.seed + 1, 'test');
+  const tasks = train.map((p) => p.task);
+  const trajectories = train.map((p) => p.trajectory);
   const embedder = opts.embedder ?? new HashedEmbedder({ dim: 256 });
-  const model = await RetrievalExperienceModel.fromTrajectories(
-    train.map((p) => p.task),
-    train.map((p) => p.trajectory),
-    embedder,
-  );
+  const model = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, embedder, opts.model);
+  const transitions = transitionsFromTrajectories(tasks, trajectories);
+  const sims: ExperienceModel[] = [model];
+  for (const b of opts.baselines) sims.push(b === 'echo' ? new EchoExperienceModel() : new MajorityRuleExperienceModel(transitions));
   try {
-    const test = [...generateOfflineData(spec, { episodes: opts.testEpisodes, seed: opts.seed + 1, policy: opts.policy, split: 'test' })];
-    const report = await measureFidelity(spec, model, test, opts.seed);
-    return {
-      ...report,
-      env: spec.name,
-      sim: model.kind,
-      trainEpisodes: opts.trainEpisodes,
-      trainTransitions: model.size,
-      testEpisodes: opts.testEpisodes,
-      ms: performance.now() - started,
-    };
+    const rows: FidelityReport[] = [];
+    for (const sim of sims) {
+      const t0 = performance.now();
+      const measured = await measureFidelity(sim, test);
+      rows.push({
+        ...measured,
+        env: spec.name,
+        sim: sim.kind,
+        trainEpisodes: opts.trainEpisodes,
+        trainTransitions: transitions.filter((t) => t.valid).length,
+        testEpisodes: opts.testEpisodes,
+        ms: performance.now() - t0,
+      });
+    }
+    const falseSuccess: FalseSuccessRow[] = [];
+    if (opts.falseSuccessEpisodes > 0) {
+      const groups = {
+        grounded: tasks.slice(0, opts.falseSuccessEpisodes),
+        'held-out': test.slice(0, opts.falseSuccessEpisodes).map((p) => p.task),
+      } as const;
+      for (const policy of ['random', 'noisy:0.3']) {
+        for (const group of ['grounded', 'held-out'] as const) {
+          falseSuccess.push(...(await measureFalseSuccess(spec, model, groups[group], policy, opts.seed, group)));
+        }
+      }
+    }
+    return { env: spec.name, rows, falseSuccess, ms: performance.now() - started };
   } finally {
     model.dispose();
   }
 }
 
-type Measured = Omit<FidelityReport, 'env' | 'sim' | 'trainEpisodes' | 'trainTransitions' | 'testEpisodes' | 'ms'>;
+/** The retrieval model's row alone (kept for callers that want one figure set). */
+export async function measureRetrievalFidelity(spec: EnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityReport> {
+  const table = await measureFidelityTable(spec, { ...options, baselines: [], falseSuccessEpisodes: 0 });
+  return table.rows[0] as FidelityReport;
+}
 
-/** Measures any experience model against held-out real episodes of `spec`. */
-export async function measureFidelity(
-  spec: EnvSpec,
-  model: ExperienceModel,
-  held: readonly { task: Task; trajectory: Trajectory }[],
-  seed: number,
-): Promise<Measured> {
-  const rng = new Rng(seed ^ hashString('fidelity-probes'));
+/** Offline episodes from one policy or an even mixture of several (each on its own tasks). */
+export function mixedOfflineData(spec: EnvSpec, policy: string, episodes: number, seed: number, split: 'train' | 'test'): { task: Task; trajectory: Trajectory }[] {
+  const policies = policy.split(',').map((p) => p.trim());
+  const out: { task: Task; trajectory: Trajectory }[] = [];
+  policies.forEach((p, i) => {
+    const n = Math.floor(episodes / policies.length) + (i < episodes % policies.length ? 1 : 0);
+    if (n > 0) out.push(...generateOfflineData(spec, { episodes: n, seed: seed + 7919 * i, policy: p, split }));
+  });
+  return out;
+}
+
+const sameScreen = (a: Observation, b: Observation, instruction: string): boolean =>
+  jaccard(a.actions, b.actions) === 1 && withoutInstruction(a.text, instruction) === withoutInstruction(b.text, instruction);
+
+/** Measures any experience model against held-out real episodes. Models see only `agentView(task)`. */
+export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[]): Promise<FidelityMeasures> {
   const agreement: number[] = [];
   const stateMatch: number[] = [];
   const rewardOk: number[] = [];
-  const finalRewardOk: number[] = [];
+  const finalOkSuccess: number[] = [];
+  const finalOkFailure: number[] = [];
+  const verdictSuccess: number[] = [];
+  const verdictFailure: number[] = [];
   const doneOk: number[] = [];
-  const falseInvalid: number[] = [];
-  const probeDetected: number[] = [];
+  const consistent: number[] = [];
   const initialMatch: number[] = [];
   const initialAgreement: number[] = [];
-  const actionPool = [...new Set(held.flatMap((h) => h.trajectory.steps.flatMap((s) => s.observation.actions)))];
-  const env = spec.create();
   let transitions = 0;
 
-  for (const { task, trajectory } of held) {
+  for (const { task: fullTask, trajectory } of held) {
+    const task = agentView(fullTask);
     const steps = trajectory.steps;
     const first = steps[0];
     if (!first) continue;
@@ -123,6 +253,7 @@ export async function measureFidelity(
     initialMatch.push(simFirst.text === first.observation.text ? 1 : 0);
     initialAgreement.push(jaccard(simFirst.actions, first.observation.actions));
 
+    // Teacher-forced: every step starts from the real state and the real history.
     const history: HistoryStep[] = [];
     for (let i = 0; i < steps.length; i++) {
       const step = steps[i] as (typeof steps)[number];
@@ -133,25 +264,40 @@ export async function measureFidelity(
         agreement.push(jaccard(pred.observation.actions, next.actions));
         stateMatch.push(pred.observation.text === next.text ? 1 : 0);
       }
-      rewardOk.push(Math.abs(pred.reward - step.reward) <= 0.05 ? 1 : 0);
-      if (step.done) finalRewardOk.push(Math.abs(pred.reward - step.reward) <= 0.05 ? 1 : 0);
+      const ok = Math.abs(pred.reward - step.reward) <= 0.05 ? 1 : 0;
+      rewardOk.push(ok);
+      if (step.done) {
+        (trajectory.success ? finalOkSuccess : finalOkFailure).push(ok);
+        const calledSuccess = pred.done && pred.reward >= 0.999;
+        if (trajectory.success) verdictSuccess.push(calledSuccess ? 1 : 0);
+        else verdictFailure.push(calledSuccess ? 0 : 1);
+      }
       doneOk.push(pred.done === step.done ? 1 : 0);
-      if (step.valid) falseInvalid.push(pred.valid ? 0 : 1);
       history.push({ observation: step.observation, action: step.action });
     }
 
-    // One probe per episode: an action admissible somewhere else but not here, judged by the real env.
-    const at = rng.int(0, steps.length - 1);
-    const probeState: Observation = (steps[at] as (typeof steps)[number]).observation;
-    const foreign = actionPool.filter((a) => !probeState.actions.includes(a) && !a.startsWith('search['));
-    if (foreign.length === 0) continue;
-    const probe = rng.pick(foreign);
-    env.reset(task);
-    for (let j = 0; j < at; j++) env.step((steps[j] as (typeof steps)[number]).action);
-    const real = env.step(probe);
-    if (real.info.valid) continue;
-    const pred = await model.step({ task, history: [], observation: probeState, action: probe, demos: [] });
-    probeDetected.push(pred.valid ? 0 : 1);
+    // Free-running: the model's own states, the real actions, until one is not admissible there.
+    const simHistory: HistoryStep[] = [];
+    const predicted: Observation[] = [];
+    let state = first.observation;
+    for (const step of steps) {
+      if (!step.valid || !isAdmissible(state, step.action)) break;
+      const pred = await model.step({ task, history: simHistory.slice(), observation: state, action: step.action, demos: [] });
+      predicted.push(pred.observation);
+      simHistory.push({ observation: state, action: step.action });
+      if (pred.done) break;
+      state = pred.observation;
+    }
+    for (let j = 1; j < predicted.length; j++) {
+      const realJ = steps[j + 1]?.observation;
+      if (!realJ) continue;
+      for (let i = j - 1; i >= 0; i--) {
+        const realI = steps[i + 1]?.observation;
+        if (steps[i]?.action !== steps[j]?.action || !realI || !sameScreen(realI, realJ, task.instruction)) continue;
+        consistent.push(sameScreen(predicted[i] as Observation, predicted[j] as Observation, task.instruction) ? 1 : 0);
+        break;
+      }
+    }
   }
 
   return {
@@ -159,11 +305,75 @@ export async function measureFidelity(
     actionAgreement: mean(agreement),
     nextStateMatch: mean(stateMatch),
     rewardAccuracy: mean(rewardOk),
-    finalRewardAccuracy: mean(finalRewardOk),
+    finalRewardAccuracySuccess: mean(finalOkSuccess),
+    finalRewardAccuracyFailure: mean(finalOkFailure),
+    finalVerdictSuccess: mean(verdictSuccess),
+    finalVerdictFailure: mean(verdictFailure),
+    finalVerdictBalanced: (mean(verdictSuccess) + mean(verdictFailure)) / 2,
     doneAccuracy: mean(doneOk),
-    invalidDetection: mean(probeDetected),
-    falseInvalidRate: mean(falseInvalid),
+    consistency: mean(consistent),
+    consistencyPairs: consistent.length,
     initialStateMatch: mean(initialMatch),
     initialActionAgreement: mean(initialAgreement),
   };
+}
+
+/**
+ * Success of `policy` ('random' or 'noisy:EPS') inside the simulator and in the real environment
+ * on the same tasks, per task type. Simulated episodes start from the task's real first
+ * observation (what its recorded data holds) and end at the environment's step limit.
+ */
+export async function measureFalseSuccess(
+  spec: EnvSpec,
+  model: ExperienceModel,
+  tasks: readonly Task[],
+  policy: string,
+  seed: number,
+  group: FalseSuccessRow['tasks'],
+): Promise<FalseSuccessRow[]> {
+  const eps = policy === 'random' ? 1 : Number(/^noisy:(.+)$/.exec(policy)?.[1]);
+  if (!(eps >= 0 && eps <= 1)) throw new RangeError(`policy must be "random" or "noisy:EPS", got ${JSON.stringify(policy)}`);
+  const rng = new Rng(seed ^ hashString(`false-success:${policy}:${group}`));
+  const realPolicy = policy === 'random' ? parsePolicy('noisy:1') : parsePolicy(policy);
+  const byType = new Map<string, { n: number; sim: number; real: number }>();
+  const env = spec.create();
+  const shadow = spec.create();
+  for (const task of tasks) {
+    const real = runEpisode(env, task, realPolicy, { rng }).success;
+    const visible = agentView(task);
+    let state = shadow.reset(task);
+    let shadowDone = false;
+    const history: HistoryStep[] = [];
+    let simSuccess = false;
+    for (let t = 0; t < spec.maxSteps; t++) {
+      if (state.actions.length === 0) break;
+      let action = rng.pick(state.actions);
+      if (!shadowDone && !rng.chance(eps)) {
+        const expert = shadow.expertAction();
+        if (isAdmissible(state, expert)) action = expert;
+      }
+      if (!shadowDone) shadowDone = shadow.step(action).done;
+      const pred = await model.step({ task: visible, history: history.slice(), observation: state, action, demos: [] });
+      history.push({ observation: state, action });
+      if (pred.done) {
+        simSuccess = pred.reward >= 0.999;
+        break;
+      }
+      state = pred.observation;
+    }
+    const type = taskType(task);
+    const s = byType.get(type) ?? { n: 0, sim: 0, real: 0 };
+    s.n++;
+    if (simSuccess) s.sim++;
+    if (real) s.real++;
+    byType.set(type, s);
+  }
+  const rows: FalseSuccessRow[] = [];
+  let all = { n: 0, sim: 0, real: 0 };
+  for (const [type, s] of [...byType].sort(([a], [b]) => a.localeCompare(b))) {
+    rows.push({ policy, tasks: group, taskType: type, episodes: s.n, simSuccess: s.sim / s.n, realSuccess: s.real / s.n });
+    all = { n: all.n + s.n, sim: all.sim + s.sim, real: all.real + s.real };
+  }
+  if (byType.size > 1) rows.push({ policy, tasks: group, taskType: 'all', episodes: all.n, simSuccess: all.sim / all.n, realSuccess: all.real / all.n });
+  return rows;
 }

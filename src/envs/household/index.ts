@@ -18,7 +18,7 @@ export {
   type HouseholdGoal,
   type HouseholdTaskType,
 } from './goal.ts';
-export { MAX_LAYOUT_SEED, checkLayoutSeed, findReceptacle, generateLayout, type Layout, type PlacedObject, type Receptacle } from './layout.ts';
+export { MAX_LAYOUT_SEED, checkLayoutSeed, clearLayoutCache, findReceptacle, generateLayout, type Layout, type PlacedObject, type Receptacle } from './layout.ts';
 export { cloneState, heldObject, initialState, isAccessible, objectById, objectsIn, type HouseholdState, type ObjectState } from './state.ts';
 export { goalCandidates, goalProblem, householdTask, householdTasks, splitOfLayout, validateHouseholdTask } from './tasks.ts';
 export { describeObject, observationText, stateLine } from './text.ts';

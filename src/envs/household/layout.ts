@@ -75,6 +75,11 @@ export function generateLayout(layoutSeed: number): Layout {
   return layout;
 }
 
+/** Forgets every cached layout, so that the next use builds it afresh (for cold-start measurements). */
+export function clearLayoutCache(): void {
+  cache.clear();
+}
+
 function buildLayout(seed: number): Layout {
   const rng = new Rng(seed).fork('household-layout');
   const counts = new Map<ReceptacleType, number>();

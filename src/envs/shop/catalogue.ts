@@ -68,6 +68,15 @@ export function generateCatalogue(seed: number, size: number = DEFAULT_CATALOGUE
   return catalogue;
 }
 
+/**
+ * Forgets every cached catalogue, and with them their search indexes and memoised rankings
+ * (src/envs/shop/search.ts keys those by catalogue), so that the next use builds them afresh.
+ * For cold-start measurements; results are unchanged (catalogues are pure functions of the seed).
+ */
+export function clearCatalogueCache(): void {
+  cache.clear();
+}
+
 /** Every (category, type) pair in vocabulary order. */
 export const PRODUCT_TYPES: readonly { category: CategorySpec; type: ProductTypeSpec }[] = CATEGORIES.flatMap((category) =>
   category.types.map((type) => ({ category, type })),

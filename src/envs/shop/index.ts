@@ -9,6 +9,7 @@ import { generateShopTasks } from './tasks.ts';
 export {
   DEFAULT_CATALOGUE_SEED,
   DEFAULT_CATALOGUE_SIZE,
+  clearCatalogueCache,
   generateCatalogue,
   type Catalogue,
   type Product,

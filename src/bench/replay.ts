@@ -1,20 +1,18 @@
 /**
  * The replay benchmark, runnable wherever the store runs (Node over fake-indexeddb, or a page
  * over Chromium's IndexedDB): insert throughput, top-k retrieval latency at two buffer sizes,
- * and the scan's memory-bandwidth bound. No Node imports here: the browser page imports it too.
+ * and the scan's memory-bandwidth bound. No Node imports here: the browser page
+ * (src/bench/replay-page.ts) imports it too. The CLI suites are in replay-node.ts (`replay`) and
+ * replay-browser.ts (`replay-browser`).
  */
 import { Rng } from '../core/rng.ts';
 import type { Task, Trajectory } from '../core/types.ts';
-import type { RetrievalIndex } from './retrieval.ts';
-import { openReplayStore, type ReplayStore } from './store.ts';
+import type { RetrievalIndex } from '../replay/retrieval.ts';
+import { openReplayStore, type ReplayStore } from '../replay/store.ts';
+import type { BenchRow } from './types.ts';
 
-/** One measured figure (the same shape as the CLI's BenchRow). */
-export interface ReplayBenchRow {
-  name: string;
-  value: number;
-  unit: string;
-  note?: string;
-}
+/** One measured figure (the CLI's BenchRow). */
+export type ReplayBenchRow = BenchRow;
 
 /** Options of `benchReplay`. */
 export interface ReplayBenchOptions {
@@ -39,6 +37,9 @@ export interface ReplayBenchOptions {
   /** Progress lines. */
   log?: (line: string) => void;
 }
+
+/** The sizes both variants accept (defaults: 100k inserts, 384 dims, retrieval at 10k and 100k). */
+export type ReplayBenchSizes = Omit<ReplayBenchOptions, 'indexedDB' | 'label' | 'log'>;
 
 const TASKS = 100;
 

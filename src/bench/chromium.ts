@@ -1,7 +1,8 @@
 /**
- * How the project starts headless Chromium (tests, browser benchmarks): the system browser, never
- * a downloaded one, with flags that keep it off the network and give it a WebGPU adapter even
- * where the only one is the SwiftShader software adapter (see TESTING.md).
+ * How the project starts headless Chromium (tests, browser benchmarks, vite.config.ts): the
+ * system browser, never a downloaded one, with flags that keep it off the network and give it a
+ * WebGPU adapter even where the only one is the SwiftShader software adapter (see TESTING.md).
+ * Node-side only; no dependencies, so the CLI, the benchmarks and the tests can all share it.
  */
 export const CHROMIUM_ARGS: readonly string[] = [
   '--headless',

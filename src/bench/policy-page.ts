@@ -1,10 +1,10 @@
 /**
- * The page of the `policy-browser` benchmark (src/rl/bench-policy-browser.ts): exposes
+ * The page of the `policy-browser` benchmark (src/bench/policy-browser.ts): exposes
  * `window.policyBench(options)`, which times GRPO updates in this page with the wasm binaries
  * served by Vite, and returns the measurements as plain data.
  */
 import { TFJS_WASM_PATHS } from '../policy/wasm-urls.ts';
-import { measureGrpoThroughput, type PolicyBenchMeasurement, type PolicyBenchOptions } from './bench-policy.ts';
+import { measureGrpoThroughput, type PolicyBenchMeasurement, type PolicyBenchOptions } from './policy.ts';
 
 declare global {
   interface Window {

@@ -1,0 +1,156 @@
+/**
+ * Text evidence shared by the retrieval experience model and its reward model: how a piece of
+ * agent-visible text (a state, an action, the actions so far) relates to the task instruction.
+ * Everything here reads only what the agent sees; nothing is specific to one environment.
+ *
+ * - `abstractText` rewrites words of the instruction as `qi`, numbers as `qn` and opaque
+ *   identifiers (long letter-and-digit tokens such as product ids) as `qid`, so that what a
+ *   learner sees is "the object the task asks for" rather than "apple", and an id cannot be
+ *   memorised.
+ * - `actionSignature` is an action's template with each entity marked as named by the
+ *   instruction (`qi`) or not (`qx`): `put apple 1 in/on fridge 1` for "put a cool apple in
+ *   fridge" is `put qi in/on qi`.
+ * - `evidenceFeatures` are a few dense figures: how much of the instruction the state, the
+ *   action, the history and the actions on this page cover, and whether the numbers asked for
+ *   are on screen.
+ */
+import { tokenize } from '../policy/hashed-embedder.ts';
+import { actionTemplate } from './substitution.ts';
+
+/** Words too common to say anything about a task. */
+const STOPWORDS = new Set(
+  'a an the i need want some that is are be with and or of for in on at to from it its this these those my me please find buy get under than lower price dollars dollar your task you'.split(
+    ' ',
+  ),
+);
+
+/** A word's comparable form: lower case, a plural `s` dropped. */
+export function stem(word: string): string {
+  const w = word.toLowerCase();
+  if (w.length > 3 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
+  if (w.length > 3 && w.endsWith('s') && !w.endsWith('ss')) return w.slice(0, -1);
+  return w;
+}
+
+const NUMBER_RE = /^\d+(?:\.\d+)?$/;
+/** Letters and digits mixed, six or more characters: ids that identify rather than describe. */
+const OPAQUE_RE = /^(?=.*\d)(?=.*[a-z])[a-z0-9]{6,}$/;
+
+/** Whether `token` (lower case) is an opaque identifier such as a product id. */
+export function isOpaqueToken(token: string): boolean {
+  return OPAQUE_RE.test(token);
+}
+
+/** The instruction's content words (stemmed, no stopwords, no numbers). */
+export function instructionWords(instruction: string): Set<string> {
+  const out = new Set<string>();
+  for (const t of tokenize(instruction)) {
+    if (STOPWORDS.has(t) || NUMBER_RE.test(t)) continue;
+    out.add(stem(t));
+  }
+  return out;
+}
+
+/** The numbers the instruction names, as written (`16`, `33.00`). */
+export function instructionNumbers(instruction: string): string[] {
+  return tokenize(instruction).filter((t) => NUMBER_RE.test(t));
+}
+
+/** `text` without the lines that restate the instruction (observations begin with it). */
+export function withoutInstruction(text: string, instruction: string): string {
+  if (instruction === '') return text;
+  return text
+    .split('\n')
+    .filter((line) => !line.includes(instruction))
+    .join('\n');
+}
+
+/** Rewrites instruction words as `qi`, numbers as `qn`, opaque ids as `qid`; keeps other words. */
+export function abstractText(text: string, words: ReadonlySet<string>): string {
+  return tokenize(text)
+    .map((t) => (NUMBER_RE.test(t) ? 'qn' : isOpaqueToken(t) ? 'qid' : words.has(stem(t)) ? 'qi' : t))
+    .join(' ');
+}
+
+/** An action's template with each entity marked `qi` (the instruction names it), `qid` (an opaque id) or `qx`. */
+export function actionSignature(action: string, words: ReadonlySet<string>): string {
+  const { template, entities } = actionTemplate(action);
+  let i = 0;
+  return template.replace(/\{\}/g, () => {
+    const tokens = tokenize(entities[i++] ?? '');
+    if (tokens.some((t) => !NUMBER_RE.test(t) && words.has(stem(t)))) return 'qi';
+    return tokens.length === 1 && isOpaqueToken(tokens[0] as string) ? 'qid' : 'qx';
+  });
+}
+
+/** Number of dense evidence features. */
+export const EVIDENCE_DIM = 9;
+
+function coverage(words: ReadonlySet<string>, text: string): number {
+  if (words.size === 0) return 0;
+  const seen = new Set(tokenize(text).map(stem));
+  let hit = 0;
+  for (const w of words) if (seen.has(w)) hit++;
+  return hit / words.size;
+}
+
+/**
+ * Dense evidence that the instruction is met: coverage of the instruction's words by the state
+ * (without its instruction line), by the action, by the actions so far, and by all three; the
+ * share of the instruction's whole numbers on screen; whether every decimal amount on screen is
+ * within the largest decimal amount asked for (1, 0 when one exceeds it, 0.5 when none shown);
+ * coverage by the actions taken on this page (`pageActions`: since the admissible actions last
+ * changed, e.g. the options chosen on a product page); how many things the page offers that the
+ * instruction asks for by name but that were not chosen on this page (admissible-action entities
+ * whose every word, numbers included, is in the instruction: `[8 fl oz]` for "size 8 fl oz"),
+ * over 5, at most 1; and a constant 1.
+ */
+export function evidenceFeatures(
+  instruction: string,
+  state: string,
+  action: string,
+  history: readonly string[],
+  pageActions: readonly string[] = [],
+  offered: readonly string[] = [],
+): Float32Array {
+  const words = instructionWords(instruction);
+  const screen = withoutInstruction(state, instruction);
+  const past = history.join('\n');
+  const f = new Float32Array(EVIDENCE_DIM);
+  f[0] = coverage(words, screen);
+  f[1] = coverage(words, action);
+  f[2] = coverage(words, past);
+  f[3] = coverage(words, `${screen}\n${action}\n${past}`);
+  const asked = instructionNumbers(instruction);
+  const whole = asked.filter((t) => !t.includes('.'));
+  const shown = tokenize(screen).filter((t) => NUMBER_RE.test(t));
+  const shownSet = new Set(shown);
+  f[4] = whole.length === 0 ? 1 : whole.filter((n) => shownSet.has(n)).length / whole.length;
+  const askedDecimals = asked.filter((t) => t.includes('.')).map(Number);
+  const shownDecimals = shown.filter((t) => t.includes('.')).map(Number);
+  if (askedDecimals.length === 0 || shownDecimals.length === 0) f[5] = 0.5;
+  else f[5] = shownDecimals.every((x) => x <= Math.max(...askedDecimals)) ? 1 : 0;
+  f[6] = coverage(words, pageActions.join('\n'));
+  const asks = new Set(tokenize(instruction).map(stem));
+  const chosen = pageActions.flatMap((a) => actionTemplate(a).entities).map((e) => new Set(tokenize(e)));
+  let notChosen = 0;
+  for (const entity of new Set(offered.flatMap((a) => actionTemplate(a).entities))) {
+    const tokens = tokenize(entity);
+    if (tokens.length === 0 || !tokens.every((t) => asks.has(stem(t)))) continue;
+    // Choosing "navy blue" also answers an offered "blue".
+    if (!chosen.some((c) => tokens.every((t) => c.has(t)))) notChosen++;
+  }
+  f[7] = Math.min(notChosen, 5) / 5;
+  f[8] = 1;
+  return f;
+}
+
+/**
+ * The actions taken on the current page: those taken in earlier states of the episode that
+ * offered exactly the same admissible actions as `current` (options chosen on a product page,
+ * including before a look at its description and back).
+ */
+export function actionsOnPage(history: readonly { observation: { actions: readonly string[] }; action: string }[], current: { actions: readonly string[] }): string[] {
+  const same = (a: readonly string[]): boolean => a.length === current.actions.length && a.every((x, i) => x === current.actions[i]);
+  return history.filter((h) => same(h.observation.actions)).map((h) => h.action);
+}
