@@ -104,6 +104,8 @@ export class Trainer {
   /** Completed updates. */
   iteration = 0;
   private disposed = false;
+  /** Learning rate of the next updates, when set (e.g. a lower one for RL after behaviour cloning). */
+  private learningRate: number | undefined;
 
   constructor(config: TrainerConfigInput) {
     this.config = parseTrainerConfig(config);
@@ -151,6 +153,12 @@ export class Trainer {
   logits(input: PolicyInput | readonly Decision[]): Promise<Float32Array> {
     const packed = Array.isArray(input) ? this.pack(input as readonly Decision[]) : (input as PolicyInput);
     return this.head.logits(packed, this.config.temperature);
+  }
+
+  /** Uses `learningRate` for the following updates (the configured one again with `undefined`). */
+  setLearningRate(learningRate: number | undefined): void {
+    if (learningRate !== undefined && !(learningRate > 0 && Number.isFinite(learningRate))) throw new RangeError(`learningRate must be > 0, got ${learningRate}`);
+    this.learningRate = learningRate;
   }
 
   /** Makes the current weights the KL reference. */
@@ -201,6 +209,7 @@ export class Trainer {
       variables: this.head.trainable(group),
       params: this.head.params(),
       reference: needsReference ? this.head.referenceParams() : null,
+      learningRate: this.learningRate,
     });
     this.iteration += 1;
     return result;

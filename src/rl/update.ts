@@ -56,6 +56,8 @@ export interface UpdateLoopOptions {
   variables: ReadonlyMap<string, tf.Variable>;
   params: ParamTensors;
   reference: ParamTensors | null;
+  /** Learning rate of this update (default: the optimizer's). */
+  learningRate?: number;
 }
 
 /** Means over minibatches of the loss, the gradient norm (before clipping) and the loss's metrics. */
@@ -118,7 +120,7 @@ export async function runUpdate(batch: PreparedBatch, loss: LossFn, adam: Adam, 
           }, varList);
           const named = new Map(Object.entries(grads).map(([engineName, g]) => [nameOf.get(engineName) ?? engineName, g]));
           const clipped = clipByGlobalNorm(named, maxGradNorm);
-          adam.apply(clipped.grads);
+          adam.apply(clipped.grads, options.learningRate);
           return { loss: value, norm: clipped.norm, metrics };
         });
         pending.push(step);

@@ -1,0 +1,169 @@
+/**
+ * The training loop's one configuration object: documented defaults (zod), two presets as plain
+ * objects, and layering defaults < preset < run config (< per-call overrides where a function
+ * takes them).
+ */
+import { z } from 'zod';
+import { ENV_NAMES } from '../core/types.ts';
+import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
+
+/**
+ * - `zero-shot`: the prior alone (no update);
+ * - `sft`: behaviour cloning on the offline expert data;
+ * - `real`: GRPO in the real environment;
+ * - `dreamgym`: GRPO in the synthetic environment only (0 real transitions);
+ * - `s2r`: dreamgym, then GRPO in the real environment within a budget of real transitions.
+ */
+export const TRAINING_MODES = ['zero-shot', 'sft', 'real', 'dreamgym', 's2r'] as const;
+export type TrainingMode = (typeof TRAINING_MODES)[number];
+
+export const TrainingConfigSchema = z
+  .object({
+    env: z.enum(ENV_NAMES),
+    mode: z.enum(TRAINING_MODES),
+    /** Start the RL modes from behaviour cloning on the offline expert data. */
+    warmStart: z.enum(['none', 'sft']).default('none'),
+    /** Experience model of the synthetic modes: `retrieval` (no download) or `llm` (page only). */
+    sim: z.enum(['retrieval', 'llm']).default('retrieval'),
+    /** Prior over candidates added to the head's logits: none, word overlap with the instruction, or an LLM's. */
+    prior: z.enum(['uniform', 'lexical', 'llm']).default('uniform'),
+    seed: z.number().int().default(0),
+    /** RL iterations (synthetic ones for `s2r`). */
+    iterations: z.number().int().min(0).default(20),
+    /** Tasks per iteration (B): one GRPO group each. */
+    tasksPerIteration: z.number().int().min(1).default(8),
+    /** Rollouts per task (G). */
+    groupSize: z.number().int().min(2).default(8),
+    /** Step limit of an episode; 0 means the environment's own. */
+    maxSteps: z.number().int().min(0).default(0),
+    offline: z
+      .object({
+        /** Expert episodes on train tasks: the behaviour-cloning data and part of the simulator's grounding. */
+        expertEpisodes: z.number().int().min(1).default(200),
+        /** Noisy episodes (half `noisy:0.3`, half random) that show the simulator failures too. */
+        noisyEpisodes: z.number().int().min(0).default(200),
+        /**
+         * Further train-split tasks with no recorded episode (instructions are cheap, demonstrations
+         * are not): RL trains on them too; a synthetic episode on one starts from the experience
+         * model's `reset`.
+         */
+        extraTasks: z.number().int().min(0).default(200),
+      })
+      .strict()
+      .prefault({}),
+    sft: z
+      .object({
+        /** Passes over the expert decisions (each one trainer update over all of them). */
+        epochs: z.number().int().min(1).default(30),
+        learningRate: z.number().positive().default(3e-3),
+      })
+      .strict()
+      .prefault({}),
+    rl: z
+      .object({
+        learningRate: z.number().positive().default(1e-3),
+        lossType: z.enum(GRPO_LOSS_TYPES).default('grpo'),
+        scaleRewards: z.enum(SCALE_REWARDS).default('group'),
+        /** KL coefficient to the reference (the policy at the start of RL). */
+        beta: z.number().min(0).default(0.02),
+        /** Entropy bonus: without it GRPO collapsed shop in the prototype. */
+        entropyCoef: z.number().min(0).default(0.01),
+        /** Passes over each iteration's rollouts. */
+        epochs: z.number().int().min(1).default(2),
+        /**
+         * Leave out groups whose rewards were all equal: their advantages are 0, so they would only
+         * add KL and entropy terms at the full cost of an update (DAPO's dynamic sampling).
+         */
+        dropZeroVarianceGroups: z.boolean().default(true),
+        temperature: z.number().positive().default(1),
+      })
+      .strict()
+      .prefault({}),
+    curriculum: z
+      .object({
+        enabled: z.boolean().default(true),
+        /** Share of each iteration's tasks drawn from generated ones once any exist (DreamGym's lambda). */
+        generatedShare: z.number().min(0).max(1).default(0.5),
+        /** New tasks asked of the generator per iteration, from tasks whose reward variance was > 0. */
+        perIteration: z.number().int().min(0).default(4),
+        /**
+         * Most generated tasks kept. Beyond it the generated task seen longest ago with reward
+         * variance 0 goes first, then the oldest.
+         */
+        maxGenerated: z.number().int().min(1).default(200),
+      })
+      .strict()
+      .prefault({}),
+    s2r: z
+      .object({
+        /** Real transitions the real phase may use. */
+        realBudget: z.number().int().min(1).default(5000),
+      })
+      .strict()
+      .prefault({}),
+    /** Demonstrations retrieved per synthetic step for the experience model (0: the `--no-replay` ablation; LLM model only). */
+    demos: z.number().int().min(0).default(3),
+    /** Held-out test tasks evaluated at the end (greedy, real environment). */
+    evalEpisodes: z.number().int().min(1).default(100),
+    budgets: z
+      .object({
+        /** Stop once this many online real transitions were used (0: no limit). */
+        realTransitions: z.number().int().min(0).default(0),
+        /** Stop after this much wall time in seconds (0: no limit). */
+        wallSeconds: z.number().min(0).default(0),
+      })
+      .strict()
+      .prefault({}),
+    policy: z
+      .object({
+        hiddenDim: z.number().int().min(1).default(64),
+        embeddingDim: z.number().int().min(16).default(512),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+export type TrainingConfig = z.output<typeof TrainingConfigSchema>;
+export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
+
+/** Presets: `quick` learns visibly within minutes on a 2-core laptop; `standard` is the experiment's size. */
+export const PRESETS = {
+  quick: { iterations: 10, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 100, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
+  standard: { iterations: 30, tasksPerIteration: 8, groupSize: 8, offline: { expertEpisodes: 200, noisyEpisodes: 200 }, sft: { epochs: 30 }, evalEpisodes: 100 },
+} as const satisfies Record<string, Partial<TrainingConfigInput>>;
+export type PresetName = keyof typeof PRESETS;
+
+/** Thrown for an invalid training configuration; the message names the field and the bad value. */
+export class TrainingConfigError extends Error {
+  override name = 'TrainingConfigError';
+}
+
+function isPlainObject(x: unknown): x is Record<string, unknown> {
+  return x !== null && typeof x === 'object' && !Array.isArray(x);
+}
+
+/** Deep merge of plain objects: later layers win. */
+function merge(...layers: readonly unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const layer of layers) {
+    if (!isPlainObject(layer)) continue;
+    for (const [k, v] of Object.entries(layer)) out[k] = isPlainObject(v) && isPlainObject(out[k]) ? merge(out[k], v) : v;
+  }
+  return out;
+}
+
+/** Validates a configuration: defaults < preset < `input`. */
+export function parseTrainingConfig(input: TrainingConfigInput, preset?: PresetName): TrainingConfig {
+  if (preset !== undefined && !(preset in PRESETS)) throw new TrainingConfigError(`unknown preset ${JSON.stringify(preset)}: use ${Object.keys(PRESETS).join(' or ')}`);
+  const layered = merge(preset ? PRESETS[preset] : {}, input);
+  const result = TrainingConfigSchema.safeParse(layered);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const path = issue?.path.join('.') ?? '';
+    throw new TrainingConfigError(`invalid training config${path ? ` at ${path}` : ''}: ${issue?.message ?? 'unknown problem'}`);
+  }
+  const c = result.data;
+  if (c.sim === 'llm' && (c.mode === 'dreamgym' || c.mode === 's2r') && c.demos < 0) throw new TrainingConfigError('demos must be >= 0');
+  return c;
+}

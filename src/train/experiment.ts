@@ -1,0 +1,318 @@
+/**
+ * The experiment behind the results table (DreamGym's Table 1 in miniature): every mode and
+ * ablation available offline, on one environment, over seeds, evaluated greedy on the same
+ * held-out test tasks in the real environment (and on training tasks, so memorization shows).
+ * RL modes get the same number of updates; the warm-started ones start from the same SFT
+ * checkpoint per seed (same seed, same data, same SFT epochs); `s2r` gets a real budget of 10% of
+ * what `real` used, and `real` is also run on that budget for the paired comparison.
+ */
+import { Rng } from '../core/rng.ts';
+import type { EnvName } from '../core/types.ts';
+import { parseTrainingConfig, type PresetName, type TrainingConfig, type TrainingConfigInput } from './config.ts';
+import { aggregateEvaluations, bootstrapInterval, evaluate, type EvalActor, type EvalResult, type Interval } from './evaluate.ts';
+import type { PolicyAgent } from './agent.ts';
+import { runTraining, type IterationMetrics } from './loop.ts';
+import { referencePolicy } from './reference.ts';
+import { prepareRun } from './setup.ts';
+
+/** One row of the table: a mode (or reference), how it started, and its ablation. */
+export interface ExperimentArm {
+  name: string;
+  /** 'reference' is the scripted policy that cannot see the hidden goal. */
+  kind: 'reference' | 'trained';
+  config?: Partial<TrainingConfigInput>;
+  /** Real budget as a share of `real (warm)`'s real transitions (s2r and the matched real run). */
+  budgetShareOfReal?: number;
+}
+
+/** The arms run for each environment. */
+export const EXPERIMENT_ARMS: readonly ExperimentArm[] = [
+  { name: 'scripted reference (no hidden goal)', kind: 'reference' },
+  { name: 'zero-shot', kind: 'trained', config: { mode: 'zero-shot' } },
+  { name: 'sft', kind: 'trained', config: { mode: 'sft' } },
+  { name: 'real', kind: 'trained', config: { mode: 'real' } },
+  { name: 'dreamgym', kind: 'trained', config: { mode: 'dreamgym' } },
+  { name: 'real (warm sft)', kind: 'trained', config: { mode: 'real', warmStart: 'sft' } },
+  { name: 'dreamgym (warm sft)', kind: 'trained', config: { mode: 'dreamgym', warmStart: 'sft' } },
+  { name: 'dreamgym (warm sft) --no-curriculum', kind: 'trained', config: { mode: 'dreamgym', warmStart: 'sft', curriculum: { enabled: false } } },
+  { name: 's2r (warm sft), 10% real budget', kind: 'trained', config: { mode: 's2r', warmStart: 'sft' }, budgetShareOfReal: 0.1 },
+  { name: 'real (warm sft), 10% real budget', kind: 'trained', config: { mode: 'real', warmStart: 'sft' }, budgetShareOfReal: 0.1 },
+];
+
+/** One arm's figures for one seed. */
+export interface ArmSeedResult {
+  seed: number;
+  heldOut: EvalResult;
+  train: EvalResult;
+  realTransitions: number;
+  offlineTransitions: number;
+  syntheticSteps: number;
+  wallMs: number;
+  curve: Pick<IterationMetrics, 'iteration' | 'phase' | 'successRate' | 'meanReward' | 'realTransitions'>[];
+}
+
+/** One arm over seeds. */
+export interface ArmResult {
+  name: string;
+  config: TrainingConfig | null;
+  seeds: ArmSeedResult[];
+  success: Interval;
+  reward: Interval;
+  trainSuccess: Interval;
+  realTransitions: number;
+  offlineTransitions: number;
+  wallMs: number;
+}
+
+export interface ExperimentResult {
+  env: EnvName;
+  preset: PresetName;
+  seeds: number[];
+  evalEpisodes: number;
+  arms: ArmResult[];
+  /** Paired comparisons named in the issue, each with a bootstrap interval over tasks and seeds. */
+  comparisons: { name: string; value: number; low: number; high: number; note: string }[];
+  wallMs: number;
+  command: string;
+}
+
+export interface ExperimentOptions {
+  env: EnvName;
+  seeds: number;
+  preset?: PresetName;
+  /** Overrides applied to every arm (sizes for quick checks). */
+  overrides?: Partial<TrainingConfigInput>;
+  /** Training tasks evaluated per run (the memorization check). */
+  trainEvalEpisodes?: number;
+  onProgress?: (text: string) => void;
+  signal?: AbortSignal;
+  /** Only these arms (by name); default all. */
+  arms?: readonly string[];
+}
+
+const actorOf = (agent: PolicyAgent): EvalActor => ({ choose: async (ctxs) => (await agent.choose(ctxs, { greedy: true })).map((c) => c.action) });
+
+/** Runs every arm for every seed. */
+export async function runExperiment(options: ExperimentOptions): Promise<ExperimentResult> {
+  const started = performance.now();
+  const preset = options.preset ?? 'quick';
+  const seeds = Array.from({ length: options.seeds }, (_, i) => i);
+  const arms = EXPERIMENT_ARMS.filter((a) => !options.arms || options.arms.includes(a.name));
+  const results: ArmResult[] = [];
+  const realUsed = new Map<number, number>();
+  const trainEval = options.trainEvalEpisodes ?? 100;
+  let evalEpisodes = 0;
+
+  // Arms that need `real (warm sft)`'s figure come after it.
+  const ordered = [...arms.filter((a) => a.budgetShareOfReal === undefined), ...arms.filter((a) => a.budgetShareOfReal !== undefined)];
+  for (const arm of ordered) {
+    const perSeed: ArmSeedResult[] = [];
+    let armConfig: TrainingConfig | null = null;
+    for (const seed of seeds) {
+      if (options.signal?.aborted) throw new Error('experiment stopped');
+      const base = parseTrainingConfig({ env: options.env, mode: 'zero-shot', seed, ...options.overrides }, preset);
+      evalEpisodes = base.evalEpisodes;
+      const t0 = performance.now();
+      options.onProgress?.(`${options.env}: ${arm.name}, seed ${seed}`);
+      if (arm.kind === 'reference') {
+        const run = await prepareRun(base);
+        const heldOut = await evaluate(referencePolicy(options.env), run.deps.spec, run.evalTasks);
+        const train = await evaluate(referencePolicy(options.env), run.deps.spec, run.deps.offline.tasks.slice(0, trainEval));
+        run.dispose();
+        perSeed.push({ seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, curve: [] });
+        continue;
+      }
+      const input: TrainingConfigInput = { env: options.env, mode: 'zero-shot', seed, ...options.overrides, ...arm.config };
+      if (arm.budgetShareOfReal !== undefined) {
+        const reference = realUsed.get(seed) ?? 0;
+        const budget = Math.max(1, Math.round(arm.budgetShareOfReal * reference));
+        if (input.mode === 's2r') input.s2r = { realBudget: budget };
+        else input.budgets = { ...(input.budgets ?? {}), realTransitions: budget };
+      }
+      const config = parseTrainingConfig(input, preset);
+      armConfig = config;
+      const run = await prepareRun(config);
+      const res = await runTraining(config, run.deps, { signal: options.signal });
+      try {
+        const actor = actorOf(res.agent);
+        const heldOut = await evaluate(actor, run.deps.spec, run.evalTasks);
+        const train = await evaluate(actor, run.deps.spec, run.deps.offline.tasks.slice(0, trainEval));
+        if (arm.name === 'real (warm sft)') realUsed.set(seed, res.realTransitions);
+        perSeed.push({
+          seed,
+          heldOut,
+          train,
+          realTransitions: res.realTransitions,
+          offlineTransitions: res.offlineTransitions,
+          syntheticSteps: res.syntheticSteps,
+          wallMs: performance.now() - t0,
+          curve: res.metrics.map((m) => ({ iteration: m.iteration, phase: m.phase, successRate: m.successRate, meanReward: m.meanReward, realTransitions: m.realTransitions })),
+        });
+      } finally {
+        res.trainer.dispose();
+        run.dispose();
+      }
+    }
+    const agg = aggregateEvaluations(perSeed.map((s) => s.heldOut));
+    const trainAgg = aggregateEvaluations(perSeed.map((s) => s.train));
+    results.push({
+      name: arm.name,
+      config: armConfig,
+      seeds: perSeed,
+      success: agg.success,
+      reward: agg.reward,
+      trainSuccess: trainAgg.success,
+      realTransitions: meanOf(perSeed.map((s) => s.realTransitions)),
+      offlineTransitions: meanOf(perSeed.map((s) => s.offlineTransitions)),
+      wallMs: meanOf(perSeed.map((s) => s.wallMs)),
+    });
+  }
+  // Back in the declared order.
+  results.sort((a, b) => EXPERIMENT_ARMS.findIndex((x) => x.name === a.name) - EXPERIMENT_ARMS.findIndex((x) => x.name === b.name));
+  return {
+    env: options.env,
+    preset,
+    seeds,
+    evalEpisodes,
+    arms: results,
+    comparisons: comparisons(results),
+    wallMs: performance.now() - started,
+    command: `npx dreamgym experiment --env ${options.env} --seeds ${options.seeds} --preset ${preset}`,
+  };
+}
+
+const meanOf = (xs: readonly number[]): number => (xs.length === 0 ? Number.NaN : xs.reduce((s, x) => s + x, 0) / xs.length);
+
+/**
+ * Ratio of two arms' success on the same tasks and seeds, with a bootstrap interval from
+ * resampling (seed, task) pairs jointly.
+ */
+export function pairedRatio(a: ArmResult, b: ArmResult, seed = 0): { value: number; low: number; high: number } {
+  const pairs: [number, number][] = [];
+  for (const sa of a.seeds) {
+    const sb = b.seeds.find((s) => s.seed === sa.seed);
+    if (!sb) continue;
+    const bt = new Map(sb.heldOut.perTask.map((p) => [p.taskId, p.success ? 1 : 0]));
+    for (const p of sa.heldOut.perTask) {
+      const y = bt.get(p.taskId);
+      if (y !== undefined) pairs.push([p.success ? 1 : 0, y]);
+    }
+  }
+  const ratio = (ps: readonly [number, number][]): number => {
+    const x = ps.reduce((s, p) => s + p[0], 0);
+    const y = ps.reduce((s, p) => s + p[1], 0);
+    return y === 0 ? (x === 0 ? 1 : Number.POSITIVE_INFINITY) : x / y;
+  };
+  if (pairs.length === 0) return { value: Number.NaN, low: Number.NaN, high: Number.NaN };
+  const rng = new Rng(seed);
+  const samples: number[] = [];
+  for (let r = 0; r < 2000; r++) samples.push(ratio(Array.from({ length: pairs.length }, () => pairs[rng.int(0, pairs.length - 1)] as [number, number])));
+  samples.sort((x, y) => x - y);
+  return { value: ratio(pairs), low: samples[Math.floor(0.025 * (samples.length - 1))] as number, high: samples[Math.ceil(0.975 * (samples.length - 1))] as number };
+}
+
+/** Difference of success (a - b) on paired tasks and seeds, with a bootstrap interval. */
+export function pairedDifference(a: ArmResult, b: ArmResult): Interval {
+  const diffs: number[] = [];
+  for (const sa of a.seeds) {
+    const sb = b.seeds.find((s) => s.seed === sa.seed);
+    if (!sb) continue;
+    const bt = new Map(sb.heldOut.perTask.map((p) => [p.taskId, p.success ? 1 : 0]));
+    for (const p of sa.heldOut.perTask) {
+      const y = bt.get(p.taskId);
+      if (y !== undefined) diffs.push((p.success ? 1 : 0) - y);
+    }
+  }
+  return diffs.length === 0 ? { mean: Number.NaN, low: Number.NaN, high: Number.NaN } : bootstrapInterval(diffs, { seed: 1 });
+}
+
+function comparisons(arms: readonly ArmResult[]): ExperimentResult['comparisons'] {
+  const by = (name: string): ArmResult | undefined => arms.find((a) => a.name === name);
+  const out: ExperimentResult['comparisons'] = [];
+  const ratio = (name: string, a?: ArmResult, b?: ArmResult, note = ''): void => {
+    if (!a || !b) return;
+    const r = pairedRatio(a, b);
+    out.push({ name, value: r.value, low: r.low, high: r.high, note });
+  };
+  const diff = (name: string, a?: ArmResult, b?: ArmResult, note = ''): void => {
+    if (!a || !b) return;
+    const d = pairedDifference(a, b);
+    out.push({ name, value: d.mean, low: d.low, high: d.high, note });
+  };
+  ratio('dreamgym / real (from scratch), success ratio', by('dreamgym'), by('real'), 'goal >= 0.95, same number of updates');
+  ratio('dreamgym / real (warm sft), success ratio', by('dreamgym (warm sft)'), by('real (warm sft)'), 'goal >= 0.95, same number of updates');
+  ratio('s2r / real (warm sft), success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft)'), 'goal >= 1 with 10% of real transitions');
+  ratio('s2r / real at the same 10% budget, success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft), 10% real budget'), 'goal >= 1.4');
+  diff('dreamgym (warm sft) - sft, success', by('dreamgym (warm sft)'), by('sft'), 'GRPO in the simulator must not lower real success (>= 0)');
+  diff('real (warm sft) - sft, success', by('real (warm sft)'), by('sft'), 'GRPO after SFT should improve held-out success');
+  diff('curriculum effect: dreamgym (warm sft) - --no-curriculum, success', by('dreamgym (warm sft)'), by('dreamgym (warm sft) --no-curriculum'), 'ablation');
+  return out;
+}
+
+const pct = (x: number): string => (Number.isFinite(x) ? (100 * x).toFixed(1) : 'n/a');
+const interval = (i: Interval): string => `${pct(i.mean)} [${pct(i.low)}, ${pct(i.high)}]`;
+
+/** The files of an experiment: table.md, results.json, curves.csv and an SVG plot of the learning curves. */
+export function experimentFiles(r: ExperimentResult): Record<string, string> {
+  const lines = [
+    `# ${r.env}: held-out success (greedy, ${r.evalEpisodes} test tasks, real environment), ${r.seeds.length} seeds`,
+    '',
+    `Command: \`${r.command}\` (preset ${r.preset}); ${(r.wallMs / 60000).toFixed(1)} min in all.`,
+    '',
+    '| arm | held-out success % [95% CI] | mean reward | training-task success % | real transitions | offline transitions | wall s / seed |',
+    '| --- | --- | --- | --- | ---: | ---: | ---: |',
+    ...r.arms.map(
+      (a) =>
+        `| ${a.name} | ${interval(a.success)} | ${a.reward.mean.toFixed(3)} | ${pct(a.trainSuccess.mean)} | ${Math.round(a.realTransitions)} | ${Math.round(a.offlineTransitions)} | ${(a.wallMs / 1000).toFixed(0)} |`,
+    ),
+    '',
+    '| comparison | value [95% CI] | note |',
+    '| --- | --- | --- |',
+    ...r.comparisons.map((c) => `| ${c.name} | ${c.value.toFixed(2)} [${c.low.toFixed(2)}, ${c.high.toFixed(2)}] | ${c.note} |`),
+    '',
+  ];
+  const csv = ['arm,seed,iteration,phase,success_rate,mean_reward,real_transitions'];
+  for (const a of r.arms) for (const s of a.seeds) for (const c of s.curve) csv.push(`"${a.name}",${s.seed},${c.iteration},${c.phase},${c.successRate},${c.meanReward},${c.realTransitions}`);
+  return {
+    'table.md': lines.join('\n'),
+    'results.json': `${JSON.stringify(r, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`,
+    'curves.csv': `${csv.join('\n')}\n`,
+    [`${r.env}.svg`]: curvesSvg(r),
+  };
+}
+
+/** Learning curves (rollout success per iteration, mean over seeds) of the trained arms, as a small SVG. */
+export function curvesSvg(r: ExperimentResult): string {
+  const W = 720;
+  const H = 360;
+  const pad = { l: 50, r: 250, t: 30, b: 40 };
+  const series = r.arms
+    .filter((a) => a.seeds.some((s) => s.curve.length > 0))
+    .map((a) => {
+      const n = Math.max(...a.seeds.map((s) => s.curve.length));
+      const ys = Array.from({ length: n }, (_, i) => meanOf(a.seeds.map((s) => s.curve[i]?.successRate).filter((x): x is number => x !== undefined)));
+      return { name: a.name, ys };
+    });
+  const maxX = Math.max(1, ...series.map((s) => s.ys.length - 1));
+  const x = (i: number): number => pad.l + ((W - pad.l - pad.r) * i) / maxX;
+  const y = (v: number): number => pad.t + (H - pad.t - pad.b) * (1 - v);
+  const colours = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+  const esc = (t: string): string => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<text x="${pad.l}" y="18">${esc(`${r.env}: rollout success per iteration (sft: expert-choice accuracy), mean of ${r.seeds.length} seeds`)}</text>`,
+    `<line x1="${pad.l}" y1="${y(0)}" x2="${W - pad.r}" y2="${y(0)}" stroke="#444"/>`,
+    `<line x1="${pad.l}" y1="${y(0)}" x2="${pad.l}" y2="${y(1)}" stroke="#444"/>`,
+    ...[0, 0.25, 0.5, 0.75, 1].map((v) => `<text x="${pad.l - 8}" y="${y(v) + 4}" text-anchor="end">${(100 * v).toFixed(0)}%</text>`),
+    `<text x="${(pad.l + W - pad.r) / 2}" y="${H - 10}" text-anchor="middle">iteration</text>`,
+  ];
+  series.forEach((s, k) => {
+    const c = colours[k % colours.length] as string;
+    const pts = s.ys.map((v, i) => `${x(i).toFixed(1)},${y(Number.isFinite(v) ? v : 0).toFixed(1)}`).join(' ');
+    parts.push(`<polyline fill="none" stroke="${c}" stroke-width="2" points="${pts}"/>`);
+    parts.push(`<text x="${W - pad.r + 10}" y="${pad.t + 16 * k + 10}" fill="${c}">${esc(s.name)}</text>`);
+  });
+  parts.push('</svg>', '');
+  return parts.join('\n');
+}

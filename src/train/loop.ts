@@ -1,0 +1,516 @@
+/**
+ * The DreamGym training loop, shared by the CLI and the page. Read top to bottom:
+ *
+ *   warm start (sft) -> for each iteration: choose tasks (seed + generated, lambda mix) ->
+ *   G rollouts per task with the current policy, in the real environment or the experience
+ *   model -> GRPO update -> store the rollouts -> curriculum (reward variance per task group,
+ *   new tasks from the informative ones) -> log and checkpoint.
+ *
+ * Honesty rules (DESIGN.md §4): a synthetic rollout starts from the task's recorded first
+ * observation (or the experience model's `reset` for a generated task), the experience model
+ * sees `agentView(task)` only, and synthetic phases never create a real environment: every real
+ * `reset`/`step` goes through a counter and is reported as `realTransitions`. Randomness is drawn
+ * from streams derived from (seed, iteration), so a run resumed from its last snapshot continues
+ * exactly as an uninterrupted one.
+ */
+import { hashString, Rng } from '../core/rng.ts';
+import { agentView, type Observation, type RealEnvironment, type Step, type Task, type Trajectory } from '../core/types.ts';
+import type { EnvSpec } from '../envs/spec.ts';
+import type { Demonstration, ExperienceModel, HistoryStep } from '../experience/types.ts';
+import { addTasks, capGenerated, chooseTasks, groupVariances, informativeTasks, type TaskSeen } from '../curriculum/pool.ts';
+import type { TaskGenerator } from '../curriculum/generator.ts';
+import type { ActionPrior } from '../llm/prior.ts';
+import type { Featurizer } from '../policy/features.ts';
+import type { Checkpoint } from '../policy/checkpoint.ts';
+import { grpoPreset, type GrpoTrajectory } from '../rl/grpo.ts';
+import type { SftExample } from '../rl/sft.ts';
+import { Trainer, type UpdateMetrics } from '../rl/trainer.ts';
+import { PolicyAgent, type AgentContext } from './agent.ts';
+import type { TrainingConfig } from './config.ts';
+
+/** Offline seed data: train-split tasks and their real trajectories. */
+export interface OfflineData {
+  tasks: Task[];
+  trajectories: Trajectory[];
+  /** Ids of the trajectories that are expert demonstrations (the behaviour-cloning data). */
+  expertIds: ReadonlySet<string>;
+  /** Further seed tasks without a recorded episode (RL trains on them too). */
+  extraTasks?: Task[];
+}
+
+/** What the loop runs on. Everything environment-specific comes in here. */
+export interface TrainingDeps {
+  /** The real environment (training rollouts in `real`/`s2r`; never created in synthetic phases). */
+  spec: EnvSpec;
+  featurizer: Featurizer;
+  offline: OfflineData;
+  /** The experience model of synthetic phases. */
+  experience?: ExperienceModel | null;
+  prior?: ActionPrior | null;
+  /** The curriculum's task generator (none: the `--no-curriculum` ablation). */
+  generator?: TaskGenerator | null;
+  /** Top-k real transitions for (observation, action), given to the experience model. */
+  demos?: ((observation: Observation, action: string, k: number) => Promise<Demonstration[]>) | null;
+  /** Stores each iteration's rollouts (the run's buffer). */
+  storeRollouts?: ((trajectories: readonly Trajectory[], tasks: readonly Task[]) => Promise<void>) | null;
+  /** Saves a snapshot after every iteration (resume point). */
+  persist?: ((snapshot: RunSnapshot) => Promise<void>) | null;
+}
+
+/** Figures of one iteration. */
+export interface IterationMetrics {
+  iteration: number;
+  phase: 'sft' | 'synthetic' | 'real';
+  /** Rollout success rate and mean reward (in the phase's environment; sft: expert-choice accuracy). */
+  successRate: number;
+  meanReward: number;
+  loss: number;
+  kl: number;
+  clipFraction: number;
+  entropy: number;
+  /** Reward variance per task group: mean, share of groups with V > 0, max. */
+  vTauMean: number;
+  vTauPositiveShare: number;
+  vTauMax: number;
+  poolSize: number;
+  generatedTasks: number;
+  /** Share of this iteration's tasks that were generated. */
+  generatedShare: number;
+  steps: number;
+  syntheticSteps: number;
+  /** Synthetic steps per second of the rollout phase. */
+  syntheticStepsPerSec: number;
+  /** Experience-model calls this iteration. */
+  simCalls: number;
+  realTransitions: number;
+  offlineTransitions: number;
+  updateMs: number;
+  rolloutMs: number;
+  wallMs: number;
+}
+
+/** Everything needed to resume a run. */
+export interface RunSnapshot {
+  format: 'dreamgym-run';
+  version: 1;
+  config: TrainingConfig;
+  /** Completed iterations (sft epochs count as iterations). */
+  iteration: number;
+  pool: Task[];
+  /** When each generated task was last in an iteration, and its reward variance then. */
+  lastSeen: Record<string, { iteration: number; vTau: number }>;
+  metrics: IterationMetrics[];
+  realTransitions: number;
+  realResets: number;
+  syntheticSteps: number;
+  checkpoint: Checkpoint;
+  wallMs: number;
+}
+
+/** Progress reports. */
+export interface TrainingProgress {
+  iteration: number;
+  totalIterations: number;
+  phase: IterationMetrics['phase'];
+  metrics?: IterationMetrics;
+}
+
+export interface TrainingOptions {
+  signal?: AbortSignal;
+  onProgress?: (p: TrainingProgress) => void;
+  /** Continue from this snapshot instead of starting afresh. */
+  resume?: RunSnapshot;
+}
+
+/** What a run produced (evaluation is separate: see `evaluate.ts`). */
+export interface TrainingResult {
+  config: TrainingConfig;
+  metrics: IterationMetrics[];
+  realTransitions: number;
+  realResets: number;
+  offlineTransitions: number;
+  syntheticSteps: number;
+  /** Whether a budget (real transitions, wall time) stopped the run early. */
+  stoppedBy: 'done' | 'real-budget' | 'wall-budget';
+  trainer: Trainer;
+  agent: PolicyAgent;
+  snapshot: RunSnapshot;
+}
+
+/** Thrown when a run is stopped through its AbortSignal; the last snapshot is the resume point. */
+export class TrainingAbortedError extends Error {
+  override name = 'AbortError';
+}
+
+/** Thrown when the dependencies do not fit the configuration (e.g. a synthetic mode without an experience model). */
+export class TrainingSetupError extends Error {
+  override name = 'TrainingSetupError';
+}
+
+/** Counts of a real environment's use. */
+export interface RealCounter {
+  resets: number;
+  steps: number;
+}
+
+/** Wraps a real environment so that every reset and step is counted. */
+export function countedEnvironment(env: RealEnvironment, counter: RealCounter): RealEnvironment {
+  return {
+    get name() {
+      return env.name;
+    },
+    get maxSteps() {
+      return env.maxSteps;
+    },
+    reset(task) {
+      counter.resets++;
+      return env.reset(task);
+    },
+    step(action) {
+      counter.steps++;
+      return env.step(action);
+    },
+    expertAction() {
+      return env.expertAction();
+    },
+  };
+}
+
+/** A stream of randomness for one purpose in one iteration: the same on a resumed run. */
+function streamOf(seed: number, iteration: number, purpose: string): Rng {
+  return new Rng((seed ^ hashString(`${purpose}:${iteration}`)) >>> 0);
+}
+
+const mean = (xs: readonly number[]): number => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
+
+/** The number of iterations a configuration runs (sft epochs + RL iterations; the s2r real phase runs until its budget). */
+export function plannedIterations(config: TrainingConfig): number {
+  const sft = config.mode === 'sft' || (config.warmStart === 'sft' && config.mode !== 'zero-shot') ? config.sft.epochs : 0;
+  const rl = config.mode === 'real' || config.mode === 'dreamgym' || config.mode === 's2r' ? config.iterations : 0;
+  const s2r = config.mode === 's2r' ? config.iterations : 0;
+  return sft + rl + s2r;
+}
+
+/** A trainer for the configuration and the featurizer's dimensions. */
+export function createTrainer(config: TrainingConfig, featurizer: Featurizer): Trainer {
+  const dims = featurizer as unknown as { stateDim?: number; actionDim?: number; dim: number };
+  return new Trainer({
+    policy: {
+      stateDim: dims.stateDim ?? dims.dim,
+      actionDim: dims.actionDim ?? dims.dim,
+      hiddenDim: config.policy.hiddenDim,
+      interaction: 'product',
+      seed: config.seed,
+    },
+    optimizer: { learningRate: config.sft.learningRate },
+    epochs: config.rl.epochs,
+    minibatchSize: 512,
+    temperature: config.rl.temperature,
+    grpo: {
+      ...grpoPreset(config.rl.lossType),
+      scaleRewards: config.rl.scaleRewards,
+      beta: config.rl.beta,
+      entropyCoef: config.rl.entropyCoef,
+      dropZeroVarianceGroups: config.rl.dropZeroVarianceGroups,
+    },
+    seed: config.seed,
+  });
+}
+
+/** One running episode of a rollout batch. */
+interface Episode {
+  task: Task;
+  env: RealEnvironment | null;
+  observation: Observation;
+  history: HistoryStep[];
+  steps: Step[];
+  grpo: GrpoTrajectory;
+  done: boolean;
+  success: boolean;
+}
+
+/** Runs the loop. The returned trainer is the caller's to dispose. */
+export async function runTraining(config: TrainingConfig, deps: TrainingDeps, options: TrainingOptions = {}): Promise<TrainingResult> {
+  const started = performance.now();
+  const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
+  if (synthetic && !deps.experience) throw new TrainingSetupError(`mode ${config.mode} needs an experience model`);
+  if (deps.offline.tasks.length === 0) throw new TrainingSetupError('training needs offline seed tasks, got 0');
+  const offlineTransitions = deps.offline.trajectories.reduce((s, t) => s + t.steps.length, 0);
+  const maxSteps = config.maxSteps > 0 ? config.maxSteps : deps.spec.maxSteps;
+  const counter: RealCounter = { resets: 0, steps: 0 };
+  const firstObservation = new Map<string, Observation>();
+  for (const t of deps.offline.trajectories) {
+    const first = t.steps[0]?.observation;
+    if (first && !firstObservation.has(t.taskId)) firstObservation.set(t.taskId, first);
+  }
+
+  // State: fresh, or from the snapshot.
+  const snap = options.resume;
+  if (snap && (snap.format !== 'dreamgym-run' || snap.version !== 1)) throw new TrainingSetupError('not a dreamgym run snapshot (format dreamgym-run, version 1)');
+  const trainer = snap ? Trainer.fromCheckpoint(snap.checkpoint) : createTrainer(config, deps.featurizer);
+  const agent = new PolicyAgent(trainer, deps.featurizer, deps.prior ?? null);
+  const pool: Task[] = snap ? snap.pool.slice() : [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])];
+  const lastSeen = new Map<string, TaskSeen>(Object.entries(snap?.lastSeen ?? {}));
+  const metrics: IterationMetrics[] = snap ? snap.metrics.slice() : [];
+  let iteration = snap?.iteration ?? 0;
+  counter.steps = snap?.realTransitions ?? 0;
+  counter.resets = snap?.realResets ?? 0;
+  let syntheticSteps = snap?.syntheticSteps ?? 0;
+  const priorWall = snap?.wallMs ?? 0;
+  const total = plannedIterations(config);
+  const sftEpochs = config.mode === 'sft' || (config.warmStart === 'sft' && config.mode !== 'zero-shot') ? config.sft.epochs : 0;
+  const rlStart = sftEpochs;
+  const realStart = config.mode === 's2r' ? sftEpochs + config.iterations : config.mode === 'real' ? sftEpochs : Infinity;
+  let stoppedBy: TrainingResult['stoppedBy'] = 'done';
+
+  const checkAbort = (): void => {
+    if (options.signal?.aborted) throw new TrainingAbortedError(`training stopped at iteration ${iteration}; resume from the last snapshot`);
+  };
+  const wall = (): number => priorWall + performance.now() - started;
+
+  const snapshot = async (): Promise<RunSnapshot> => ({
+    format: 'dreamgym-run',
+    version: 1,
+    config,
+    iteration,
+    pool: pool.slice(),
+    lastSeen: Object.fromEntries(lastSeen),
+    metrics: metrics.slice(),
+    realTransitions: counter.steps,
+    realResets: counter.resets,
+    syntheticSteps,
+    checkpoint: await trainer.checkpoint(),
+    wallMs: wall(),
+  });
+
+  // SFT examples are built once (only when needed).
+  let sftExamples: SftExample[] | null = null;
+  const sftData = async (): Promise<SftExample[]> => {
+    if (sftExamples) return sftExamples;
+    const contexts: AgentContext[] = [];
+    const targets: number[] = [];
+    const byId = new Map(deps.offline.tasks.map((t) => [t.id, t]));
+    for (const traj of deps.offline.trajectories) {
+      if (!deps.offline.expertIds.has(traj.id) || !traj.success) continue;
+      const task = byId.get(traj.taskId);
+      if (!task) continue;
+      const history: { action: string }[] = [];
+      for (const step of traj.steps) {
+        const index = step.observation.actions.indexOf(step.action);
+        if (index >= 0) {
+          contexts.push({ instruction: task.instruction, history: history.slice(), observation: step.observation });
+          targets.push(index);
+        }
+        history.push({ action: step.action });
+      }
+    }
+    if (contexts.length === 0) throw new TrainingSetupError('behaviour cloning needs successful expert trajectories in the offline data, got none');
+    const decisions = await agent.decisions(contexts);
+    sftExamples = decisions.map((d, i) => ({ ...d, action: targets[i] as number }));
+    return sftExamples;
+  };
+
+  try {
+    while (iteration < total) {
+      checkAbort();
+      if (config.budgets.wallSeconds > 0 && wall() / 1000 >= config.budgets.wallSeconds) {
+        stoppedBy = 'wall-budget';
+        break;
+      }
+      const t0 = performance.now();
+      const phase: IterationMetrics['phase'] = iteration < rlStart ? 'sft' : iteration >= realStart ? 'real' : 'synthetic';
+      if (phase === 'real') {
+        const budget = config.mode === 's2r' ? config.s2r.realBudget : config.budgets.realTransitions;
+        if (budget > 0 && counter.steps >= budget) {
+          stoppedBy = 'real-budget';
+          break;
+        }
+      }
+      options.onProgress?.({ iteration, totalIterations: total, phase });
+
+      let m: IterationMetrics;
+      if (phase === 'sft') {
+        const examples = await sftData();
+        const update = await trainer.sftUpdate(examples);
+        m = {
+          ...emptyMetrics(iteration, 'sft'),
+          successRate: update.accuracy ?? 0,
+          loss: update.loss,
+          entropy: update.entropy,
+          updateMs: update.ms,
+        };
+        if (iteration + 1 === rlStart) {
+          // RL's KL reference is the policy it starts from, and its learning rate its own.
+          trainer.syncReference();
+        }
+      } else {
+        if (iteration === rlStart && sftEpochs === 0) trainer.syncReference();
+        m = await rlIteration(phase);
+      }
+      iteration++;
+      m.poolSize = pool.length;
+      m.realTransitions = counter.steps;
+      m.offlineTransitions = offlineTransitions;
+      m.wallMs = performance.now() - t0;
+      metrics.push(m);
+      if (deps.persist) await deps.persist(await snapshot());
+      options.onProgress?.({ iteration, totalIterations: total, phase, metrics: m });
+    }
+  } catch (e) {
+    trainer.dispose();
+    throw e;
+  }
+
+  return {
+    config,
+    metrics,
+    realTransitions: counter.steps,
+    realResets: counter.resets,
+    offlineTransitions,
+    syntheticSteps,
+    stoppedBy,
+    trainer,
+    agent,
+    snapshot: await snapshot(),
+  };
+
+  /** One RL iteration in the synthetic or the real environment. */
+  async function rlIteration(phase: 'synthetic' | 'real'): Promise<IterationMetrics> {
+    const m = emptyMetrics(iteration, phase);
+    trainer.setLearningRate(config.rl.learningRate);
+
+    // 1. Tasks: B from the pool, a share lambda generated once any exist.
+    const lambda = config.curriculum.enabled ? config.curriculum.generatedShare : 0;
+    const { tasks: chosen, generated: nGenerated } = chooseTasks(pool, config.tasksPerIteration, lambda, streamOf(config.seed, iteration, 'tasks'));
+    m.generatedShare = nGenerated / config.tasksPerIteration;
+    m.generatedTasks = pool.filter((t) => t.origin === 'generated').length;
+
+    // 2. Rollouts: G per task, all episodes advanced together.
+    const tr = performance.now();
+    const act = streamOf(config.seed, iteration, 'act');
+    const episodes: Episode[] = [];
+    for (const task of chosen) {
+      for (let g = 0; g < config.groupSize; g++) {
+        let env: RealEnvironment | null = null;
+        let observation: Observation;
+        if (phase === 'real') {
+          env = countedEnvironment(deps.spec.create(), counter);
+          observation = env.reset(task);
+        } else {
+          const recorded = firstObservation.get(task.id);
+          observation = recorded ?? (await (deps.experience as ExperienceModel).reset(agentView(task), []));
+          if (!recorded) m.simCalls++;
+        }
+        episodes.push({ task, env, observation, history: [], steps: [], grpo: { steps: [], reward: 0 }, done: false, success: false });
+      }
+    }
+    for (let t = 0; t < maxSteps; t++) {
+      checkAbort();
+      const running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
+      if (running.length === 0) break;
+      const choices = await agent.choose(
+        running.map((e) => ({ instruction: e.task.instruction, history: e.history, observation: e.observation })),
+        { greedy: false, rng: act },
+      );
+      for (let i = 0; i < running.length; i++) {
+        const e = running[i] as Episode;
+        const c = choices[i] as (typeof choices)[number];
+        e.grpo.steps.push({ ...c.decision, action: c.index, logProb: c.logProb });
+        let next: Observation;
+        let reward: number;
+        let done: boolean;
+        let valid: boolean;
+        let reasoning: string | undefined;
+        if (e.env) {
+          const r = e.env.step(c.action);
+          ({ observation: next, reward, done } = r);
+          valid = r.info.valid;
+          if (done) e.success = r.info.success === true;
+        } else {
+          const demos = deps.demos && config.demos > 0 ? await deps.demos(e.observation, c.action, config.demos) : [];
+          const r = await (deps.experience as ExperienceModel).step({ task: agentView(e.task), history: e.history.slice(), observation: e.observation, action: c.action, demos });
+          m.simCalls++;
+          syntheticSteps++;
+          m.syntheticSteps++;
+          ({ observation: next, reward, done, valid, reasoning } = r);
+          if (done) e.success = reward >= 0.999;
+        }
+        const step: Step = { observation: e.observation, action: c.action, reward, done, valid };
+        if (reasoning !== undefined) step.reasoning = reasoning;
+        e.steps.push(step);
+        e.history.push({ observation: e.observation, action: c.action });
+        e.grpo.reward += reward;
+        m.steps++;
+        e.observation = next;
+        if (done) e.done = true;
+      }
+    }
+    m.rolloutMs = performance.now() - tr;
+    m.syntheticStepsPerSec = m.syntheticSteps > 0 ? m.syntheticSteps / (m.rolloutMs / 1000) : 0;
+    m.successRate = mean(episodes.map((e) => (e.success ? 1 : 0)));
+    m.meanReward = mean(episodes.map((e) => e.grpo.reward));
+
+    // 3. Update.
+    const update: UpdateMetrics = await trainer.grpoUpdate({ groupSize: config.groupSize, trajectories: episodes.map((e) => e.grpo) });
+    Object.assign(m, { loss: update.loss, kl: update.kl, clipFraction: update.clipFraction, entropy: update.entropy, updateMs: update.ms });
+
+    // 4. Store.
+    if (deps.storeRollouts) {
+      const source = phase === 'real' ? 'real' : 'synthetic';
+      await deps.storeRollouts(
+        episodes.map((e, i) => ({
+          id: `${e.task.id}:it${iteration}:${i % config.groupSize}:${source}`,
+          taskId: e.task.id,
+          env: e.task.env,
+          source,
+          steps: e.steps,
+          reward: e.grpo.reward,
+          success: e.success,
+        })),
+        chosen,
+      );
+    }
+
+    // 5. Curriculum: V_tau per group; informative tasks seed new ones.
+    const scored = groupVariances(chosen, episodes.map((e) => e.grpo.reward), config.groupSize);
+    for (const { task, vTau } of scored) if (task.origin === 'generated') lastSeen.set(task.id, { iteration, vTau });
+    m.vTauMean = mean(scored.map((x) => x.vTau));
+    m.vTauPositiveShare = mean(scored.map((x) => (x.vTau > 0 ? 1 : 0)));
+    m.vTauMax = Math.max(0, ...scored.map((x) => x.vTau));
+    const seedsForGenerator = informativeTasks(scored);
+    if (config.curriculum.enabled && deps.generator && config.curriculum.perIteration > 0 && seedsForGenerator.length > 0) {
+      const fresh = await deps.generator.generate(seedsForGenerator, config.curriculum.perIteration);
+      for (const task of addTasks(pool, fresh)) lastSeen.set(task.id, { iteration, vTau: Number.NaN });
+      capGenerated(pool, lastSeen, config.curriculum.maxGenerated);
+    }
+    return m;
+  }
+}
+
+function emptyMetrics(iteration: number, phase: IterationMetrics['phase']): IterationMetrics {
+  return {
+    iteration,
+    phase,
+    successRate: 0,
+    meanReward: 0,
+    loss: 0,
+    kl: 0,
+    clipFraction: 0,
+    entropy: 0,
+    vTauMean: 0,
+    vTauPositiveShare: 0,
+    vTauMax: 0,
+    poolSize: 0,
+    generatedTasks: 0,
+    generatedShare: 0,
+    steps: 0,
+    syntheticSteps: 0,
+    syntheticStepsPerSec: 0,
+    simCalls: 0,
+    realTransitions: 0,
+    offlineTransitions: 0,
+    updateMs: 0,
+    rolloutMs: 0,
+    wallMs: 0,
+  };
+}

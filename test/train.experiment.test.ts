@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { curvesSvg, EXPERIMENT_ARMS, experimentFiles, pairedDifference, pairedRatio, runExperiment, type ArmResult } from '../src/train/experiment.ts';
+import type { EvalResult } from '../src/train/evaluate.ts';
+
+const TINY = {
+  iterations: 1,
+  tasksPerIteration: 2,
+  groupSize: 2,
+  maxSteps: 6,
+  offline: { expertEpisodes: 6, noisyEpisodes: 4, extraTasks: 2 },
+  sft: { epochs: 1 },
+  evalEpisodes: 4,
+  policy: { hiddenDim: 8, embeddingDim: 64 },
+};
+
+/** An arm whose held-out outcomes per seed are given as 0/1 lists over tasks t0, t1, ... */
+function arm(name: string, outcomes: number[][]): ArmResult {
+  const evalOf = (xs: number[]): EvalResult => ({
+    episodes: xs.length,
+    successRate: xs.reduce((s, x) => s + x, 0) / xs.length,
+    meanReward: 0,
+    success: { mean: 0, low: 0, high: 0 },
+    reward: { mean: 0, low: 0, high: 0 },
+    perTask: xs.map((x, i) => ({ taskId: `t${i}`, success: x === 1, reward: x, steps: 1 })),
+    realSteps: 0,
+  });
+  return {
+    name,
+    config: null,
+    seeds: outcomes.map((xs, seed) => ({ seed, heldOut: evalOf(xs), train: evalOf(xs), realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: 0, curve: [] })),
+    success: { mean: 0, low: 0, high: 0 },
+    reward: { mean: 0, low: 0, high: 0 },
+    trainSuccess: { mean: 0, low: 0, high: 0 },
+    realTransitions: 0,
+    offlineTransitions: 0,
+    wallMs: 0,
+  };
+}
+
+describe('paired comparisons', () => {
+  it('ratio and difference of success on the same tasks and seeds, with intervals', () => {
+    const a = arm('a', [[1, 1, 0, 1], [1, 0, 1, 1]]);
+    const b = arm('b', [[1, 0, 0, 1], [0, 0, 1, 1]]);
+    const r = pairedRatio(a, b);
+    expect(r.value).toBeCloseTo(6 / 4);
+    expect(r.low).toBeLessThanOrEqual(r.value);
+    expect(r.high).toBeGreaterThanOrEqual(r.value);
+    const d = pairedDifference(a, b);
+    expect(d.mean).toBeCloseTo(2 / 8);
+    expect(d.low).toBeLessThanOrEqual(d.mean);
+    // Tasks missing on one side are left out; no pairs at all gives NaN.
+    expect(Number.isNaN(pairedRatio(a, arm('none', [])).value)).toBe(true);
+  });
+});
+
+describe('runExperiment', () => {
+  it('runs the reference, sft and a synthetic arm over two seeds and writes the table, JSON, curves and plot', async () => {
+    const names = ['scripted reference (no hidden goal)', 'zero-shot', 'sft', 'dreamgym (warm sft)'];
+    const r = await runExperiment({ env: 'shop', seeds: 2, preset: 'quick', overrides: TINY, trainEvalEpisodes: 3, arms: names });
+    expect(r.arms.map((a) => a.name)).toEqual(names);
+    for (const a of r.arms) {
+      expect(a.seeds).toHaveLength(2);
+      expect(a.success.low).toBeLessThanOrEqual(a.success.mean);
+      expect(a.success.high).toBeGreaterThanOrEqual(a.success.mean);
+    }
+    const dreamgym = r.arms.find((a) => a.name === 'dreamgym (warm sft)')!;
+    expect(dreamgym.realTransitions).toBe(0);
+    expect(dreamgym.seeds[0]!.curve.length).toBeGreaterThan(0);
+    expect(r.comparisons.some((c) => c.name.startsWith('dreamgym (warm sft) - sft'))).toBe(true);
+    const files = experimentFiles(r);
+    expect(Object.keys(files).sort()).toEqual(['curves.csv', 'results.json', 'shop.svg', 'table.md']);
+    expect(files['table.md']).toMatch(/\| sft \| \d+\.\d \[/);
+    expect(JSON.parse(files['results.json']!).arms).toHaveLength(4);
+    expect(files['curves.csv']!.split('\n')[0]).toBe('arm,seed,iteration,phase,success_rate,mean_reward,real_transitions');
+    expect(curvesSvg(r)).toMatch(/^<svg[^>]*>/);
+    expect(files['shop.svg']).toContain('<polyline');
+  });
+
+  it('declares every mode and offline ablation, and the matched 10% budget arms', () => {
+    const modes = new Set(EXPERIMENT_ARMS.map((a) => a.config?.mode ?? a.kind));
+    expect([...modes].sort()).toEqual(['dreamgym', 'real', 'reference', 's2r', 'sft', 'zero-shot']);
+    expect(EXPERIMENT_ARMS.filter((a) => a.budgetShareOfReal === 0.1).map((a) => a.config?.mode).sort()).toEqual(['real', 's2r']);
+    expect(EXPERIMENT_ARMS.some((a) => a.config?.curriculum?.enabled === false)).toBe(true);
+  });
+});

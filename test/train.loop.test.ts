@@ -1,0 +1,183 @@
+import * as tf from '@tensorflow/tfjs';
+import { describe, expect, it } from 'vitest';
+import type { RealEnvironment, Task, Trajectory } from '../src/core/types.ts';
+import type { EnvSpec } from '../src/envs/spec.ts';
+import { parseTrainingConfig, PRESETS, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
+import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps } from '../src/train/loop.ts';
+import { prepareRun } from '../src/train/setup.ts';
+import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
+
+/** Tiny settings: every run takes a second or two. */
+const TINY: Partial<TrainingConfigInput> = {
+  iterations: 2,
+  tasksPerIteration: 2,
+  groupSize: 2,
+  maxSteps: 6,
+  offline: { expertEpisodes: 8, noisyEpisodes: 8, extraTasks: 4 },
+  sft: { epochs: 2 },
+  evalEpisodes: 2,
+  policy: { hiddenDim: 8, embeddingDim: 64 },
+  curriculum: { perIteration: 2 },
+};
+
+const config = (over: Partial<TrainingConfigInput>) => parseTrainingConfig({ env: 'shop', mode: 'dreamgym', ...TINY, ...over } as TrainingConfigInput);
+
+/** A spec whose environments count every reset and step (and creation). */
+function spy(spec: EnvSpec): { spec: EnvSpec; calls: { create: number; reset: number; step: number } } {
+  const calls = { create: 0, reset: 0, step: 0 };
+  return {
+    calls,
+    spec: {
+      ...spec,
+      name: spec.name,
+      maxSteps: spec.maxSteps,
+      tasks: (o) => spec.tasks(o),
+      validateTask: (t) => spec.validateTask(t),
+      create: (): RealEnvironment => {
+        calls.create++;
+        const env = spec.create();
+        return {
+          name: env.name,
+          maxSteps: env.maxSteps,
+          reset: (task: Task) => (calls.reset++, env.reset(task)),
+          step: (action: string) => (calls.step++, env.step(action)),
+          expertAction: () => env.expertAction(),
+        };
+      },
+    },
+  };
+}
+
+const withoutTimes = (ms: readonly IterationMetrics[]) =>
+  ms.map(({ wallMs: _w, rolloutMs: _r, updateMs: _u, syntheticStepsPerSec: _s, ...rest }) => rest);
+
+describe('training config', () => {
+  it('layers defaults < preset < run config and explains a bad value', () => {
+    const c = parseTrainingConfig({ env: 'household', mode: 'real', iterations: 3 }, 'quick');
+    expect(c.iterations).toBe(3);
+    expect(c.groupSize).toBe(PRESETS.quick.groupSize);
+    expect(c.rl.entropyCoef).toBe(0.01);
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'train-hard' as 'sft' })).toThrow(TrainingConfigError);
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', groupSize: 1 })).toThrow(/groupSize/);
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', bogus: 1 } as TrainingConfigInput)).toThrow(TrainingConfigError);
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft' }, 'huge' as 'quick')).toThrow(/unknown preset "huge"/);
+  });
+
+  it('counts sft epochs and RL iterations', () => {
+    expect(plannedIterations(config({ mode: 'zero-shot' }))).toBe(0);
+    expect(plannedIterations(config({ mode: 'sft' }))).toBe(2);
+    expect(plannedIterations(config({ mode: 'dreamgym', warmStart: 'sft' }))).toBe(4);
+    expect(plannedIterations(config({ mode: 's2r' }))).toBe(4);
+  });
+});
+
+describe('runTraining smoke: every mode and ablation runs two iterations', () => {
+  const cases: [string, Partial<TrainingConfigInput>][] = [
+    ['zero-shot', { mode: 'zero-shot' }],
+    ['sft', { mode: 'sft' }],
+    ['real', { mode: 'real' }],
+    ['dreamgym', { mode: 'dreamgym' }],
+    ['dreamgym --warm-start sft', { mode: 'dreamgym', warmStart: 'sft' }],
+    ['dreamgym --no-curriculum', { mode: 'dreamgym', curriculum: { enabled: false } }],
+    ['s2r', { mode: 's2r', s2r: { realBudget: 20 } }],
+    ['real, household, lexical prior', { mode: 'real', env: 'household', prior: 'lexical' }],
+  ];
+  for (const [name, over] of cases) {
+    it(name, async () => {
+      const before = tf.memory().numTensors;
+      const c = config(over);
+      const run = await prepareRun(c);
+      const res = await runTraining(c, run.deps);
+      try {
+        expect(res.metrics).toHaveLength(c.mode === 's2r' ? res.metrics.length : plannedIterations(c));
+        for (const m of res.metrics) {
+          expect(Number.isFinite(m.loss)).toBe(true);
+          expect(m.successRate).toBeGreaterThanOrEqual(0);
+          expect(m.offlineTransitions).toBe(res.offlineTransitions);
+        }
+        expect(res.offlineTransitions).toBeGreaterThan(0);
+        if (c.mode === 'zero-shot' || c.mode === 'sft' || c.mode === 'dreamgym') expect(res.realTransitions).toBe(0);
+        if (c.mode === 'real') expect(res.realTransitions).toBe(res.metrics.reduce((s, m) => s + m.steps, 0));
+        if (c.mode === 's2r') {
+          expect(res.metrics.some((m) => m.phase === 'synthetic')).toBe(true);
+          expect(res.metrics.some((m) => m.phase === 'real')).toBe(true);
+          expect(res.stoppedBy === 'real-budget' || res.stoppedBy === 'done').toBe(true);
+        }
+        if (c.mode === 'dreamgym') expect(res.syntheticSteps).toBeGreaterThan(0);
+        expect(res.snapshot.iteration).toBe(res.metrics.length);
+      } finally {
+        res.trainer.dispose();
+        run.dispose();
+      }
+      expect(tf.memory().numTensors).toBe(before);
+    });
+  }
+});
+
+describe('honesty: a synthetic-only run never touches the real environment', () => {
+  it('dreamgym (with sft warm start and curriculum) makes 0 real resets and steps', async () => {
+    const c = config({ mode: 'dreamgym', warmStart: 'sft', iterations: 3 });
+    const run = await prepareRun(c);
+    const counted = spy(run.deps.spec);
+    const res = await runTraining(c, { ...run.deps, spec: counted.spec });
+    res.trainer.dispose();
+    run.dispose();
+    expect(res.syntheticSteps).toBeGreaterThan(0);
+    expect(counted.calls).toEqual({ create: 0, reset: 0, step: 0 });
+    expect(res.realTransitions).toBe(0);
+  });
+
+  it('a real run counts every real step it takes', async () => {
+    const c = config({ mode: 'real' });
+    const run = await prepareRun(c);
+    const counted = spy(run.deps.spec);
+    const res = await runTraining(c, { ...run.deps, spec: counted.spec });
+    res.trainer.dispose();
+    run.dispose();
+    expect(counted.calls.step).toBeGreaterThan(0);
+    expect(res.realTransitions).toBe(counted.calls.step);
+    expect(res.realResets).toBe(counted.calls.reset);
+  });
+
+  it('refuses a synthetic mode without an experience model', async () => {
+    const c = config({ mode: 'dreamgym' });
+    const run = await prepareRun(c);
+    await expect(runTraining(c, { ...run.deps, experience: null })).rejects.toThrow(TrainingSetupError);
+    run.dispose();
+  });
+});
+
+describe('abort and resume', () => {
+  it('a run stopped midway and resumed from its last snapshot equals an uninterrupted one', async () => {
+    const c = config({ mode: 'dreamgym', warmStart: 'sft', iterations: 3 });
+    const run = await prepareRun(c);
+    const stored: Trajectory[][] = [];
+    const deps: TrainingDeps = { ...run.deps, storeRollouts: async (t) => void stored.push(t.slice()) };
+
+    const full = await runTraining(c, deps);
+    full.trainer.dispose();
+
+    // Stop after the third iteration (sft, sft, first RL iteration) through the AbortSignal.
+    const controller = new AbortController();
+    let last: RunSnapshot | undefined;
+    const interrupted = runTraining(c, {
+      ...deps,
+      persist: async (s) => {
+        last = s;
+        if (s.iteration === 3) controller.abort();
+      },
+    }, { signal: controller.signal });
+    await expect(interrupted).rejects.toThrow(TrainingAbortedError);
+    expect(last?.iteration).toBe(3);
+
+    // As on disk: the state as JSON, the policy as a checkpoint file.
+    const onDisk = { ...(JSON.parse(JSON.stringify({ ...last, checkpoint: null })) as RunSnapshot), checkpoint: parseCheckpoint(serializeCheckpoint(last!.checkpoint)) };
+    const resumed = await runTraining(c, deps, { resume: onDisk });
+    resumed.trainer.dispose();
+    run.dispose();
+    expect(resumed.snapshot.iteration).toBe(full.snapshot.iteration);
+    expect(resumed.snapshot.pool.map((t) => t.id)).toEqual(full.snapshot.pool.map((t) => t.id));
+    expect(withoutTimes(resumed.metrics)).toEqual(withoutTimes(full.metrics));
+    expect(resumed.snapshot.checkpoint.weights).toEqual(full.snapshot.checkpoint.weights);
+  });
+});
