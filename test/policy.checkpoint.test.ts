@@ -37,6 +37,16 @@ function expectCorrupt(bytes: Uint8Array, message: RegExp): void {
 }
 
 describe('checkpoint file', () => {
+  it('reads a file that sits at an offset inside a larger buffer (a Node Buffer from readFile)', () => {
+    const cp = sample();
+    const bytes = serializeCheckpoint(cp);
+    const pool = new Uint8Array(bytes.length + 13);
+    pool.set(bytes, 13);
+    const back = parseCheckpoint(pool.subarray(13));
+    expect(Array.from(back.weights[0]!.data)).toEqual(Array.from(cp.weights[0]!.data));
+    expect(Array.from(parseCheckpoint(Buffer.from(bytes)).weights[1]!.data)).toEqual(Array.from(cp.weights[1]!.data));
+  });
+
   it('round-trips every field bit for bit', () => {
     const cp = sample();
     const bytes = serializeCheckpoint(cp);

@@ -44,7 +44,7 @@ class CountingEmbedder implements Embedder {
 describe('Featurizer', () => {
   it('builds one decision per context with candidates in order, through a cache', async () => {
     const embedder = new CountingEmbedder();
-    const f = new Featurizer(embedder);
+    const f = new Featurizer(embedder, { mode: 'text' });
     const ctx = { instruction: 'buy cat litter', observation: { text: results, actions: ['click[B04CY8QBR3]', 'click[B0VJGJOTW1]'] } };
     const [d] = await f.decisions([ctx], [Float32Array.from([0.5, -0.5])]);
     expect(d?.state).toHaveLength(8);

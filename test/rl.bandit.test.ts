@@ -24,10 +24,11 @@ describe('GRPO on a shop contextual bandit', () => {
     const states = expertStates(getEnvSpec('shop'), { tasks: 200, seed: 7, maxStates: 300 });
     expect(states).toHaveLength(300);
     const chance = states.reduce((a, s) => a + 1 / s.context.observation.actions.length, 0) / states.length;
-    const featurizer = new Featurizer(new HashedEmbedder({ dim: DIM }));
+    // The algorithm's test: the plain text layout, where each state's expert choice (often a product id) can be learned.
+    const featurizer = new Featurizer(new HashedEmbedder({ dim: DIM }), { mode: 'text' });
     const decisions = await featurizer.decisions(states.map((s) => s.context));
     const trainer = new Trainer({
-      policy: { stateDim: DIM, actionDim: DIM, hiddenDim: 32, seed: 1 },
+      policy: { stateDim: featurizer.stateDim, actionDim: featurizer.actionDim, hiddenDim: 32, seed: 1 },
       optimizer: { learningRate: 1e-2, epsilon: 1e-8 },
       grpo: { beta: 0, entropyCoef: 0.3 },
       epochs: 4,
@@ -64,10 +65,11 @@ describe('behaviour cloning on offline shop data', () => {
       }
     }
     expect(expert.every((e) => e >= 0)).toBe(true);
-    const featurizer = new Featurizer(new HashedEmbedder({ dim: DIM }));
+    // The algorithm's test: the plain text layout, where each state's expert choice (often a product id) can be learned.
+    const featurizer = new Featurizer(new HashedEmbedder({ dim: DIM }), { mode: 'text' });
     const decisions = await featurizer.decisions(contexts);
     const trainer = new Trainer({
-      policy: { stateDim: DIM, actionDim: DIM, hiddenDim: 32, seed: 2 },
+      policy: { stateDim: featurizer.stateDim, actionDim: featurizer.actionDim, hiddenDim: 32, seed: 2 },
       optimizer: { learningRate: 1e-2, epsilon: 1e-8 },
       minibatchSize: 64,
       seed: 2,

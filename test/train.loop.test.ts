@@ -56,7 +56,7 @@ describe('training config', () => {
     const c = parseTrainingConfig({ env: 'household', mode: 'real', iterations: 3 }, 'quick');
     expect(c.iterations).toBe(3);
     expect(c.groupSize).toBe(PRESETS.quick.groupSize);
-    expect(c.rl.entropyCoef).toBe(0.01);
+    expect(c.rl.entropyCoef).toBe(0.001);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'train-hard' as 'sft' })).toThrow(TrainingConfigError);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', groupSize: 1 })).toThrow(/groupSize/);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', bogus: 1 } as TrainingConfigInput)).toThrow(TrainingConfigError);
@@ -102,6 +102,7 @@ describe('runTraining smoke: every mode and ablation runs two iterations', () =>
           expect(res.metrics.some((m) => m.phase === 'synthetic')).toBe(true);
           expect(res.metrics.some((m) => m.phase === 'real')).toBe(true);
           expect(res.stoppedBy === 'real-budget' || res.stoppedBy === 'done').toBe(true);
+          expect(res.realTransitions).toBeLessThanOrEqual(c.s2r.realBudget);
         }
         if (c.mode === 'dreamgym') expect(res.syntheticSteps).toBeGreaterThan(0);
         expect(res.snapshot.iteration).toBe(res.metrics.length);

@@ -26,6 +26,8 @@ type SuiteFn = () => Promise<BenchRow[]>;
 const SUITES: Record<string, SuiteFn> = {
   // Retrieval experience model fidelity next to trivial simulators, and false-success rates.
   fidelity: async () => (await import('../bench/fidelity.ts')).benchFidelity(await useFastestNodeBackend()),
+  // Training loop: synthetic steps/s in the loop against the retrieval model alone, and the update cost.
+  train: async () => (await import('../bench/train.ts')).benchTrain(await useFastestNodeBackend()),
   // Environment speed, cold (fresh caches) and warm (repeated).
   envs: () => benchEnvs(),
   // Replay buffer: node over fake-indexeddb, and headless Chromium over its real IndexedDB.

@@ -11,6 +11,7 @@ import { getEnvSpec } from '../envs/registry.ts';
 import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
 import { fileError, writeOfflineData } from './data.ts';
 import { formatFidelity, runFidelity } from './fidelity.ts';
+import { addTrainingCommands, CliExit } from './train.ts';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -126,6 +127,9 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
       await runBench(suite, { json: opts.json === true, out: opts.out, markdown: opts.markdown, log: out });
     });
 
+  // Training: train, eval, runs, export, experiment (src/cli/train.ts).
+  addTrainingCommands(program, out, err);
+
   return program;
 }
 
@@ -139,6 +143,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode;
+    if (e instanceof CliExit) {
+      if (e.message) err(`${e.message}\n`);
+      return e.code;
+    }
     if (e instanceof JsonlError) {
       err(`dreamgym: ${e.message}\n`);
       return 1;

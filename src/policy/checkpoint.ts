@@ -222,7 +222,8 @@ export function parseCheckpoint(file: Uint8Array | ArrayBuffer): Checkpoint {
   if (dataStart + header.dataBytes !== bytes.length) {
     throw new CheckpointError('corrupt', `file has ${bytes.length - dataStart} data bytes, header says ${header.dataBytes} (truncated or padded)`);
   }
-  const data = bytes.slice(dataStart, dataStart + header.dataBytes);
+  // A copy in a fresh buffer: a Node Buffer's slice shares the pool's memory at an offset.
+  const data = new Uint8Array(bytes.subarray(dataStart, dataStart + header.dataBytes));
   const checksum = fnv1aBytes(data);
   if (checksum !== header.checksum) throw new CheckpointError('corrupt', `checksum mismatch (file ${header.checksum}, computed ${checksum})`);
   // The header is not covered by the checksum: the table must tile the data exactly as

@@ -9,6 +9,9 @@
 import type { Embedder } from '../core/embedding.ts';
 import type { Observation } from '../core/types.ts';
 import type { Decision } from './input.ts';
+import { CONJUNCTION_KINDS, conjunctionKeys, FEATURE_GROUPS, type ConjunctionKind, hashKeys, MATCH_FEATURES, matchFeatureIndices, matchFeatures, instructionProfile, neutralizeIds, type FeatureGroup, type MatchFeatureName } from './matching.ts';
+
+export { FEATURE_GROUPS, MATCH_FEATURES, ID_PLACEHOLDER, isOpaqueId, neutralizeIds, type FeatureGroup, type MatchFeatureName } from './matching.ts';
 
 /** One earlier step of the episode. */
 export interface HistoryEntry {
@@ -40,6 +43,32 @@ export function stateText(ctx: StateContext, options: StateTextOptions = {}): st
   return parts.join('\n');
 }
 
+/**
+ * The state text of the `matching` layout, where the instruction has a slot of its own: the
+ * latest actions and the observation without the lines that repeat the instruction, so that a
+ * word of the instruction shows in the state only once the observation itself says it (an object
+ * now "clean", a page now showing the product).
+ */
+export function situationText(ctx: StateContext, options: StateTextOptions = {}): string {
+  const maxHistory = options.maxHistory ?? 3;
+  if (!(Number.isInteger(maxHistory) && maxHistory >= 0)) throw new RangeError(`maxHistory must be an integer >= 0, got ${maxHistory}`);
+  const recent = maxHistory === 0 ? [] : (ctx.history ?? []).slice(-maxHistory).map((h) => h.action);
+  const parts: string[] = [];
+  if (recent.length > 0) parts.push(`Previous actions: ${recent.join(' | ')}`);
+  parts.push(observationWithoutInstruction(ctx));
+  return parts.join('\n');
+}
+
+/** The observation's text without the lines that repeat the instruction. */
+export function observationWithoutInstruction(ctx: StateContext): string {
+  const instruction = ctx.instruction.trim().toLowerCase();
+  if (instruction.length === 0) return ctx.observation.text;
+  return ctx.observation.text
+    .split('\n')
+    .filter((l) => !l.toLowerCase().includes(instruction))
+    .join('\n');
+}
+
 /** The argument of `verb[argument]`, or the whole action. */
 function actionArgument(action: string): string {
   const m = /^\s*[a-z_]+\s*\[(.*)\]\s*$/i.exec(action);
@@ -69,24 +98,128 @@ export function candidateText(observationText: string, action: string): string {
   return `${action}\n${element}`;
 }
 
+/** Writes `source * scale` into `target` from `offset`. */
+function setScaled(target: Float32Array, source: Float32Array, offset: number, scale: number): void {
+  if (scale === 1) {
+    target.set(source, offset);
+    return;
+  }
+  for (let i = 0; i < source.length; i++) target[offset + i] = (source[i] as number) * scale;
+}
+
+/** Settings of a {@link Featurizer}. */
+export interface FeaturizerOptions extends StateTextOptions {
+  /** Embeddings kept in the cache (by text). Default 50,000. */
+  cacheSize?: number;
+  /**
+   * `matching` (default): the layout below, with instruction matching, position and history
+   * features and opaque identifiers neutralised. `text`: the earlier plain layout, the state
+   * text's and each candidate text's embeddings as they are (stateDim = actionDim = dim).
+   */
+  mode?: 'matching' | 'text';
+  /** Feature groups or single match features to switch off (ablations): their slots stay, filled with zeros. */
+  disable?: readonly (FeatureGroup | MatchFeatureName | `conjunctions.${ConjunctionKind}`)[];
+  /** Multiplier of the match block in candidate vectors. Default 1. */
+  matchScale?: number;
+  /**
+   * Multiplier of the embedded slots (instruction, situation, candidate) in `matching` mode.
+   * Below 1 the head learns from the embeddings more slowly than from the match features, which
+   * limits how much it can memorise tasks by their texts. Default 1.
+   */
+  embeddingScale?: number;
+  /**
+   * What a candidate's embedding slot holds (`matching` mode): `element`, the action plus the
+   * observation line it acts on ({@link candidateText}); `action`, the action text alone. The
+   * match features always read the element line. Default `element`.
+   */
+  candidateSlot?: 'element' | 'action';
+  /** Width of the hashed template-conjunction block ({@link conjunctionKeys}); 0 turns it off. Default 64. */
+  conjunctionDim?: number;
+  /** `matching` mode: embed {@link situationText} (default) or, with false, {@link stateText} as the state. */
+  situation?: boolean;
+}
+
 /**
  * Embeds states and candidates into {@link Decision}s, caching embeddings by text (action texts
  * and observations repeat a lot within and across episodes).
+ *
+ * Layout in the default `matching` mode, with D the embedder's dim ({@link dim}) and
+ * F = {@link MATCH_FEATURES}.length:
+ *
+ *   candidate (actionDim = D + F):    [ embed(candidate text)  | match features (F) ]
+ *   state     (stateDim = 2D + F):    [ embed(instruction)     | ones (F) | embed(situation) ]
+ *
+ * Opaque identifiers (see {@link isOpaqueId}) are replaced by a placeholder in every embedded
+ * text, so two candidates that differ only by an id get the same embedding. The head's `product`
+ * interaction multiplies a candidate with the first actionDim state features, which are the
+ * instruction's embedding (a candidate-versus-instruction term) and ones (the match features as
+ * they are). Any {@link Embedder} fills the D-wide slots; the match features are lexical and
+ * come from no embedder except `similarity.*` (cosines of the same embeddings).
  */
 export class Featurizer {
   private readonly cache = new Map<string, Float32Array>();
+  private readonly options: FeaturizerOptions;
+  private readonly disabled: ReadonlySet<string>;
+  private readonly conjunctionKinds: ReadonlySet<ConjunctionKind>;
+  private readonly zeroed: readonly number[];
 
   constructor(
     readonly embedder: Embedder,
-    private readonly options: StateTextOptions & { cacheSize?: number } = {},
+    options: FeaturizerOptions = {},
   ) {
+    this.options = options;
     const size = options.cacheSize ?? 50_000;
     if (!(Number.isInteger(size) && size >= 0)) throw new RangeError(`cacheSize must be an integer >= 0, got ${size}`);
+    const mode = options.mode ?? 'matching';
+    if (mode !== 'matching' && mode !== 'text') throw new RangeError(`mode must be 'matching' or 'text', got ${JSON.stringify(mode)}`);
+    const scale = options.matchScale ?? 1;
+    if (!(Number.isFinite(scale) && scale >= 0)) throw new RangeError(`matchScale must be a finite number >= 0, got ${scale}`);
+    const conj = options.conjunctionDim ?? 64;
+    if (!(Number.isInteger(conj) && conj >= 0)) throw new RangeError(`conjunctionDim must be an integer >= 0, got ${conj}`);
+    const embeddingScale = options.embeddingScale ?? 1;
+    if (!(Number.isFinite(embeddingScale) && embeddingScale >= 0)) throw new RangeError(`embeddingScale must be a finite number >= 0, got ${embeddingScale}`);
+    this.disabled = new Set(options.disable ?? []);
+    this.conjunctionKinds = new Set(CONJUNCTION_KINDS.filter((k) => !this.disabled.has(`conjunctions.${k}`)));
+    this.zeroed = [...this.disabled].flatMap((g) => {
+      if (g.startsWith('conjunctions.')) {
+        if (!(CONJUNCTION_KINDS as readonly string[]).includes(g.slice('conjunctions.'.length))) throw new RangeError(`unknown conjunction kind ${JSON.stringify(g)}`);
+        return [];
+      }
+      const single = (MATCH_FEATURES as readonly string[]).indexOf(g);
+      if (single >= 0) return [single];
+      if (!FEATURE_GROUPS.includes(g as FeatureGroup)) throw new RangeError(`unknown feature group or match feature ${JSON.stringify(g)}`);
+      return matchFeatureIndices(g as FeatureGroup);
+    });
   }
 
-  /** Feature dimension (the embedder's). */
+  /** `matching` or `text` (see {@link FeaturizerOptions.mode}). */
+  get mode(): 'matching' | 'text' {
+    return this.options.mode ?? 'matching';
+  }
+
+  /** Width of one embedded text (the embedder's dim): the instruction, state and candidate slots. */
   get dim(): number {
     return this.embedder.dim;
+  }
+
+  /** Width of the hashed conjunction block (0 in `text` mode). */
+  get conjunctionDim(): number {
+    return this.mode === 'text' ? 0 : (this.options.conjunctionDim ?? 64);
+  }
+
+  /** Length of the feature block of a candidate vector: the match features and the conjunction block (0 in `text` mode). */
+  get matchDim(): number {
+    return this.mode === 'text' ? 0 : MATCH_FEATURES.length + this.conjunctionDim;
+  }
+
+  /** Length of a candidate vector: dim + matchDim. */
+  get actionDim(): number {
+    return this.dim + this.matchDim;
+  }
+
+  /** Length of a state vector: 2 dim + matchDim (`text` mode: dim). */
+  get stateDim(): number {
+    return this.mode === 'text' ? this.dim : 2 * this.dim + this.matchDim;
   }
 
   /** Embeddings of `texts` in order, through the cache. */
@@ -96,7 +229,11 @@ export class Featurizer {
     if (missing.length > 0) {
       const vectors = await this.embedder.embed(missing);
       if (vectors.length !== missing.length) throw new Error(`embedder ${this.embedder.id} returned ${vectors.length} vectors for ${missing.length} texts`);
-      missing.forEach((t, i) => fresh.set(t, vectors[i] as Float32Array));
+      missing.forEach((t, i) => {
+        const v = vectors[i] as Float32Array;
+        if (v.length !== this.dim) throw new Error(`embedder ${this.embedder.id} returned a vector of length ${v.length}, expected ${this.dim}`);
+        fresh.set(t, v);
+      });
     }
     const out = texts.map((t) => fresh.get(t) ?? (this.cache.get(t) as Float32Array));
     const limit = this.options.cacheSize ?? 50_000;
@@ -110,20 +247,80 @@ export class Featurizer {
 
   /** One decision per context (candidates: the observation's admissible actions, in order). */
   async decisions(contexts: readonly StateContext[], priors?: readonly (Float32Array | undefined)[]): Promise<Decision[]> {
-    const states = contexts.map((c) => stateText(c, this.options));
-    const candidates = contexts.map((c) => {
+    for (const c of contexts) {
       if (c.observation.actions.length === 0) throw new RangeError(`a state without admissible actions cannot be a decision: ${JSON.stringify(c.observation.text.slice(0, 80))}`);
-      return c.observation.actions.map((a) => candidateText(c.observation.text, a));
+    }
+    const decisions = this.mode === 'text' ? await this.textDecisions(contexts) : await this.matchingDecisions(contexts);
+    decisions.forEach((d, i) => {
+      const prior = priors?.[i];
+      if (prior) d.prior = prior;
     });
+    return decisions;
+  }
+
+  private async textDecisions(contexts: readonly StateContext[]): Promise<Decision[]> {
+    const states = contexts.map((c) => stateText(c, this.options));
+    const candidates = contexts.map((c) => c.observation.actions.map((a) => candidateText(c.observation.text, a)));
     const vectors = await this.embed([...states, ...candidates.flat()]);
     let at = contexts.length;
     return contexts.map((_, i) => {
       const k = (candidates[i] as string[]).length;
       const d: Decision = { state: vectors[i] as Float32Array, candidates: vectors.slice(at, at + k) };
       at += k;
-      const prior = priors?.[i];
-      if (prior) d.prior = prior;
       return d;
+    });
+  }
+
+  private async matchingDecisions(contexts: readonly StateContext[]): Promise<Decision[]> {
+    const clean = this.disabled.has('ids') ? (t: string) => t : (t: string) => neutralizeIds(t);
+    const raw = contexts.map((c) => c.observation.actions.map((a) => candidateText(c.observation.text, a)));
+    const n = contexts.length;
+    const actionSlot = (this.options.candidateSlot ?? 'element') === 'action';
+    const texts = [...contexts.map((c) => clean(c.instruction)), ...contexts.map((c) => clean(this.options.situation === false ? stateText(c, this.options) : situationText(c, this.options))), ...raw.flat().map(clean)];
+    const total = raw.reduce((a, r) => a + r.length, 0);
+    if (actionSlot) texts.push(...contexts.flatMap((c) => c.observation.actions.map(clean)));
+    const vectors = await this.embed(texts);
+    const d = this.dim;
+    const f = this.matchDim;
+    const scale = this.options.matchScale ?? 1;
+    const useInstruction = !this.disabled.has('instruction');
+    const es = this.options.embeddingScale ?? 1;
+    const useSituation = !this.disabled.has('situation');
+    const useCandidate = !this.disabled.has('candidate');
+    const useConjunctions = !this.disabled.has('conjunctions');
+    let at = 2 * n;
+    return contexts.map((c, i) => {
+      const instruction = vectors[i] as Float32Array;
+      const state = new Float32Array(this.stateDim);
+      if (useInstruction) setScaled(state, instruction, 0, es);
+      state.fill(1, d, d + f);
+      if (useSituation) setScaled(state, vectors[n + i] as Float32Array, d + f, es);
+      const elementTexts = raw[i] as string[];
+      const k = elementTexts.length;
+      const elements = vectors.slice(at, at + k);
+      const slots = actionSlot ? vectors.slice(at + total, at + total + k) : elements;
+      at += k;
+      const profile = instructionProfile(c.instruction);
+      const history = (c.history ?? []).map((h) => h.action);
+      const match = matchFeatures(
+        profile,
+        c.observation.actions.map((action, j) => ({ action, text: elementTexts[j] as string })),
+        history,
+        elements,
+        instruction,
+      );
+      const keys = useConjunctions ? conjunctionKeys(profile, c.observation.actions, history, observationWithoutInstruction(c), this.conjunctionKinds) : null;
+      const candidateVectors = slots.map((e, j) => {
+        const v = new Float32Array(d + f);
+        if (useCandidate) setScaled(v, e, 0, es);
+        const m = match[j] as Float32Array;
+        for (const z of this.zeroed) m[z] = 0;
+        for (let x = 0; x < m.length; x++) v[d + x] = (m[x] as number) * scale;
+        const own = keys?.[j];
+        if (own && own.length > 0) hashKeys(own, v.subarray(d + m.length, d + f), scale / Math.sqrt(own.length));
+        return v;
+      });
+      return { state, candidates: candidateVectors };
     });
   }
 }

@@ -61,13 +61,14 @@ export const TrainingConfigSchema = z
       .prefault({}),
     rl: z
       .object({
-        learningRate: z.number().positive().default(1e-3),
+        /** Lower than behaviour cloning's: at 1e-3 rollouts drifted from the SFT policy (KL 0.25 in ten iterations) without gain. */
+        learningRate: z.number().positive().default(3e-4),
         lossType: z.enum(GRPO_LOSS_TYPES).default('grpo'),
         scaleRewards: z.enum(SCALE_REWARDS).default('group'),
-        /** KL coefficient to the reference (the policy at the start of RL). */
-        beta: z.number().min(0).default(0.02),
-        /** Entropy bonus: without it GRPO collapsed shop in the prototype. */
-        entropyCoef: z.number().min(0).default(0.01),
+        /** KL coefficient to the reference (the policy at the start of RL): strong enough to keep a warm start near its SFT policy. */
+        beta: z.number().min(0).default(0.1),
+        /** Entropy bonus (0.01 drove household's entropy from 0.75 to 1.1 in ten iterations; 0 collapsed shop in the prototype). */
+        entropyCoef: z.number().min(0).default(0.001),
         /** Passes over each iteration's rollouts. */
         epochs: z.number().int().min(1).default(2),
         /**

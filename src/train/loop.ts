@@ -404,9 +404,12 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         episodes.push({ task, env, observation, history: [], steps: [], grpo: { steps: [], reward: 0 }, done: false, success: false });
       }
     }
+    // A real phase stops taking real steps once its budget is spent (episodes cut short earn 0).
+    const realBudget = phase === 'real' ? (config.mode === 's2r' ? config.s2r.realBudget : config.budgets.realTransitions) : 0;
     for (let t = 0; t < maxSteps; t++) {
       checkAbort();
-      const running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
+      let running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
+      if (realBudget > 0) running = running.slice(0, Math.max(0, realBudget - counter.steps));
       if (running.length === 0) break;
       const choices = await agent.choose(
         running.map((e) => ({ instruction: e.task.instruction, history: e.history, observation: e.observation })),
@@ -458,8 +461,10 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     if (deps.storeRollouts) {
       const source = phase === 'real' ? 'real' : 'synthetic';
       await deps.storeRollouts(
-        episodes.map((e, i) => ({
-          id: `${e.task.id}:it${iteration}:${i % config.groupSize}:${source}`,
+        // Episode i of the iteration: unique even when a task is chosen twice. An episode whose first
+        // state offered no action has no step to store.
+        episodes.filter((e) => e.steps.length > 0).map((e) => ({
+          id: `${e.task.id}:it${iteration}:e${episodes.indexOf(e)}:${source}`,
           taskId: e.task.id,
           env: e.task.env,
           source,

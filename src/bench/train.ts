@@ -1,0 +1,86 @@
+/**
+ * Training-loop suite: how fast synthetic experience is made inside the loop against the raw
+ * step rate of the retrieval experience model on the same states, so the loop's overhead
+ * (featurizing, acting, bookkeeping) shows as a share; and the cost of one GRPO update.
+ * Measured side by side in one run, warm (the model built and the featurizer's cache filled by a
+ * first iteration that is not counted).
+ */
+import { Rng } from '../core/rng.ts';
+import { agentView, type EnvName } from '../core/types.ts';
+import type { HistoryStep } from '../experience/types.ts';
+import { parseTrainingConfig } from '../train/config.ts';
+import { runTraining } from '../train/loop.ts';
+import { prepareRun } from '../train/setup.ts';
+import type { BenchRow } from './types.ts';
+
+/** Raw model steps per second: random admissible actions from recorded states, as rollouts would ask. */
+async function rawStepRate(env: EnvName, steps: number): Promise<number> {
+  const config = parseTrainingConfig({ env, mode: 'dreamgym', seed: 0 }, 'quick');
+  const run = await prepareRun(config);
+  try {
+    const model = run.experience;
+    if (!model) throw new Error('no experience model');
+    const rng = new Rng(1);
+    const trajectories = run.deps.offline.trajectories;
+    const byId = new Map(run.deps.offline.tasks.map((t) => [t.id, agentView(t)]));
+    // Warm-up pass, then the timed one.
+    let timed = 0;
+    let ms = 0;
+    for (const pass of [0, 1]) {
+      let n = 0;
+      const t0 = performance.now();
+      while (n < steps) {
+        const traj = rng.pick(trajectories);
+        const task = byId.get(traj.taskId);
+        if (!task) continue;
+        const history: HistoryStep[] = [];
+        let observation = traj.steps[0]?.observation;
+        for (let t = 0; t < 10 && observation && observation.actions.length > 0 && n < steps; t++) {
+          const action = rng.pick(observation.actions);
+          const out = await model.step({ task, history: history.slice(), observation, action, demos: [] });
+          n++;
+          history.push({ observation, action });
+          if (out.done) break;
+          observation = out.observation;
+        }
+      }
+      if (pass === 1) {
+        timed = n;
+        ms = performance.now() - t0;
+      }
+    }
+    return timed / (ms / 1000);
+  } finally {
+    run.dispose();
+  }
+}
+
+/** Loop figures of a short dreamgym run (the first iteration is a warm-up). */
+async function loopRates(env: EnvName): Promise<{ stepsPerSec: number; msPerStep: number; updateMs: number; rolloutMs: number; steps: number }> {
+  const config = parseTrainingConfig({ env, mode: 'dreamgym', seed: 0, iterations: 4, curriculum: { enabled: false } }, 'quick');
+  const run = await prepareRun(config);
+  const res = await runTraining(config, run.deps);
+  res.trainer.dispose();
+  run.dispose();
+  const timed = res.metrics.slice(1);
+  const steps = timed.reduce((s, m) => s + m.syntheticSteps, 0);
+  const rolloutMs = timed.reduce((s, m) => s + m.rolloutMs, 0);
+  const updateMs = timed.reduce((s, m) => s + m.updateMs, 0) / timed.length;
+  return { stepsPerSec: steps / (rolloutMs / 1000), msPerStep: rolloutMs / steps, updateMs, rolloutMs: rolloutMs / timed.length, steps };
+}
+
+/** Runs the suite for both environments. */
+export async function benchTrain(backend: string): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  for (const env of ['shop', 'household'] as const) {
+    const raw = await rawStepRate(env, 1500);
+    const loop = await loopRates(env);
+    rows.push(
+      { name: `${env}: retrieval model alone, steps/s (warm)`, value: raw, unit: 'steps/s', note: `${(1000 / raw).toFixed(2)} ms/step; tfjs ${backend}` },
+      { name: `${env}: synthetic rollouts in the loop, steps/s (warm)`, value: loop.stepsPerSec, unit: 'steps/s', note: `${loop.msPerStep.toFixed(2)} ms/step over ${loop.steps} steps` },
+      { name: `${env}: loop overhead share of a synthetic step`, value: 100 * Math.max(0, 1 - loop.stepsPerSec / raw), unit: '%', note: 'featurizing, acting and bookkeeping' },
+      { name: `${env}: GRPO update per iteration`, value: loop.updateMs / 1000, unit: 's', note: `rollouts ${(loop.rolloutMs / 1000).toFixed(2)} s per iteration (quick preset: 8 tasks x 6 rollouts)` },
+    );
+  }
+  return rows;
+}

@@ -1,0 +1,792 @@
+/**
+ * The training commands of the `dreamgym` CLI: `train`, `eval`, `runs`, `export` and
+ * `experiment`, over the file-backed run store (./run-store.ts) and the training core in
+ * src/train (the same loop the page runs).
+ *
+ * Rules every command here follows: arguments are checked, and output paths resolved, before
+ * any work, and a bad one is one line on stderr with a non-zero exit that leaves the store as it
+ * was; counts are plain decimal integers (`1e3`, `0x10` and `' 3'` are refused); files are
+ * written atomically (devices, pipes and `-` straight through); SIGINT or SIGTERM stop a
+ * long command cleanly (a training run stays resumable; exit 130 or 143) and a second one quits
+ * at once.
+ */
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { ENV_NAMES, type EnvName } from '../core/types.ts';
+import { getEnvSpec } from '../envs/registry.ts';
+import { LexicalPrior } from '../llm/prior.ts';
+import { parseCheckpoint, CheckpointError, type Checkpoint } from '../policy/checkpoint.ts';
+import { Featurizer } from '../policy/features.ts';
+import { HashedEmbedder } from '../policy/hashed-embedder.ts';
+import { Trainer } from '../rl/trainer.ts';
+import { PolicyAgent } from '../train/agent.ts';
+import { chatLine, trajectoryToChat } from '../train/chat.ts';
+import { parseTrainingConfig, PRESETS, TRAINING_MODES, TrainingConfigError, type PresetName, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
+import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
+import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
+import { evaluationTasks, prepareRun } from '../train/setup.ts';
+import { createProgress, type Progress } from './progress.ts';
+import {
+  DEFAULT_STORE_DIR,
+  openOutput,
+  resolveOutput,
+  RunStore,
+  writeFileAtomic,
+  writeOutput,
+  type OutputTarget,
+  type RunRecord,
+  type RunWriter,
+  type StoredEvaluation,
+} from './run-store.ts';
+import { useFastestNodeBackend } from './tf-node.ts';
+
+/** Ends the command with this exit code (and an optional one-line message on stderr). */
+export class CliExit extends Error {
+  override name = 'CliExit';
+  constructor(
+    readonly code: number,
+    message = '',
+  ) {
+    super(message);
+  }
+}
+
+/** A user error: one line, exit 1. */
+export class CliUsageError extends Error {
+  override name = 'CliUsageError';
+}
+
+type Out = (text: string) => void;
+
+/** Node's fs error text without its own path. */
+function fsReason(e: unknown): string {
+  return e instanceof Error ? e.message.replace(/, \w+ '[^']*'$/, '') : String(e);
+}
+
+// ---------------------------------------------------------------------------------------------
+// argument parsers
+
+/** A plain decimal integer in [min, max] (no exponent, hex, sign games or spaces). */
+export function countArg(min: number, max = 1_000_000_000): (value: string) => number {
+  return (value: string) => {
+    const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+    }
+    return n;
+  };
+}
+
+/** A seed: a plain decimal integer, possibly negative. */
+function seedArg(value: string): number {
+  const n = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`expected an integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// signals
+
+type StopReason = 'SIGINT' | 'SIGTERM' | 'stop-after';
+
+/** Aborts `controller` on SIGINT/SIGTERM; a second signal quits at once after `onForce`. Returns the remover. */
+function onStopSignals(controller: AbortController, err: Out, onForce: () => void): () => void {
+  const handler = (signal: 'SIGINT' | 'SIGTERM'): void => {
+    if (controller.signal.aborted) {
+      onForce();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
+    controller.abort(signal);
+    err(`\ndreamgym: ${signal}: stopping cleanly (again to quit at once)\n`);
+  };
+  const int = (): void => handler('SIGINT');
+  const term = (): void => handler('SIGTERM');
+  process.on('SIGINT', int);
+  process.on('SIGTERM', term);
+  return () => {
+    process.off('SIGINT', int);
+    process.off('SIGTERM', term);
+  };
+}
+
+function exitCodeOf(reason: StopReason): number {
+  return reason === 'SIGINT' ? 130 : reason === 'SIGTERM' ? 143 : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// formatting
+
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const interval = (i: Interval, f: (x: number) => string = pct): string => `${f(i.mean)} [${f(i.low)}, ${f(i.high)}]`;
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+
+/** The summary JSON of a run (`train --out`): what run.json holds, under its own format name. */
+export function runSummary(record: RunRecord): Record<string, unknown> {
+  const { format: _f, version: _v, ...rest } = record;
+  return { format: 'dreamgym-train-summary', version: 1, runId: record.id, ...rest, wallMs: record.trainWallMs + record.evalWallMs };
+}
+
+function greedyActor(agent: PolicyAgent): EvalActor {
+  return { choose: async (contexts) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
+}
+
+/** Evaluates `agent` on held-out test tasks with a progress bar on a terminal. */
+async function evaluateHeldOut(agent: PolicyAgent, env: EnvName, episodes: number, signal: AbortSignal | undefined, iteration: number): Promise<StoredEvaluation> {
+  const spec = getEnvSpec(env);
+  const tasks = evaluationTasks(spec, episodes);
+  const started = performance.now();
+  const bar = createProgress(`${env} evaluate`, tasks.length);
+  let result: EvalResult;
+  try {
+    result = await evaluate(greedyActor(agent), spec, tasks, { signal, onProgress: (done) => bar.update(done) });
+  } finally {
+    bar.stop();
+  }
+  return { ...result, iteration, wallMs: performance.now() - started };
+}
+
+// ---------------------------------------------------------------------------------------------
+// train
+
+interface TrainOptions {
+  env?: EnvName;
+  mode?: TrainingConfig['mode'];
+  warmStart?: 'none' | 'sft';
+  sim?: 'retrieval' | 'llm';
+  preset: PresetName;
+  iterations?: number;
+  seed?: number;
+  store: string;
+  out?: string;
+  resume?: string;
+  realBudget?: number;
+  curriculum: boolean;
+  prior?: 'uniform' | 'lexical' | 'llm';
+  evalEpisodes?: number;
+  stopAfter?: number;
+  replay: boolean;
+  reasoning: boolean;
+  offlineEpisodes?: number;
+  groupSize?: number;
+  tasksPerIteration?: number;
+  maxSteps?: number;
+  sftEpochs?: number;
+}
+
+/** Options that shape a run's config: not allowed with --resume (a run continues with its own). */
+const CONFIG_OPTIONS: readonly (keyof TrainOptions)[] = [
+  'env', 'mode', 'warmStart', 'sim', 'preset', 'iterations', 'seed', 'realBudget', 'curriculum', 'prior', 'evalEpisodes',
+  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs',
+];
+
+const flag = (name: string): string => `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
+/** Refuses what only the page can run, with why. */
+function rejectPageOnly(opts: TrainOptions): void {
+  if (opts.replay === false) {
+    throw new CliUsageError('--no-replay applies to the LLM experience model (k = 0 retrieved real transitions in its prompt), which runs only in the page; the retrieval model here is its data');
+  }
+  if (opts.reasoning === false) {
+    throw new CliUsageError('--no-reasoning applies to the LLM experience model (no reasoning before its prediction), which runs only in the page');
+  }
+  if (opts.sim === 'llm') throw new CliUsageError('--sim llm needs WebLLM on WebGPU, which runs only in the page: use --sim retrieval here');
+  if (opts.prior === 'llm') throw new CliUsageError('--prior llm needs WebLLM on WebGPU, which runs only in the page: use --prior uniform or lexical here');
+}
+
+/** The run's configuration from the command line (defaults < preset < options). */
+function configFromOptions(opts: TrainOptions): TrainingConfig {
+  if (!opts.env) throw new CliUsageError('--env is required (shop or household) unless --resume names a run');
+  if (!opts.mode) throw new CliUsageError(`--mode is required (${TRAINING_MODES.join(', ')}) unless --resume names a run`);
+  const rl = opts.mode === 'real' || opts.mode === 'dreamgym' || opts.mode === 's2r';
+  if (opts.warmStart === 'sft' && !rl) throw new CliUsageError(`--warm-start sft applies to the RL modes (real, dreamgym, s2r), not ${opts.mode}`);
+  const input: TrainingConfigInput = { env: opts.env, mode: opts.mode, sim: 'retrieval' };
+  if (opts.warmStart !== undefined) input.warmStart = opts.warmStart;
+  if (opts.prior !== undefined) input.prior = opts.prior;
+  if (opts.seed !== undefined) input.seed = opts.seed;
+  if (opts.iterations !== undefined) input.iterations = opts.iterations;
+  if (opts.groupSize !== undefined) input.groupSize = opts.groupSize;
+  if (opts.tasksPerIteration !== undefined) input.tasksPerIteration = opts.tasksPerIteration;
+  if (opts.maxSteps !== undefined) input.maxSteps = opts.maxSteps;
+  if (opts.evalEpisodes !== undefined) input.evalEpisodes = opts.evalEpisodes;
+  if (opts.offlineEpisodes !== undefined) input.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
+  if (opts.sftEpochs !== undefined) input.sft = { epochs: opts.sftEpochs };
+  if (!opts.curriculum) input.curriculum = { enabled: false };
+  if (opts.realBudget !== undefined) {
+    if (opts.mode === 's2r') input.s2r = { realBudget: opts.realBudget };
+    else if (opts.mode === 'real') input.budgets = { realTransitions: opts.realBudget };
+    else throw new CliUsageError(`--real-budget applies to the modes that use the real environment (real, s2r), not ${opts.mode}`);
+  }
+  try {
+    return parseTrainingConfig(input, opts.preset);
+  } catch (e) {
+    if (e instanceof TrainingConfigError) throw new CliUsageError(e.message);
+    throw e;
+  }
+}
+
+async function trainCommand(opts: TrainOptions, command: Command, out: Out, err: Out): Promise<void> {
+  // 1. Everything checked before anything is written.
+  rejectPageOnly(opts);
+  const store = new RunStore(opts.store);
+  let config: TrainingConfig;
+  let expected: Awaited<ReturnType<RunStore['readSnapshot']>> = null;
+  if (opts.resume !== undefined) {
+    const given = CONFIG_OPTIONS.filter((k) => command.getOptionValueSource(k) === 'cli');
+    if (given.length > 0) throw new CliUsageError(`--resume continues run ${opts.resume} with its own configuration: drop ${given.map(flag).join(', ')}`);
+    const record = await store.readRecord(opts.resume);
+    if (record.status === 'done') {
+      const ev = record.evaluation;
+      throw new CliUsageError(
+        `run ${record.id} is already done (${record.iteration}/${record.totalIterations} iterations${ev ? `, held-out success ${interval(ev.success)}` : ''}): nothing to resume`,
+      );
+    }
+    expected = await store.readSnapshot(opts.resume);
+    config = expected?.snapshot.config ?? record.config;
+  } else {
+    config = configFromOptions(opts);
+  }
+  const total = plannedIterations(config);
+  const done = expected?.snapshot.iteration ?? 0;
+  if (opts.stopAfter !== undefined && opts.stopAfter <= done) {
+    throw new CliUsageError(`--stop-after ${opts.stopAfter} is not after the run's ${done} completed iterations`);
+  }
+  const target = opts.out !== undefined ? await resolveOutput(opts.out) : null;
+
+  // 2. The run's dependencies (offline data, experience model), then the run itself.
+  await useFastestNodeBackend();
+  let prepared;
+  try {
+    prepared = await prepareRun(config);
+  } catch (e) {
+    if (e instanceof TrainingSetupError) throw new CliUsageError(e.message);
+    throw e;
+  }
+  let writer: RunWriter | undefined;
+  let bar: Progress | undefined;
+  const controller = new AbortController();
+  let stopReason: StopReason | null = null;
+  const removeSignals = onStopSignals(controller, err, () => {
+    bar?.stop();
+    writer?.releaseSync();
+  });
+  try {
+    if (opts.resume !== undefined) {
+      ({ writer } = await store.resume(opts.resume, expected));
+    } else {
+      writer = await store.create(config, total);
+    }
+    const w = writer;
+    const resume = expected?.snapshot;
+    err(`dreamgym: run ${w.id}: ${config.env} ${config.mode}, ${resume ? `resuming at iteration ${resume.iteration} of ${total}` : `${total} iterations`} (store ${opts.store})\n`);
+    await w.update({ status: 'running', totalIterations: total, error: undefined });
+
+    bar = total > 0 ? createProgress(`${config.env} ${config.mode}`, total) : undefined;
+    bar?.update(resume?.iteration ?? 0);
+    const deps = {
+      ...prepared.deps,
+      storeRollouts: (trajectories: Parameters<RunWriter['appendRollouts']>[0], tasks: Parameters<RunWriter['appendRollouts']>[1]) => w.appendRollouts(trajectories, tasks),
+      persist: async (snapshot: RunSnapshot) => {
+        await w.persist(snapshot);
+        await w.update(progressFields(snapshot, w.record));
+      },
+    };
+    let result: TrainingResult;
+    try {
+      result = await runTraining(config, deps, {
+        signal: controller.signal,
+        resume,
+        onProgress: (p) => {
+          if (!p.metrics) return;
+          bar?.update(p.iteration);
+          if (opts.stopAfter !== undefined && p.iteration >= opts.stopAfter && p.iteration < p.totalIterations && !controller.signal.aborted) {
+            controller.abort('stop-after');
+          }
+        },
+      });
+    } finally {
+      bar?.stop();
+      bar = undefined;
+    }
+    try {
+      // The final state is the resume point too (a zero-shot run has no iteration that saved one).
+      await w.persist(result.snapshot);
+      await w.update({ ...progressFields(result.snapshot, w.record), offlineTransitions: result.offlineTransitions, stoppedBy: result.stoppedBy });
+
+      // 3. Held-out evaluation in the real environment, greedy.
+      const evaluation = await evaluateHeldOut(result.agent, config.env, config.evalEpisodes, controller.signal, result.snapshot.iteration);
+      await w.update({ status: 'done', evaluation, evalWallMs: evaluation.wallMs });
+    } finally {
+      result.trainer.dispose();
+    }
+    const record = w.record;
+    if (target) await writeOutput(target, `${JSON.stringify(runSummary(record), null, 2)}\n`);
+    (target?.kind === 'stdout' ? err : out)(`${oneLineSummary(record)}\n`);
+  } catch (e) {
+    const aborted = controller.signal.aborted && (e instanceof TrainingAbortedError || isAbortError(e) || e === controller.signal.reason);
+    if (aborted) stopReason = controller.signal.reason as StopReason;
+    if (writer && writer.record.status !== 'done') {
+      if (stopReason) {
+        await writer.update({ status: 'stopped' }).catch(() => {});
+      } else {
+        await writer.update({ status: 'failed', error: e instanceof Error ? e.message : String(e) }).catch(() => {});
+      }
+    }
+    if (!stopReason || !writer) throw e;
+    const message =
+      `stopped${stopReason === 'stop-after' ? ' (--stop-after)' : ` (${stopReason})`} after iteration ${writer.record.iteration} of ${writer.record.totalIterations}; ` +
+      `resume with: npx dreamgym train --store ${shellWord(opts.store)} --resume ${writer.id}`;
+    if (stopReason === 'stop-after') out(`${message}\n`);
+    else throw new CliExit(exitCodeOf(stopReason), `dreamgym: ${message}`);
+  } finally {
+    removeSignals();
+    bar?.stop();
+    prepared.dispose();
+    await writer?.release();
+  }
+}
+
+/** A word as a POSIX shell reads it back (quoted when it has to be). */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+function isAbortError(e: unknown): boolean {
+  return (e instanceof Error || e instanceof DOMException) && e.name === 'AbortError';
+}
+
+/** The record fields that follow a snapshot. */
+function progressFields(snapshot: RunSnapshot, record: RunRecord): Partial<RunRecord> {
+  return {
+    iteration: snapshot.iteration,
+    metrics: snapshot.metrics as unknown as RunRecord['metrics'],
+    realTransitions: snapshot.realTransitions,
+    realResets: snapshot.realResets,
+    syntheticSteps: snapshot.syntheticSteps,
+    trainWallMs: snapshot.wallMs,
+    offlineTransitions: snapshot.metrics.at(-1)?.offlineTransitions ?? record.offlineTransitions,
+  };
+}
+
+/** The mode, with `+sft` when an RL mode was warm-started. */
+function modeLabel(c: TrainingConfig): string {
+  const rl = c.mode === 'real' || c.mode === 'dreamgym' || c.mode === 's2r';
+  return `${c.mode}${rl && c.warmStart === 'sft' ? '+sft' : ''}`;
+}
+
+/** `shop dreamgym: success 42.0% [31.0%, 53.0%] on 50 held-out tasks, ...` */
+export function oneLineSummary(record: RunRecord): string {
+  const ev = record.evaluation;
+  const c = record.config;
+  return (
+    `${c.env} ${modeLabel(c)}: ` +
+    (ev ? `success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out tasks, mean reward ${ev.meanReward.toFixed(3)}, ` : 'not evaluated, ') +
+    `real transitions ${record.realTransitions}, offline transitions ${record.offlineTransitions}, ` +
+    `${record.iteration} iteration${record.iteration === 1 ? '' : 's'}` +
+    (record.stoppedBy === 'real-budget' ? ' (stopped by the real budget)' : record.stoppedBy === 'wall-budget' ? ' (stopped by the wall-time budget)' : '') +
+    `, wall ${seconds(record.trainWallMs + record.evalWallMs)}, run ${record.id}`
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// eval
+
+interface EvalOptions {
+  store: string;
+  run?: string;
+  checkpoint?: string;
+  env?: EnvName;
+  episodes?: number;
+  prior: 'uniform' | 'lexical';
+  json?: boolean;
+}
+
+/** The hashed-embedding featurizer that produces a checkpoint's input widths (as `prepareRun` builds it). */
+function featurizerFor(checkpoint: Checkpoint, embeddingDim: number | null, what: string): Featurizer {
+  const policy = (checkpoint.config as { policy?: { stateDim?: unknown; actionDim?: unknown } }).policy;
+  const stateDim = typeof policy?.stateDim === 'number' ? policy.stateDim : NaN;
+  const actionDim = typeof policy?.actionDim === 'number' ? policy.actionDim : NaN;
+  // The default layout has stateDim = 2D + F and actionDim = D + F for an embedding width D.
+  const dim = embeddingDim ?? stateDim - actionDim;
+  if (!(Number.isInteger(dim) && dim >= 1)) throw new CliUsageError(`${what}: cannot tell the embedding width from its state/action widths ${stateDim}/${actionDim}`);
+  const featurizer = new Featurizer(new HashedEmbedder({ dim }));
+  if (featurizer.stateDim !== stateDim || featurizer.actionDim !== actionDim) {
+    throw new CliUsageError(
+      `${what} expects state/action features of width ${stateDim}/${actionDim}, but the hashed-embedding featurizer gives ` +
+        `${featurizer.stateDim}/${featurizer.actionDim} (trained with another embedder or an older feature layout)`,
+    );
+  }
+  return featurizer;
+}
+
+async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promise<void> {
+  if ((opts.run === undefined) === (opts.checkpoint === undefined)) throw new CliUsageError('eval needs either --run ID (with --store) or --checkpoint FILE (with --env)');
+  let checkpoint: Checkpoint;
+  let env: EnvName;
+  let featurizer: Featurizer;
+  let prior: 'uniform' | 'lexical' | 'llm';
+  let label: string;
+  let episodes: number;
+  let iteration: number;
+  if (opts.run !== undefined) {
+    if (opts.env !== undefined) throw new CliUsageError(`--env comes from run ${opts.run}'s configuration: drop it`);
+    if (command.getOptionValueSource('prior') === 'cli') throw new CliUsageError(`--prior comes from run ${opts.run}'s configuration: drop it`);
+    const store = new RunStore(opts.store);
+    const record = await store.readRecord(opts.run);
+    const saved = await store.readSnapshot(opts.run);
+    if (!saved) throw new CliUsageError(`run ${record.id} has no checkpoint yet (no completed iteration): nothing to evaluate`);
+    checkpoint = saved.snapshot.checkpoint;
+    env = record.config.env;
+    prior = record.config.prior;
+    featurizer = featurizerFor(checkpoint, record.config.policy.embeddingDim, `run ${record.id}'s checkpoint`);
+    label = `run ${record.id} (${modeLabel(record.config)}, iteration ${saved.snapshot.iteration}/${record.totalIterations}, ${record.status})`;
+    episodes = opts.episodes ?? record.config.evalEpisodes;
+    iteration = saved.snapshot.iteration;
+  } else {
+    if (opts.env === undefined) throw new CliUsageError('--checkpoint needs --env (shop or household): a checkpoint does not say which environment it was trained in');
+    const file = opts.checkpoint as string;
+    let bytes: Uint8Array;
+    try {
+      bytes = new Uint8Array(await readFile(file));
+    } catch (e) {
+      throw new CliUsageError(`cannot read ${file}: ${fsReason(e)}`);
+    }
+    try {
+      checkpoint = parseCheckpoint(bytes);
+    } catch (e) {
+      throw new CliUsageError(`${file}: ${e instanceof CheckpointError ? e.message : String(e)}`);
+    }
+    env = opts.env;
+    prior = opts.prior;
+    featurizer = featurizerFor(checkpoint, null, file);
+    label = `checkpoint ${file} (update ${checkpoint.iteration})`;
+    episodes = opts.episodes ?? 100;
+    iteration = checkpoint.iteration;
+  }
+  await useFastestNodeBackend();
+  let trainer: Trainer;
+  try {
+    trainer = Trainer.fromCheckpoint(checkpoint);
+  } catch (e) {
+    throw new CliUsageError(`${label}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const controller = new AbortController();
+  const removeSignals = onStopSignals(controller, () => {}, () => {});
+  try {
+    const agent = new PolicyAgent(trainer, featurizer, prior === 'lexical' ? new LexicalPrior() : null);
+    let evaluation: StoredEvaluation;
+    try {
+      evaluation = await evaluateHeldOut(agent, env, episodes, controller.signal, iteration);
+    } catch (e) {
+      if (controller.signal.aborted) throw new CliExit(exitCodeOf(controller.signal.reason as StopReason), 'dreamgym: evaluation stopped');
+      throw e;
+    }
+    if (opts.json) {
+      out(`${JSON.stringify({ env, source: label, ...evaluation }, null, 2)}\n`);
+    } else {
+      out(
+        `${env} ${label}: success ${interval(evaluation.success)}, mean reward ${interval(evaluation.reward, (x) => x.toFixed(3))} ` +
+          `(95% CI) on ${evaluation.episodes} held-out tasks, ${evaluation.realSteps} real steps, wall ${seconds(evaluation.wallMs)}\n`,
+      );
+    }
+  } finally {
+    removeSignals();
+    trainer.dispose();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// runs
+
+async function runsCommand(opts: { store: string; json?: boolean }, out: Out): Promise<void> {
+  const store = new RunStore(opts.store);
+  const listing = await store.list();
+  if (opts.json) {
+    const rows: Record<string, unknown>[] = [];
+    for (const l of listing) {
+      const r = l.record;
+      if (!r) {
+        rows.push({ id: l.id, status: 'corrupt', problem: l.problem });
+        continue;
+      }
+      rows.push({
+        id: r.id,
+        env: r.config.env,
+        mode: r.config.mode,
+        warmStart: r.config.warmStart,
+        status: r.status === 'running' && !(await store.isActive(r.id)) ? 'interrupted' : r.status,
+        iteration: r.iteration,
+        totalIterations: r.totalIterations,
+        success: r.evaluation?.success ?? null,
+        realTransitions: r.realTransitions,
+        created: r.created,
+      });
+    }
+    out(`${JSON.stringify(rows, null, 2)}\n`);
+    return;
+  }
+  if (listing.length === 0) {
+    out(`no runs in ${opts.store}\n`);
+    return;
+  }
+  const rows = [['id', 'env', 'mode', 'status', 'iterations', 'held-out success (95% CI)']];
+  for (const l of listing) {
+    if (!l.record) {
+      rows.push([l.id, '-', '-', 'corrupt', '-', l.problem]);
+      continue;
+    }
+    const r = l.record;
+    const status = r.status === 'running' && !(await store.isActive(r.id)) ? 'interrupted' : r.status;
+    rows.push([r.id, r.config.env, modeLabel(r.config), status, `${r.iteration}/${r.totalIterations}`, r.evaluation ? interval(r.evaluation.success) : '-']);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
+  out(rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// export
+
+async function exportCommand(opts: { store: string; run: string; format: 'jsonl' | 'chat'; out: string }, out: Out, err: Out): Promise<void> {
+  const store = new RunStore(opts.store);
+  await store.readRecord(opts.run);
+  await store.readSnapshot(opts.run);
+  const target: OutputTarget = await resolveOutput(opts.out);
+  const writer = await openOutput(target);
+  const tasks = new Map<string, Parameters<typeof trajectoryToChat>[0]>();
+  let nTasks = 0;
+  let nTrajectories = 0;
+  let skipped = 0;
+  const controller = new AbortController();
+  const removeSignals = onStopSignals(controller, () => {}, () => {});
+  try {
+    let chunk = '';
+    const flush = async (): Promise<void> => {
+      if (chunk.length > 0) await writer.write(chunk);
+      chunk = '';
+    };
+    for await (const record of store.rollouts(opts.run)) {
+      if (controller.signal.aborted) throw new CliExit(exitCodeOf(controller.signal.reason as StopReason), 'dreamgym: export stopped; nothing written');
+      if (record.type === 'task') {
+        if (opts.format === 'jsonl') chunk += `${JSON.stringify(record)}\n`;
+        else tasks.set(record.task.id, record.task);
+        nTasks++;
+      } else {
+        // A trajectory without steps (an episode whose first state admitted no action) holds no transition.
+        if (record.trajectory.steps.length === 0) {
+          skipped++;
+          continue;
+        }
+        if (opts.format === 'jsonl') chunk += `${JSON.stringify(record)}\n`;
+        else chunk += `${chatLine(trajectoryToChat(tasks.get(record.trajectory.taskId)!, record.trajectory))}\n`;
+        nTrajectories++;
+      }
+      if (chunk.length >= 1 << 16) await flush();
+    }
+    await flush();
+    await writer.commit();
+  } catch (e) {
+    await writer.abort();
+    throw e;
+  } finally {
+    removeSignals();
+  }
+  const line =
+    `exported run ${opts.run}: ${opts.format === 'jsonl' ? `${nTasks} tasks, ` : ''}${nTrajectories} trajectories as ${opts.format} to ${opts.out}` +
+    (skipped > 0 ? ` (skipped ${skipped} without steps)` : '');
+  (target.kind === 'stdout' ? err : out)(`${line}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// experiment (runExperiment and experimentFiles: src/train/experiment.ts)
+
+/** A file name from `experimentFiles`, as a path inside the output directory (no absolute paths, no `..`). */
+function experimentFilePath(dir: string, name: string): string {
+  const clean = normalize(name);
+  if (name === '' || isAbsolute(name) || clean === '.' || clean.split(sep).includes('..') || clean.split('/').includes('..')) {
+    throw new Error(`experiment produced a file name that is not a path inside the output directory: ${JSON.stringify(name)}`);
+  }
+  return join(dir, clean);
+}
+
+interface ExperimentCliOptions {
+  env: EnvName;
+  seeds: number;
+  preset: PresetName;
+  out: string;
+  arm?: string[];
+  iterations?: number;
+  offlineEpisodes?: number;
+  groupSize?: number;
+  tasksPerIteration?: number;
+  maxSteps?: number;
+  sftEpochs?: number;
+  evalEpisodes?: number;
+  trainEvalEpisodes?: number;
+}
+
+/** Overrides of every arm's configuration from the (hidden) size options. */
+function experimentOverrides(opts: ExperimentCliOptions): Partial<TrainingConfigInput> {
+  const o: Partial<TrainingConfigInput> = {};
+  if (opts.iterations !== undefined) o.iterations = opts.iterations;
+  if (opts.offlineEpisodes !== undefined) o.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
+  if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
+  if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
+  if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
+  if (opts.sftEpochs !== undefined) o.sft = { epochs: opts.sftEpochs };
+  if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
+  return o;
+}
+
+async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out): Promise<void> {
+  const known = EXPERIMENT_ARMS.map((a) => a.name);
+  const unknown = (opts.arm ?? []).filter((a) => !known.includes(a));
+  if (unknown.length > 0) throw new CliUsageError(`unknown arm ${JSON.stringify(unknown[0])}: the arms are ${known.map((a) => JSON.stringify(a)).join(', ')}`);
+  // The output directory: an existing directory, or created now, before the work.
+  try {
+    const info = await stat(opts.out);
+    if (!info.isDirectory()) throw new CliUsageError(`cannot write into ${opts.out}: it is not a directory`);
+  } catch (e) {
+    if (e instanceof CliUsageError) throw e;
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new CliUsageError(`cannot write into ${opts.out}: ${fsReason(e)}`);
+    try {
+      await mkdir(opts.out, { recursive: true });
+    } catch (e2) {
+      throw new CliUsageError(`cannot create ${opts.out}: ${fsReason(e2)}`);
+    }
+  }
+  // Fails now, with one line, when the directory is not writable.
+  await resolveOutput(join(opts.out, 'results.json'));
+  await useFastestNodeBackend();
+  const controller = new AbortController();
+  const removeSignals = onStopSignals(controller, err, () => {});
+  let result: ExperimentResult;
+  const started = performance.now();
+  try {
+    result = await runExperiment({
+      env: opts.env,
+      seeds: opts.seeds,
+      preset: opts.preset,
+      ...(opts.arm ? { arms: opts.arm } : {}),
+      overrides: experimentOverrides(opts),
+      ...(opts.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: opts.trainEvalEpisodes } : {}),
+      signal: controller.signal,
+      onProgress: (text) => err(`dreamgym: ${text.replace(/[\x00-\x1f\x7f]+/g, ' ')}\n`),
+    });
+  } catch (e) {
+    if (controller.signal.aborted) throw new CliExit(exitCodeOf(controller.signal.reason as StopReason), 'dreamgym: experiment stopped; nothing written');
+    throw e;
+  } finally {
+    removeSignals();
+  }
+  const files = experimentFiles(result);
+  const names = Object.keys(files);
+  const paths = names.map((name) => experimentFilePath(opts.out, name));
+  for (let i = 0; i < names.length; i++) {
+    const path = paths[i] as string;
+    await mkdir(dirname(path), { recursive: true });
+    await writeFileAtomic(path, files[names[i] as string] as string);
+  }
+  out(`${opts.env} experiment: ${opts.seeds} seeds, preset ${opts.preset}, wall ${seconds(performance.now() - started)}; wrote ${names.join(', ')} to ${opts.out}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the commands
+
+/** Adds `train`, `eval`, `runs`, `export` and `experiment` to the program. */
+export function addTrainingCommands(program: Command, out: Out, err: Out): void {
+  const storeOption = (): Option => new Option('--store <dir>', 'run store directory').default(DEFAULT_STORE_DIR);
+  const hidden = (flags: string, description: string, parse: (v: string) => number): Option => new Option(flags, description).argParser(parse).hideHelp();
+
+  program
+    .command('train')
+    .description(
+      'Train a policy (a new run in the store, or --resume one), evaluate it greedily on held-out test tasks in the real ' +
+        'environment, and print a one-line summary; the summary JSON goes into the run (run.json) and to --out. Offline seed ' +
+        'data comes from the environment\'s expert and noisy policies (the preset says how many episodes). Ctrl-C stops ' +
+        'cleanly and leaves a resumable run.',
+    )
+    .showHelpAfterError(false)
+    .addOption(new Option('--env <name>', 'environment (required unless --resume)').choices([...ENV_NAMES]))
+    .addOption(new Option('--mode <mode>', 'training mode (required unless --resume)').choices([...TRAINING_MODES]))
+    .addOption(new Option('--warm-start <how>', 'start an RL mode from behaviour cloning on the offline expert data').choices(['none', 'sft']))
+    .addOption(new Option('--sim <model>', 'experience model of the synthetic modes (llm runs only in the page)').choices(['retrieval', 'llm']))
+    .addOption(new Option('--preset <name>', 'sizes of the run').choices(Object.keys(PRESETS)).default('quick'))
+    .option('--iterations <n>', 'RL iterations (synthetic ones for s2r)', countArg(0))
+    .option('--seed <s>', 'seed of the run', seedArg)
+    .addOption(storeOption())
+    .option('--out <file>', 'also write the summary JSON here (- for stdout)')
+    .option('--resume <run>', 'continue this run from its last snapshot (with its own configuration)')
+    .option('--real-budget <n>', 'real transitions the real phase may use (s2r), or the run (real)', countArg(1))
+    .option('--no-curriculum', 'no generated tasks (ablation)')
+    .addOption(new Option('--prior <prior>', 'prior over candidate actions (llm runs only in the page)').choices(['uniform', 'lexical', 'llm']))
+    .option('--eval-episodes <n>', 'held-out test tasks evaluated at the end', countArg(1, 100_000))
+    .option('--stop-after <n>', 'stop cleanly after N completed iterations, leaving a resumable run (for tests and scripts)', countArg(1))
+    .option('--no-replay', 'LLM experience model only (the page): no retrieved demonstrations')
+    .option('--no-reasoning', 'LLM experience model only (the page): no reasoning before predicting')
+    .addOption(hidden('--offline-episodes <n>', 'expert and noisy offline episodes (each)', countArg(1, 1_000_000)))
+    .addOption(hidden('--group-size <n>', 'rollouts per task', countArg(2, 10_000)))
+    .addOption(hidden('--tasks-per-iteration <n>', 'tasks per iteration', countArg(1, 100_000)))
+    .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
+    .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
+    .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
+
+  program
+    .command('eval')
+    .description(
+      'Evaluate a policy greedily on held-out test tasks in the real environment: a run\'s latest checkpoint (--run), or a ' +
+        'checkpoint file as the page downloads it (--checkpoint with --env); prints success and mean reward with 95% bootstrap intervals.',
+    )
+    .showHelpAfterError(false)
+    .addOption(storeOption())
+    .option('--run <id>', 'a run in the store')
+    .option('--checkpoint <file>', 'a checkpoint file (serializeCheckpoint / the page\'s download)')
+    .addOption(new Option('--env <name>', 'environment of --checkpoint').choices([...ENV_NAMES]))
+    .option('--episodes <n>', 'held-out tasks (default: the run\'s evalEpisodes, or 100)', countArg(1, 100_000))
+    .addOption(new Option('--prior <prior>', 'prior of --checkpoint (a run uses its own)').choices(['uniform', 'lexical']).default('uniform'))
+    .option('--json', 'print the evaluation as JSON')
+    .action(async (opts: EvalOptions, command: Command) => evalCommand(opts, command, out));
+
+  program
+    .command('runs')
+    .description('List the runs in the store: id, environment, mode, status, iterations, held-out success.')
+    .showHelpAfterError(false)
+    .addOption(storeOption())
+    .option('--json', 'print the list as JSON')
+    .action(async (opts: { store: string; json?: boolean }) => runsCommand(opts, out));
+
+  program
+    .command('export')
+    .description(
+      'Write a run\'s rollouts: as dreamgym JSONL (jsonl), or as chat-messages JSONL (chat: one conversation per trajectory, ' +
+        'system/user/assistant turns with its reward, the format TRL\'s trainers load).',
+    )
+    .showHelpAfterError(false)
+    .addOption(storeOption())
+    .requiredOption('--run <id>', 'a run in the store')
+    .addOption(new Option('--format <format>', 'output format').choices(['jsonl', 'chat']).makeOptionMandatory())
+    .requiredOption('--out <file>', 'output file (- for stdout)')
+    .action(async (opts: { store: string; run: string; format: 'jsonl' | 'chat'; out: string }) => exportCommand(opts, out, err));
+
+  program
+    .command('experiment')
+    .description(
+      'Run every mode and ablation available offline over several seeds, evaluate them on held-out tasks, and write the ' +
+        'table (table.md), results.json, learning curves (CSV) and a plot (SVG) into --out.',
+    )
+    .showHelpAfterError(false)
+    .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
+    .option('--seeds <n>', 'seeds per mode', countArg(1, 1000), 3)
+    .addOption(new Option('--preset <name>', 'sizes of each run').choices(Object.keys(PRESETS)).default('quick'))
+    .requiredOption('--out <dir>', 'output directory (created if needed)')
+    .option('--arm <name>', 'run only this arm (repeatable; e.g. "zero-shot", "dreamgym (warm sft)")', (v: string, prev: string[] = []) => [...prev, v])
+    .addOption(hidden('--iterations <n>', 'RL iterations of every arm', countArg(0, 1_000_000)))
+    .addOption(hidden('--offline-episodes <n>', 'expert and noisy offline episodes (each)', countArg(1, 1_000_000)))
+    .addOption(hidden('--group-size <n>', 'rollouts per task', countArg(2, 10_000)))
+    .addOption(hidden('--tasks-per-iteration <n>', 'tasks per iteration', countArg(1, 100_000)))
+    .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
+    .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
+    .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
+    .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))
+    .action(async (opts: ExperimentCliOptions) => experimentCommand(opts, out, err));
+}

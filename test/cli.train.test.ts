@@ -1,0 +1,326 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cp, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseJsonl } from '../src/core/jsonl.ts';
+import { main } from '../src/cli/main.ts';
+import { parseChatJsonl } from '../src/train/chat.ts';
+
+let dir: string;
+let store: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dreamgym-train-'));
+  store = join(dir, 'store');
+});
+
+/** Runs the CLI in-process, capturing what it prints. */
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const wOut = process.stdout.write.bind(process.stdout);
+  const wErr = process.stderr.write.bind(process.stderr);
+  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write;
+  process.stderr.write = ((s: string) => ((err += s), true)) as typeof process.stderr.write;
+  try {
+    const code = await main(['node', 'dreamgym', ...args]);
+    return { code, out, err };
+  } finally {
+    process.stdout.write = wOut;
+    process.stderr.write = wErr;
+  }
+}
+
+/** Tiny settings: each run takes a second or two. */
+const TINY = ['--preset', 'quick', '--offline-episodes', '8', '--group-size', '2', '--tasks-per-iteration', '2', '--max-steps', '6', '--eval-episodes', '4'];
+
+/** Every file under `root` with a hash of its bytes. */
+async function tree(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else out[p.slice(root.length)] = createHash('sha256').update(await readFile(p)).digest('hex');
+    }
+  };
+  await walk(root);
+  return out;
+}
+
+const runIdOf = (line: string): string => /run (\S+)\s*$/.exec(line.trim())?.[1] ?? '';
+
+interface Summary {
+  format: string;
+  runId: string;
+  status: string;
+  config: { env: string; mode: string; iterations: number };
+  metrics: Record<string, number | string | null>[];
+  evaluation: { episodes: number; success: { mean: number; low: number; high: number }; perTask: unknown[]; wallMs: number; iteration: number };
+  realTransitions: number;
+  offlineTransitions: number;
+  syntheticSteps: number;
+}
+
+const TIMINGS = ['updateMs', 'rolloutMs', 'wallMs', 'syntheticStepsPerSec'];
+const withoutTimings = (metrics: Summary['metrics']): Summary['metrics'] => metrics.map((m) => Object.fromEntries(Object.entries(m).filter(([k]) => !TIMINGS.includes(k))));
+
+describe('dreamgym train', () => {
+  let runId = '';
+  let summary: Summary;
+
+  it('trains dreamgym for 2 iterations: run.json, snapshot, checkpoint and rollouts in the store, 0 real transitions', async () => {
+    const out = join(dir, 'run.json');
+    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'retrieval', '--iterations', '2', '--seed', '1', ...TINY, '--store', store, '--out', out);
+    expect(res.err).not.toMatch(/error/i);
+    expect(res.code).toBe(0);
+    const lines = res.out.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^shop dreamgym: success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 4 held-out tasks, mean reward \d\.\d{3}, real transitions 0, offline transitions \d+, 2 iterations, wall \d+\.\d s, run \S+$/);
+    runId = runIdOf(lines[0]!);
+    const runDir = join(store, 'runs', runId);
+    expect((await readdir(runDir)).sort()).toEqual(['checkpoint.bin', 'rollouts.jsonl', 'run.json', 'snapshot.json']);
+
+    summary = JSON.parse(await readFile(out, 'utf8')) as Summary;
+    expect(summary).toMatchObject({ format: 'dreamgym-train-summary', runId, status: 'done', config: { env: 'shop', mode: 'dreamgym', iterations: 2 }, realTransitions: 0 });
+    expect(summary.offlineTransitions).toBeGreaterThan(0);
+    expect(summary.syntheticSteps).toBeGreaterThan(0);
+    expect(summary.metrics).toHaveLength(2);
+    expect(summary.metrics.every((m) => m.phase === 'synthetic' && m.realTransitions === 0)).toBe(true);
+    expect(summary.evaluation.episodes).toBe(4);
+    expect(summary.evaluation.success.low).toBeLessThanOrEqual(summary.evaluation.success.mean);
+    expect(summary.evaluation.success.high).toBeGreaterThanOrEqual(summary.evaluation.success.mean);
+    // run.json holds the same summary.
+    const record = JSON.parse(await readFile(join(runDir, 'run.json'), 'utf8')) as Summary & { id: string };
+    expect(record.id).toBe(runId);
+    expect(record.evaluation).toEqual(summary.evaluation);
+    expect(record.metrics).toEqual(summary.metrics);
+    // Rollouts: 2 iterations x 2 tasks x 2 rollouts, synthetic, each task once.
+    const rollouts = parseJsonl(await readFile(join(runDir, 'rollouts.jsonl'), 'utf8'));
+    expect(rollouts.trajectories).toHaveLength(8);
+    expect(rollouts.trajectories.every((t) => t.source === 'synthetic')).toBe(true);
+    expect(new Set(rollouts.tasks.map((t) => t.id)).size).toBe(rollouts.tasks.length);
+  });
+
+  it('eval on the run gives the run\'s evaluation; eval on its checkpoint file too', async () => {
+    const res = await cli('eval', '--store', store, '--run', runId, '--json');
+    expect(res.code).toBe(0);
+    const ev = JSON.parse(res.out) as Summary['evaluation'];
+    expect(ev.success).toEqual(summary.evaluation.success);
+    expect(ev.perTask).toEqual(summary.evaluation.perTask);
+    const text = await cli('eval', '--store', store, '--run', runId, '--episodes', '3');
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(new RegExp(`^shop run ${runId} \\(dreamgym, iteration 2/2, done\\): success \\S+ \\[\\S+, \\S+\\], mean reward .* on 3 held-out tasks`));
+    const file = await cli('eval', '--checkpoint', join(store, 'runs', runId, 'checkpoint.bin'), '--env', 'shop', '--episodes', '4', '--json');
+    expect(file.code).toBe(0);
+    expect((JSON.parse(file.out) as Summary['evaluation']).perTask).toEqual(summary.evaluation.perTask);
+  });
+
+  it('runs lists the run', async () => {
+    const res = await cli('runs', '--store', store);
+    expect(res.code).toBe(0);
+    const [header, row] = res.out.trim().split('\n');
+    expect(header).toMatch(/^id\s+env\s+mode\s+status\s+iterations\s+held-out success/);
+    expect(row).toMatch(new RegExp(`^${runId}\\s+shop\\s+dreamgym\\s+done\\s+2/2\\s+\\d+\\.\\d%`));
+    const json = JSON.parse((await cli('runs', '--store', store, '--json')).out) as { id: string; status: string }[];
+    expect(json).toEqual([expect.objectContaining({ id: runId, status: 'done', env: 'shop', mode: 'dreamgym', iteration: 2, totalIterations: 2 })]);
+    expect((await cli('runs', '--store', join(dir, 'empty'))).out).toBe(`no runs in ${join(dir, 'empty')}\n`);
+  });
+
+  it('export jsonl passes validate; export chat parses with the same rewards', async () => {
+    const jsonl = join(dir, 'export.jsonl');
+    const res = await cli('export', '--store', store, '--run', runId, '--format', 'jsonl', '--out', jsonl);
+    expect(res.code).toBe(0);
+    expect(res.out).toMatch(/^exported run \S+: \d+ tasks, 8 trajectories as jsonl to /);
+    const valid = await cli('validate', jsonl);
+    expect(valid.code).toBe(0);
+    expect(valid.out).toMatch(/valid, \d+ tasks, 8 trajectories/);
+    expect(await readFile(jsonl, 'utf8')).toBe(await readFile(join(store, 'runs', runId, 'rollouts.jsonl'), 'utf8'));
+
+    const chatFile = join(dir, 'export.chat.jsonl');
+    const chat = await cli('export', '--store', store, '--run', runId, '--format', 'chat', '--out', chatFile);
+    expect(chat.code).toBe(0);
+    const records = parseChatJsonl(await readFile(chatFile, 'utf8'));
+    const { trajectories, tasks } = parseJsonl(await readFile(jsonl, 'utf8'));
+    expect(records.map((r) => r.reward)).toEqual(trajectories.map((t) => t.reward));
+    expect(records.map((r) => r.task_id)).toEqual(trajectories.map((t) => t.taskId));
+    records.forEach((r, i) => {
+      const t = trajectories[i]!;
+      expect(r.messages.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(t.steps.map((s) => s.action));
+      expect(r.messages[1]!.content).toContain(tasks.find((x) => x.id === t.taskId)!.instruction);
+    });
+    // Straight to stdout too, with the summary line on stderr.
+    const piped = await cli('export', '--store', store, '--run', runId, '--format', 'chat', '--out', '-');
+    expect(piped.out).toBe(await readFile(chatFile, 'utf8'));
+    expect(piped.err).toMatch(/^exported run /);
+    expect((await readdir(dir)).filter((f) => f.includes('.partial'))).toEqual([]);
+  });
+
+  it('resume after --stop-after equals an uninterrupted run (metrics, evaluation, rollouts), through SFT and RL', async () => {
+    const s = join(dir, 'resume-store');
+    const args = ['--env', 'household', '--mode', 'dreamgym', '--warm-start', 'sft', '--sft-epochs', '2', '--iterations', '2', '--seed', '3', ...TINY, '--store', s];
+    const whole = await cli('train', ...args, '--out', join(dir, 'whole.json'));
+    expect(whole.code).toBe(0);
+    const wholeId = runIdOf(whole.out);
+
+    const first = await cli('train', ...args, '--stop-after', '1');
+    expect(first.code).toBe(0);
+    expect(first.out).toMatch(/^stopped \(--stop-after\) after iteration 1 of 4; resume with: npx dreamgym train --store \S+ --resume (\S+)\n$/);
+    const id = /--resume (\S+)/.exec(first.out)![1]!;
+    expect(id).not.toBe(wholeId);
+    const stopped = JSON.parse(await readFile(join(s, 'runs', id, 'run.json'), 'utf8')) as Summary & { iteration: number };
+    expect(stopped).toMatchObject({ status: 'stopped', iteration: 1, evaluation: null });
+    expect((await cli('runs', '--store', s)).out).toMatch(new RegExp(`${id}\\s+household\\s+dreamgym\\+sft\\s+stopped\\s+1/4\\s+-`));
+    // Config options do not go with --resume.
+    const mixed = await cli('train', '--store', s, '--resume', id, '--iterations', '5');
+    expect(mixed.code).toBe(1);
+    expect(mixed.err).toMatch(/--resume continues run \S+ with its own configuration: drop --iterations/);
+
+    // Stopped again mid-RL (after the SFT epochs and one RL iteration), then to the end.
+    expect((await cli('train', '--store', s, '--resume', id, '--stop-after', '3')).code).toBe(0);
+    const last = await cli('train', '--store', s, '--resume', id, '--out', join(dir, 'resumed.json'));
+    expect(last.code).toBe(0);
+    expect(last.err).toMatch(/resuming at iteration 3 of 4/);
+
+    const a = JSON.parse(await readFile(join(dir, 'whole.json'), 'utf8')) as Summary;
+    const b = JSON.parse(await readFile(join(dir, 'resumed.json'), 'utf8')) as Summary;
+    expect(b.status).toBe('done');
+    expect(b.metrics).toHaveLength(4);
+    expect(withoutTimings(b.metrics)).toEqual(withoutTimings(a.metrics));
+    expect({ ...b.evaluation, wallMs: 0 }).toEqual({ ...a.evaluation, wallMs: 0 });
+    expect([b.realTransitions, b.offlineTransitions, b.syntheticSteps]).toEqual([a.realTransitions, a.offlineTransitions, a.syntheticSteps]);
+    const rollouts = async (runId: string): Promise<string> => readFile(join(s, 'runs', runId, 'rollouts.jsonl'), 'utf8');
+    expect(await rollouts(id)).toBe(await rollouts(wholeId));
+
+    // A finished run has nothing to resume.
+    const before = await tree(s);
+    const again = await cli('train', '--store', s, '--resume', id);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(new RegExp(`^dreamgym: error: run ${id} is already done \\(4/4 iterations, held-out success .*\\): nothing to resume\\n$`));
+    expect(await tree(s)).toEqual(before);
+  });
+
+  it('errors are one clear line, exit non-zero, and leave the store unchanged', async () => {
+    // A corrupt run next to the good one.
+    const broken = 'broken-run';
+    await cp(join(store, 'runs', runId), join(store, 'runs', broken), { recursive: true });
+    const brokenJson = join(store, 'runs', broken, 'run.json');
+    await writeFile(brokenJson, (await readFile(brokenJson, 'utf8')).slice(0, 100));
+    const before = await tree(store);
+    const cases: [string[], RegExp][] = [
+      [['train', '--env', 'shop', '--mode', 'turbo', '--store', store], /--mode .*'turbo' is invalid\. Allowed choices are zero-shot, sft, real, dreamgym, s2r/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '1e3', '--store', store], /--iterations .*expected an integer from 0 to \d+, got "1e3"/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '0x10', '--store', store], /got "0x10"/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--eval-episodes', ' 3', '--store', store], /got " 3"/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--seed', '1.5', '--store', store], /--seed .*expected an integer, got "1.5"/],
+      [['train', '--env', 'shop', '--store', store], /--mode is required/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-replay', '--store', store], /--no-replay applies to the LLM experience model .* runs only in the page/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-reasoning', '--store', store], /--no-reasoning applies to the LLM experience model/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--store', store], /--sim llm needs WebLLM on WebGPU, which runs only in the page/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--warm-start', 'sft', '--store', store], /--warm-start sft applies to the RL modes/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--real-budget', '100', '--store', store], /--real-budget applies to .* not dreamgym/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--store', store, '--out', dir], /cannot write .*: it is a directory/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--store', store, '--out', join(dir, 'no', 'such', 'x.json')], /cannot write .*: directory .* does not exist/],
+      [['train', '--store', store, '--resume', 'nope'], new RegExp(`unknown run "nope" in ${store}: known runs: ${runId}, ${broken}`)],
+      [['train', '--store', store, '--resume', broken], /run broken-run is corrupt: .*run\.json: not valid JSON/],
+      [['eval', '--store', store, '--run', 'nope'], /unknown run "nope"/],
+      [['eval', '--store', store, '--run', broken], /run broken-run is corrupt: .*run\.json: not valid JSON/],
+      [['eval', '--store', store], /eval needs either --run ID \(with --store\) or --checkpoint FILE \(with --env\)/],
+      [['eval', '--checkpoint', join(store, 'runs', runId, 'run.json'), '--env', 'shop'], /corrupt checkpoint: not a dreamgym checkpoint file/],
+      [['export', '--store', store, '--run', 'nope', '--format', 'jsonl', '--out', join(dir, 'x.jsonl')], /unknown run "nope"/],
+      [['export', '--store', store, '--run', broken, '--format', 'chat', '--out', join(dir, 'x.jsonl')], /run broken-run is corrupt: .*run\.json/],
+      [['export', '--store', store, '--run', runId, '--format', 'csv', '--out', join(dir, 'x.jsonl')], /--format .*'csv' is invalid/],
+    ];
+    for (const [args, message] of cases) {
+      const res = await cli(...args);
+      expect(res.code, args.join(' ')).not.toBe(0);
+      expect(res.out, args.join(' ')).toBe('');
+      expect(res.err, args.join(' ')).toMatch(message);
+      expect(res.err.trim().split('\n'), args.join(' ')).toHaveLength(1);
+    }
+    expect(await tree(store)).toEqual(before);
+    expect((await readdir(dir)).filter((f) => f.startsWith('x.jsonl'))).toEqual([]);
+    // The listing shows the corrupt run and still lists the good one.
+    const runs = await cli('runs', '--store', store);
+    expect(runs.code).toBe(0);
+    expect(runs.out).toMatch(new RegExp(`${broken}\\s+-\\s+-\\s+corrupt\\s+-\\s+.*run\\.json: not valid JSON`));
+    expect(runs.out).toMatch(new RegExp(`${runId}\\s+shop\\s+dreamgym\\s+done`));
+    expect(await tree(store)).toEqual(before);
+  });
+
+  it('SIGINT stops cleanly: exit 130, a stopped run with its resume point, no lock or temporary file left', async () => {
+    const s = join(dir, 'sigint-store');
+    await mkdir(s);
+    const child = spawn(process.execPath, ['src/cli/bin.mjs', 'train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '500', ...TINY, '--store', s], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    // Wait until an iteration has been saved, then interrupt.
+    const deadline = Date.now() + 60_000;
+    let id = '';
+    for (;;) {
+      expect(Date.now()).toBeLessThan(deadline);
+      const ids = await readdir(join(s, 'runs')).catch(() => [] as string[]);
+      id = ids[0] ?? '';
+      const snap = id ? await readFile(join(s, 'runs', id, 'snapshot.json'), 'utf8').catch(() => '') : '';
+      if (snap) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(new RegExp(`stopped \\(SIGINT\\) after iteration \\d+ of 500; resume with: npx dreamgym train --store ${s} --resume ${id}`));
+    const record = JSON.parse(await readFile(join(s, 'runs', id, 'run.json'), 'utf8')) as { status: string; iteration: number };
+    expect(record.status).toBe('stopped');
+    expect(record.iteration).toBeGreaterThanOrEqual(1);
+    expect((await readdir(join(s, 'runs', id))).sort()).toEqual(['checkpoint.bin', 'rollouts.jsonl', 'run.json', 'snapshot.json']);
+    // It resumes where it stopped.
+    const resumed = await cli('train', '--store', s, '--resume', id, '--stop-after', String(record.iteration + 1));
+    expect(resumed.code).toBe(0);
+    expect(resumed.out).toMatch(new RegExp(`after iteration ${record.iteration + 1} of 500`));
+  });
+});
+
+describe('dreamgym train, other modes', () => {
+  it('zero-shot (no iteration) is evaluated and can be evaluated again; real stops at its real budget', async () => {
+    const s = join(dir, 'modes-store');
+    const zero = await cli('train', '--env', 'shop', '--mode', 'zero-shot', ...TINY, '--store', s);
+    expect(zero.code).toBe(0);
+    expect(zero.out).toMatch(/^shop zero-shot: success .* real transitions 0, .* 0 iterations, /);
+    const again = await cli('eval', '--store', s, '--run', runIdOf(zero.out), '--json');
+    expect(again.code).toBe(0);
+    const out = join(dir, 'real.json');
+    const real = await cli('train', '--env', 'shop', '--mode', 'real', '--iterations', '3', '--real-budget', '10', ...TINY, '--store', s, '--out', out);
+    expect(real.code).toBe(0);
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { stoppedBy: string };
+    expect(summary.realTransitions).toBeGreaterThan(0);
+    expect(summary.stoppedBy).toBe('real-budget');
+    expect(real.out).toMatch(/real transitions [1-9]\d*, .*\(stopped by the real budget\)/);
+  });
+});
+
+describe('dreamgym experiment', () => {
+  it('writes the lead\'s experiment files into a new directory', async () => {
+    const out = join(dir, 'exp', 'shop');
+    const res = await cli(
+      'experiment', '--env', 'shop', '--seeds', '1', '--arm', 'zero-shot', '--arm', 'scripted reference (no hidden goal)',
+      '--offline-episodes', '8', '--eval-episodes', '4', '--train-eval-episodes', '2', '--out', out,
+    );
+    expect(res.err).not.toMatch(/error/i);
+    expect(res.code).toBe(0);
+    expect(res.out).toMatch(/^shop experiment: 1 seeds, preset quick, wall .*; wrote table\.md, results\.json, curves\.csv, shop\.svg to /);
+    expect((await readdir(out)).sort()).toEqual(['curves.csv', 'results.json', 'shop.svg', 'table.md']);
+    const results = JSON.parse(await readFile(join(out, 'results.json'), 'utf8')) as { arms: { name: string }[] };
+    expect(results.arms.map((a) => a.name)).toEqual(['scripted reference (no hidden goal)', 'zero-shot']);
+
+    const badArm = await cli('experiment', '--env', 'shop', '--arm', 'warp', '--out', join(dir, 'exp2'));
+    expect(badArm.code).toBe(1);
+    expect(badArm.err).toMatch(/^dreamgym: error: unknown arm "warp": the arms are "scripted reference \(no hidden goal\)", /);
+    const notDir = await cli('experiment', '--env', 'shop', '--out', join(out, 'table.md'));
+    expect(notDir.code).toBe(1);
+    expect(notDir.err).toBe(`dreamgym: error: cannot write into ${join(out, 'table.md')}: it is not a directory\n`);
+  });
+});
