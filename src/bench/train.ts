@@ -55,14 +55,14 @@ async function rawStepRate(env: EnvName, steps: number): Promise<number> {
   }
 }
 
-/** Loop figures of a short dreamgym run (the first iteration is a warm-up). */
+/** Loop figures of a short dreamgym run warm-started from behaviour cloning (so that groups have reward to learn from); the first RL iteration is a warm-up. */
 async function loopRates(env: EnvName): Promise<{ stepsPerSec: number; msPerStep: number; updateMs: number; rolloutMs: number; steps: number }> {
-  const config = parseTrainingConfig({ env, mode: 'dreamgym', seed: 0, iterations: 4, curriculum: { enabled: false } }, 'quick');
+  const config = parseTrainingConfig({ env, mode: 'dreamgym', warmStart: 'sft', seed: 0, iterations: 4, curriculum: { enabled: false } }, 'quick');
   const run = await prepareRun(config);
   const res = await runTraining(config, run.deps);
   res.trainer.dispose();
   run.dispose();
-  const timed = res.metrics.slice(1);
+  const timed = res.metrics.filter((m) => m.phase === 'synthetic').slice(1);
   const steps = timed.reduce((s, m) => s + m.syntheticSteps, 0);
   const rolloutMs = timed.reduce((s, m) => s + m.rolloutMs, 0);
   const updateMs = timed.reduce((s, m) => s + m.updateMs, 0) / timed.length;
@@ -79,7 +79,7 @@ export async function benchTrain(backend: string): Promise<BenchRow[]> {
       { name: `${env}: retrieval model alone, steps/s (warm)`, value: raw, unit: 'steps/s', note: `${(1000 / raw).toFixed(2)} ms/step; tfjs ${backend}` },
       { name: `${env}: synthetic rollouts in the loop, steps/s (warm)`, value: loop.stepsPerSec, unit: 'steps/s', note: `${loop.msPerStep.toFixed(2)} ms/step over ${loop.steps} steps` },
       { name: `${env}: loop overhead share of a synthetic step`, value: 100 * Math.max(0, 1 - loop.stepsPerSec / raw), unit: '%', note: 'featurizing, acting and bookkeeping' },
-      { name: `${env}: GRPO update per iteration`, value: loop.updateMs / 1000, unit: 's', note: `rollouts ${(loop.rolloutMs / 1000).toFixed(2)} s per iteration (quick preset: 8 tasks x 6 rollouts)` },
+      { name: `${env}: GRPO update per iteration`, value: loop.updateMs / 1000, unit: 's', note: `warm-started; rollouts ${(loop.rolloutMs / 1000).toFixed(2)} s per iteration (quick preset: 8 tasks x 6 rollouts)` },
     );
   }
   return rows;
