@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonl } from '../src/core/jsonl.ts';
-import { buildProgram, main } from '../src/cli/main.ts';
+import { buildProgram } from '../src/cli/main.ts';
+import { cli } from './fixtures/cli.ts';
 
 const run = promisify(execFile);
 let dir: string;
@@ -13,23 +14,6 @@ let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dreamgym-cli-'));
 });
-
-/** Runs the CLI in-process, capturing what it prints. */
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const wOut = process.stdout.write.bind(process.stdout);
-  const wErr = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write;
-  process.stderr.write = ((s: string) => ((err += s), true)) as typeof process.stderr.write;
-  try {
-    const code = await main(['node', 'dreamgym', ...args]);
-    return { code, out, err };
-  } finally {
-    process.stdout.write = wOut;
-    process.stderr.write = wErr;
-  }
-}
 
 describe('dreamgym CLI', () => {
   it('the package bin runs through tsx and prints help', async () => {

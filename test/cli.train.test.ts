@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonl } from '../src/core/jsonl.ts';
-import { main } from '../src/cli/main.ts';
+import { cli } from './fixtures/cli.ts';
 import { parseChatJsonl } from '../src/train/chat.ts';
 
 let dir: string;
@@ -15,23 +15,6 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dreamgym-train-'));
   store = join(dir, 'store');
 });
-
-/** Runs the CLI in-process, capturing what it prints. */
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const wOut = process.stdout.write.bind(process.stdout);
-  const wErr = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write;
-  process.stderr.write = ((s: string) => ((err += s), true)) as typeof process.stderr.write;
-  try {
-    const code = await main(['node', 'dreamgym', ...args]);
-    return { code, out, err };
-  } finally {
-    process.stdout.write = wOut;
-    process.stderr.write = wErr;
-  }
-}
 
 /** Tiny settings: each run takes a second or two. */
 const TINY = ['--preset', 'quick', '--offline-episodes', '8', '--group-size', '2', '--tasks-per-iteration', '2', '--max-steps', '6', '--eval-episodes', '4'];
