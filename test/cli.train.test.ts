@@ -199,6 +199,8 @@ describe('dreamgym train', () => {
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--eval-episodes', ' 3', '--store', store], /got " 3"/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--seed', '1.5', '--store', store], /--seed .*expected an integer, got "1.5"/],
       [['train', '--env', 'shop', '--store', store], /--mode is required/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--embedding-scale', '1e-1', '--store', store], /--embedding-scale .*expected a number from 0 to 100, got "1e-1"/],
+      [['eval', '--store', store, '--run', runId, '--embedding-scale', '0.5'], /--embedding-scale comes from run .*'s configuration: drop it/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-replay', '--store', store], /--no-replay applies to the LLM experience model .* runs only in the page/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-reasoning', '--store', store], /--no-reasoning applies to the LLM experience model/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--store', store], /--sim llm needs WebLLM on WebGPU, which runs only in the page/],

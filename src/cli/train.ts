@@ -79,6 +79,15 @@ export function countArg(min: number, max = 1_000_000_000): (value: string) => n
   };
 }
 
+/** A plain decimal number (no exponent, hex or spaces) in [min, max]. */
+export function decimalArg(min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    const n = /^\d+(?:\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isFinite(n) || n < min || n > max) throw new InvalidArgumentError(`expected a number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
 /** A seed: a plain decimal integer, possibly negative. */
 function seedArg(value: string): number {
   const n = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
@@ -173,12 +182,13 @@ interface TrainOptions {
   tasksPerIteration?: number;
   maxSteps?: number;
   sftEpochs?: number;
+  embeddingScale?: number;
 }
 
 /** Options that shape a run's config: not allowed with --resume (a run continues with its own). */
 const CONFIG_OPTIONS: readonly (keyof TrainOptions)[] = [
   'env', 'mode', 'warmStart', 'sim', 'preset', 'iterations', 'seed', 'realBudget', 'curriculum', 'prior', 'evalEpisodes',
-  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs',
+  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale',
 ];
 
 const flag = (name: string): string => `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -212,6 +222,7 @@ function configFromOptions(opts: TrainOptions): TrainingConfig {
   if (opts.evalEpisodes !== undefined) input.evalEpisodes = opts.evalEpisodes;
   if (opts.offlineEpisodes !== undefined) input.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
   if (opts.sftEpochs !== undefined) input.sft = { epochs: opts.sftEpochs };
+  if (opts.embeddingScale !== undefined) input.policy = { embeddingScale: opts.embeddingScale };
   if (!opts.curriculum) input.curriculum = { enabled: false };
   if (opts.realBudget !== undefined) {
     if (opts.mode === 's2r') input.s2r = { realBudget: opts.realBudget };
@@ -399,18 +410,19 @@ interface EvalOptions {
   env?: EnvName;
   episodes?: number;
   prior: 'uniform' | 'lexical';
+  embeddingScale?: number;
   json?: boolean;
 }
 
 /** The hashed-embedding featurizer that produces a checkpoint's input widths (as `prepareRun` builds it). */
-function featurizerFor(checkpoint: Checkpoint, embeddingDim: number | null, what: string): Featurizer {
+function featurizerFor(checkpoint: Checkpoint, embeddingDim: number | null, embeddingScale: number | undefined, what: string): Featurizer {
   const policy = (checkpoint.config as { policy?: { stateDim?: unknown; actionDim?: unknown } }).policy;
   const stateDim = typeof policy?.stateDim === 'number' ? policy.stateDim : NaN;
   const actionDim = typeof policy?.actionDim === 'number' ? policy.actionDim : NaN;
   // The default layout has stateDim = 2D + F and actionDim = D + F for an embedding width D.
   const dim = embeddingDim ?? stateDim - actionDim;
   if (!(Number.isInteger(dim) && dim >= 1)) throw new CliUsageError(`${what}: cannot tell the embedding width from its state/action widths ${stateDim}/${actionDim}`);
-  const featurizer = new Featurizer(new HashedEmbedder({ dim }));
+  const featurizer = new Featurizer(new HashedEmbedder({ dim }), embeddingScale === undefined ? {} : { embeddingScale });
   if (featurizer.stateDim !== stateDim || featurizer.actionDim !== actionDim) {
     throw new CliUsageError(
       `${what} expects state/action features of width ${stateDim}/${actionDim}, but the hashed-embedding featurizer gives ` +
@@ -439,7 +451,8 @@ async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promi
     checkpoint = saved.snapshot.checkpoint;
     env = record.config.env;
     prior = record.config.prior;
-    featurizer = featurizerFor(checkpoint, record.config.policy.embeddingDim, `run ${record.id}'s checkpoint`);
+    if (opts.embeddingScale !== undefined) throw new CliUsageError(`--embedding-scale comes from run ${opts.run}'s configuration: drop it`);
+    featurizer = featurizerFor(checkpoint, record.config.policy.embeddingDim, record.config.policy.embeddingScale, `run ${record.id}'s checkpoint`);
     label = `run ${record.id} (${modeLabel(record.config)}, iteration ${saved.snapshot.iteration}/${record.totalIterations}, ${record.status})`;
     episodes = opts.episodes ?? record.config.evalEpisodes;
     iteration = saved.snapshot.iteration;
@@ -459,7 +472,7 @@ async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promi
     }
     env = opts.env;
     prior = opts.prior;
-    featurizer = featurizerFor(checkpoint, null, file);
+    featurizer = featurizerFor(checkpoint, null, opts.embeddingScale, file);
     label = `checkpoint ${file} (update ${checkpoint.iteration})`;
     episodes = opts.episodes ?? 100;
     iteration = checkpoint.iteration;
@@ -621,6 +634,7 @@ interface ExperimentCliOptions {
   tasksPerIteration?: number;
   maxSteps?: number;
   sftEpochs?: number;
+  embeddingScale?: number;
   evalEpisodes?: number;
   trainEvalEpisodes?: number;
 }
@@ -634,6 +648,7 @@ function experimentOverrides(opts: ExperimentCliOptions): Partial<TrainingConfig
   if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
   if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
   if (opts.sftEpochs !== undefined) o.sft = { epochs: opts.sftEpochs };
+  if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
   return o;
 }
@@ -728,6 +743,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--group-size <n>', 'rollouts per task', countArg(2, 10_000)))
     .addOption(hidden('--tasks-per-iteration <n>', 'tasks per iteration', countArg(1, 100_000)))
     .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
+    .option('--embedding-scale <x>', 'weight of the embedded text slots against the match features (see the README)', decimalArg(0, 100))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
@@ -744,6 +760,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--env <name>', 'environment of --checkpoint').choices([...ENV_NAMES]))
     .option('--episodes <n>', 'held-out tasks (default: the run\'s evalEpisodes, or 100)', countArg(1, 100_000))
     .addOption(new Option('--prior <prior>', 'prior of --checkpoint (a run uses its own)').choices(['uniform', 'lexical']).default('uniform'))
+    .option('--embedding-scale <x>', 'embedding scale --checkpoint was trained with (a run uses its own; default 1)', decimalArg(0, 100))
     .option('--json', 'print the evaluation as JSON')
     .action(async (opts: EvalOptions, command: Command) => evalCommand(opts, command, out));
 
@@ -785,6 +802,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--group-size <n>', 'rollouts per task', countArg(2, 10_000)))
     .addOption(hidden('--tasks-per-iteration <n>', 'tasks per iteration', countArg(1, 100_000)))
     .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
+    .option('--embedding-scale <x>', 'weight of the embedded text slots against the match features (see the README)', decimalArg(0, 100))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))

@@ -4,12 +4,28 @@
  *
  * A candidate's text is the action plus the observation line that describes it: in an abstract
  * textual state ("[ID] description" lines), `click[B04CY8QBR3]` alone says nothing, while its
- * line "[B04CY8QBR3] Yopiyo Cat Litter - Durable | $28.50" says what clicking it leads to.
+ * line "[B04CY8QBR3] Yopiyo Cat Litter - Durable | $28.50" says what clicking it leads to. The
+ * default `matching` layout ({@link Featurizer}) reads that line through task-relative features
+ * (overlap with the instruction, rank, history; see ./matching.ts) rather than embedding it, so
+ * that the head learns what makes an item right, not which items were right.
  */
 import type { Embedder } from '../core/embedding.ts';
 import type { Observation } from '../core/types.ts';
 import type { Decision } from './input.ts';
-import { CONJUNCTION_KINDS, conjunctionKeys, FEATURE_GROUPS, type ConjunctionKind, hashKeys, MATCH_FEATURES, matchFeatureIndices, matchFeatures, instructionProfile, neutralizeIds, type FeatureGroup, type MatchFeatureName } from './matching.ts';
+import {
+  CONJUNCTION_KINDS,
+  conjunctionKeys,
+  FEATURE_GROUPS,
+  hashKeys,
+  instructionProfile,
+  MATCH_FEATURES,
+  matchFeatureIndices,
+  matchFeatures,
+  neutralizeIds,
+  type ConjunctionKind,
+  type FeatureGroup,
+  type MatchFeatureName,
+} from './matching.ts';
 
 export { FEATURE_GROUPS, MATCH_FEATURES, ID_PLACEHOLDER, isOpaqueId, neutralizeIds, type FeatureGroup, type MatchFeatureName } from './matching.ts';
 
@@ -128,9 +144,11 @@ export interface FeaturizerOptions extends StateTextOptions {
    */
   embeddingScale?: number;
   /**
-   * What a candidate's embedding slot holds (`matching` mode): `element`, the action plus the
-   * observation line it acts on ({@link candidateText}); `action`, the action text alone. The
-   * match features always read the element line. Default `element`.
+   * What a candidate's embedding slot holds (`matching` mode): `action`, the action text alone
+   * (ids neutralised); `element`, the action plus the observation line it acts on
+   * ({@link candidateText}). The match features always read the element line. Default `action`:
+   * with the element line, a list item's own words (a product's brand and title) let the head
+   * memorise which items were right in training (shop SFT: 66% held-out, 100% train).
    */
   candidateSlot?: 'element' | 'action';
   /** Width of the hashed template-conjunction block ({@link conjunctionKeys}); 0 turns it off. Default 64. */
@@ -143,18 +161,28 @@ export interface FeaturizerOptions extends StateTextOptions {
  * Embeds states and candidates into {@link Decision}s, caching embeddings by text (action texts
  * and observations repeat a lot within and across episodes).
  *
- * Layout in the default `matching` mode, with D the embedder's dim ({@link dim}) and
- * F = {@link MATCH_FEATURES}.length:
+ * Layout in the default `matching` mode, with D = {@link dim} (the embedder's), F =
+ * {@link MATCH_FEATURES}.length and C = {@link conjunctionDim} (so {@link matchDim} = F + C):
  *
- *   candidate (actionDim = D + F):    [ embed(candidate text)  | match features (F) ]
- *   state     (stateDim = 2D + F):    [ embed(instruction)     | ones (F) | embed(situation) ]
+ *   candidate (actionDim = D + F + C):  [ embed(action)       | match features (F) | conjunctions (C) ]
+ *   state     (stateDim = 2D + F + C):  [ embed(instruction)  | ones (F + C)                          | embed(situation) ]
  *
- * Opaque identifiers (see {@link isOpaqueId}) are replaced by a placeholder in every embedded
- * text, so two candidates that differ only by an id get the same embedding. The head's `product`
- * interaction multiplies a candidate with the first actionDim state features, which are the
- * instruction's embedding (a candidate-versus-instruction term) and ones (the match features as
- * they are). Any {@link Embedder} fills the D-wide slots; the match features are lexical and
- * come from no embedder except `similarity.*` (cosines of the same embeddings).
+ * - Opaque identifiers ({@link isOpaqueId}: product ids, hashes) are replaced by a placeholder in
+ *   every embedded text, so candidates that differ only by an id get the same embedding.
+ * - The match features compare the candidate (the action and the observation line it acts on,
+ *   {@link candidateText}) with the instruction: word, slot, bigram and number overlap, numeric
+ *   bounds, embedding cosine; its rank among candidates of the same template; whether and how
+ *   recently it was taken in the episode. See {@link MATCH_FEATURES}.
+ * - The conjunction block hashes template-specific keys ({@link conjunctionKeys}).
+ * - The situation is the latest actions and the observation without the instruction's lines
+ *   ({@link situationText}); the instruction has its own slot.
+ *
+ * The head's `product` interaction multiplies a candidate with the first actionDim state
+ * features: the instruction's embedding (a candidate-versus-instruction term) and ones (the
+ * match and conjunction features as they are). Any {@link Embedder} (hashed, WebLLM) fills the
+ * D-wide slots; the match features are lexical, except `similarity.*` (cosines of the same
+ * embeddings). `text` mode keeps the earlier layout: [embed(state text)] and
+ * [embed(candidate text)], stateDim = actionDim = D, nothing neutralised.
  */
 export class Featurizer {
   private readonly cache = new Map<string, Float32Array>();
@@ -210,6 +238,14 @@ export class Featurizer {
   /** Length of the feature block of a candidate vector: the match features and the conjunction block (0 in `text` mode). */
   get matchDim(): number {
     return this.mode === 'text' ? 0 : MATCH_FEATURES.length + this.conjunctionDim;
+  }
+
+  /** Where match feature `name` sits in a candidate vector (`matching` mode). */
+  featureIndex(name: MatchFeatureName): number {
+    if (this.mode === 'text') throw new RangeError("a 'text' featurizer has no match features");
+    const i = (MATCH_FEATURES as readonly string[]).indexOf(name);
+    if (i < 0) throw new RangeError(`unknown match feature ${JSON.stringify(name)}`);
+    return this.dim + i;
   }
 
   /** Length of a candidate vector: dim + matchDim. */
@@ -275,7 +311,7 @@ export class Featurizer {
     const clean = this.disabled.has('ids') ? (t: string) => t : (t: string) => neutralizeIds(t);
     const raw = contexts.map((c) => c.observation.actions.map((a) => candidateText(c.observation.text, a)));
     const n = contexts.length;
-    const actionSlot = (this.options.candidateSlot ?? 'element') === 'action';
+    const actionSlot = (this.options.candidateSlot ?? 'action') === 'action';
     const texts = [...contexts.map((c) => clean(c.instruction)), ...contexts.map((c) => clean(this.options.situation === false ? stateText(c, this.options) : situationText(c, this.options))), ...raw.flat().map(clean)];
     const total = raw.reduce((a, r) => a + r.length, 0);
     if (actionSlot) texts.push(...contexts.flatMap((c) => c.observation.actions.map(clean)));

@@ -68,15 +68,32 @@ export function normalizeWord(word: string): string {
 
 const NUMBER_RE = /^\d+(?:\.\d+)?$/;
 
-/** Words of `text` that carry content: no function words, no numbers, no opaque ids; normalised. */
+/** A bounded memo for pure string functions (texts repeat a lot across decisions). */
+function memo<T>(fn: (text: string) => T, limit = 20_000): (text: string) => T {
+  const cache = new Map<string, T>();
+  return (text) => {
+    const hit = cache.get(text);
+    if (hit !== undefined) return hit;
+    const value = fn(text);
+    if (cache.size >= limit) cache.clear();
+    cache.set(text, value);
+    return value;
+  };
+}
+
+/** Words of `text` that carry content: no function words, no numbers, no opaque ids; normalised. Do not mutate the result. */
 export function contentWords(text: string): string[] {
+  return contentWordsMemo(text);
+}
+
+const contentWordsMemo = memo((text: string): string[] => {
   const out: string[] = [];
   for (const t of tokenize(text)) {
     if (NUMBER_RE.test(t) || isOpaqueId(t) || STOPWORDS.has(t) || !/\p{L}/u.test(t)) continue;
     out.push(normalizeWord(t));
   }
   return out;
-}
+});
 
 /** The numbers written in `text` (outside opaque ids), as numbers. */
 export function numbersIn(text: string): number[] {
@@ -89,8 +106,8 @@ export function numbersIn(text: string): number[] {
 }
 
 /**
- * Amount-like numbers of `text`: those after a currency sign, or with a decimal part. Texts
- * without any fall back to none (counts such as "drawer 3" are not amounts).
+ * Amount-like numbers of `text`: those after a currency sign, or with a decimal part (counts
+ * such as "drawer 3" are not amounts). Compared with an instruction's {@link numericBounds}.
  */
 export function amountsIn(text: string): number[] {
   const out: number[] = [];
@@ -216,9 +233,10 @@ export const MATCH_FEATURES = [
   'history.isLast', // it was the latest action
   'history.recency', // 1 / (steps since it was last taken), 0 if never
   'history.slotsSeen', // share of its argument slots that earlier actions named
-  'history.templateIsLast', // the latest action had the same template
 ] as const;
 export type MatchFeatureName = (typeof MATCH_FEATURES)[number];
+
+const INDEX = new Map<string, number>(MATCH_FEATURES.map((name, i) => [name, i]));
 
 /** Groups of features that can be switched off (for ablations); see {@link Featurizer}. */
 export const FEATURE_GROUPS = ['ids', 'instruction', 'situation', 'candidate', 'overlap', 'numbers', 'similarity', 'position', 'history', 'conjunctions'] as const;
@@ -253,7 +271,6 @@ export function instructionProfile(instruction: string): InstructionProfile {
   const words = contentWords(instruction);
   const bigrams = new Set<string>();
   for (let i = 1; i < words.length; i++) bigrams.add(`${words[i - 1] as string} ${words[i] as string}`);
-  // Numbers that are bounds are compared as bounds, not matched as values.
   return { words: new Set(words), bigrams, numbers: new Set(numbersIn(instruction)), ids: new Set(opaqueIds(instruction)), bounds: numericBounds(instruction) };
 }
 
@@ -295,13 +312,12 @@ export function matchFeatures(
     for (const slot of actionSlots(a)) seenSlots.add(slot.toLowerCase());
   });
   const last = history.length > 0 ? (history[history.length - 1] as string) : null;
-  const lastTemplate = last === null ? null : actionTemplate(last);
   const hasBounds = profile.bounds.upper !== null || profile.bounds.lower !== null;
 
   candidates.forEach((c, i) => {
     const v = out[i] as Float32Array;
     const set = (name: MatchFeatureName, value: number): void => {
-      v[MATCH_FEATURES.indexOf(name)] = value;
+      v[INDEX.get(name) as number] = value;
     };
     const actionWords = contentWords(c.action);
     const words = contentWords(c.text);
@@ -364,7 +380,6 @@ export function matchFeatures(
     if (at !== undefined) set('history.recency', 1 / (history.length - at));
     const slots = actionSlots(c.action);
     if (slots.length > 0) set('history.slotsSeen', slots.filter((x) => seenSlots.has(x.toLowerCase())).length / slots.length);
-    if (lastTemplate !== null && templates[i] === lastTemplate) set('history.templateIsLast', 1);
   });
 
   // Per-template lists: rank, and each candidate against the best of its list.
@@ -387,7 +402,7 @@ export function matchFeatures(
     members.forEach((i, rank) => {
       const v = out[i] as Float32Array;
       const set = (name: MatchFeatureName, value: number): void => {
-        v[MATCH_FEATURES.indexOf(name)] = value;
+        v[INDEX.get(name) as number] = value;
       };
       set('overlap.gapToBest', (coverage[i] as number) - bestCoverage);
       if (bestCoverage > 0 && (coverage[i] as number) === bestCoverage) set('overlap.isBest', 1);
@@ -402,7 +417,7 @@ export function matchFeatures(
     });
   }
   candidates.forEach((_, i) => {
-    (out[i] as Float32Array)[MATCH_FEATURES.indexOf('position.overall')] = n > 1 ? i / (n - 1) : 0;
+    (out[i] as Float32Array)[INDEX.get('position.overall') as number] = n > 1 ? i / (n - 1) : 0;
   });
   return out;
 }
@@ -417,13 +432,15 @@ function slotPattern(slot: string, words: ReadonlySet<string>): string {
 
 /**
  * Conjunction keys of each candidate: its template combined with (a) how each argument slot
- * matches the instruction, (b) whether the exact action was taken before, (c) the template of
- * the latest action, (d) how many instruction words the `situation` (the observation without
- * the instruction) does not show yet, and whether the action names one of them. Hashed into a small block ({@link hashKeys}), they let a linear layer give
+ * matches the instruction, (b) whether the exact action was taken before, (c) how many
+ * instruction words the `situation` (the observation without the instruction) does not show
+ * yet, and whether the action names one of them. (The template of the latest action was tried
+ * too and dropped: demonstrations never follow "go to" with "go to", so it taught the policy
+ * not to move on from a place where the goal's object is not.) Hashed into a small block ({@link hashKeys}), they let a linear layer give
  * "take <w> from <w> with an unmatched object" its own weight, which word-level features cannot:
  * a combination that the demonstrations never choose gets a low score on unseen tasks too.
  */
-export const CONJUNCTION_KINDS = ['slots', 'taken', 'after', 'pending'] as const;
+export const CONJUNCTION_KINDS = ['slots', 'taken', 'pending'] as const;
 export type ConjunctionKind = (typeof CONJUNCTION_KINDS)[number];
 
 export function conjunctionKeys(
@@ -437,7 +454,6 @@ export function conjunctionKeys(
   const pending = new Set([...profile.words].filter((w) => !shown.has(w)));
   const taken = new Map<string, number>();
   for (const a of history) taken.set(a, (taken.get(a) ?? 0) + 1);
-  const last = history.length > 0 ? actionTemplate(history[history.length - 1] as string) : '^';
   return actions.map((action) => {
     const template = actionTemplate(action);
     const slots = actionSlots(action).map((slot) => (isOpaqueId(slot.trim()) ? (profile.ids.has(slot.trim().toLowerCase()) ? 'm' : 'u') : slotPattern(slot, profile.words)));
@@ -446,7 +462,6 @@ export function conjunctionKeys(
     const keys: string[] = [];
     if (kinds.has('slots')) keys.push(`${template}|slots:${slots.join(',')}`);
     if (kinds.has('taken')) keys.push(`${template}|taken:${times === 0 ? 0 : times === 1 ? 1 : 2}`);
-    if (kinds.has('after')) keys.push(`${template}|after:${last}`);
     if (kinds.has('pending')) keys.push(`${template}|pending:${Math.min(pending.size, 3)}|covers:${covers}`);
     return keys;
   });

@@ -17,6 +17,8 @@ import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
 export const TRAINING_MODES = ['zero-shot', 'sft', 'real', 'dreamgym', 's2r'] as const;
 export type TrainingMode = (typeof TRAINING_MODES)[number];
 
+const EMBEDDING_SCALE_DEFAULT = 1;
+
 export const TrainingConfigSchema = z
   .object({
     env: z.enum(ENV_NAMES),
@@ -119,6 +121,15 @@ export const TrainingConfigSchema = z
       .object({
         hiddenDim: z.number().int().min(1).default(64),
         embeddingDim: z.number().int().min(16).default(512),
+        /**
+         * Weight of the embedded text slots (instruction, situation, action) against the
+         * task-relative match features (see `Featurizer`). Lower makes the head lean on what makes
+         * a candidate right (overlap with the instruction, rank, history) rather than on the words
+         * of the items it was right about. Measured with SFT on 200 expert episodes (3 seeds,
+         * 100 held-out tasks): shop 72% held-out / 95% train at 1, 75% / 82% at 0.1; household 53%
+         * at 1, 44% at 0.5, 41% at 0.3. One default for every domain: 1.
+         */
+        embeddingScale: z.number().min(0).max(100).default(EMBEDDING_SCALE_DEFAULT),
       })
       .strict()
       .prefault({}),
@@ -130,7 +141,7 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 
 /** Presets: `quick` learns visibly within minutes on a 2-core laptop; `standard` is the experiment's size. */
 export const PRESETS = {
-  quick: { iterations: 10, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 100, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
+  quick: { iterations: 10, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
   standard: { iterations: 30, tasksPerIteration: 8, groupSize: 8, offline: { expertEpisodes: 200, noisyEpisodes: 200 }, sft: { epochs: 30 }, evalEpisodes: 100 },
 } as const satisfies Record<string, Partial<TrainingConfigInput>>;
 export type PresetName = keyof typeof PRESETS;

@@ -67,7 +67,7 @@ export async function prepareRun(config: TrainingConfig): Promise<PreparedRun> {
   const experience = synthetic ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
   const deps: TrainingDeps = {
     spec,
-    featurizer: new Featurizer(new HashedEmbedder({ dim: config.policy.embeddingDim })),
+    featurizer: new Featurizer(new HashedEmbedder({ dim: config.policy.embeddingDim }), { embeddingScale: config.policy.embeddingScale }),
     offline,
     experience,
     prior: config.prior === 'lexical' ? new LexicalPrior() : null,
