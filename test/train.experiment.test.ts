@@ -27,7 +27,7 @@ function arm(name: string, outcomes: number[][]): ArmResult {
   return {
     name,
     config: null,
-    seeds: outcomes.map((xs, seed) => ({ seed, heldOut: evalOf(xs), train: evalOf(xs), realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: 0, curve: [] })),
+    seeds: outcomes.map((xs, seed) => ({ seed, heldOut: evalOf(xs), train: evalOf(xs), realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: 0, sftShared: false, curve: [] })),
     success: { mean: 0, low: 0, high: 0 },
     reward: { mean: 0, low: 0, high: 0 },
     trainSuccess: { mean: 0, low: 0, high: 0 },
@@ -50,6 +50,12 @@ describe('paired comparisons', () => {
     expect(d.low).toBeLessThanOrEqual(d.mean);
     // Tasks missing on one side are left out; no pairs at all gives NaN.
     expect(Number.isNaN(pairedRatio(a, arm('none', [])).value)).toBe(true);
+    // No success in the denominator: undefined (0/0) or unbounded, never a ratio of 1 to compare with a goal.
+    const zero = arm('zero', [[0, 0, 0, 0], [0, 0, 0, 0]]);
+    expect(Number.isNaN(pairedRatio(zero, zero).value)).toBe(true);
+    expect(pairedRatio(a, zero).value).toBe(Number.POSITIVE_INFINITY);
+    // Reward differences pair the same way (rewards here are the 0/1 outcomes).
+    expect(pairedDifference(a, b, 'reward').mean).toBeCloseTo(2 / 8);
   });
 });
 
@@ -74,6 +80,20 @@ describe('runExperiment', () => {
     expect(files['curves.csv']!.split('\n')[0]).toBe('arm,seed,iteration,phase,success_rate,mean_reward,real_transitions');
     expect(curvesSvg(r)).toMatch(/^<svg[^>]*>/);
     expect(files['shop.svg']).toContain('<polyline');
+  });
+
+  it('behaviour cloning runs once per seed: an arm resumed from the shared SFT snapshot equals one run on its own', async () => {
+    const warm = 'dreamgym (warm sft)';
+    const overrides = { ...TINY, sft: { epochs: 3 }, iterations: 2 };
+    const shared = await runExperiment({ env: 'shop', seeds: 1, preset: 'quick', overrides, trainEvalEpisodes: 3, arms: ['sft', warm] });
+    const alone = await runExperiment({ env: 'shop', seeds: 1, preset: 'quick', overrides, trainEvalEpisodes: 3, arms: [warm] });
+    const pick = (r: typeof shared) => r.arms.find((a) => a.name === warm)!.seeds[0]!;
+    expect(pick(shared).sftShared).toBe(true);
+    expect(pick(alone).sftShared).toBe(false);
+    expect(pick(shared).curve).toEqual(pick(alone).curve);
+    expect(pick(shared).curve.filter((c) => c.phase === 'sft')).toHaveLength(3);
+    expect(pick(shared).heldOut.perTask).toEqual(pick(alone).heldOut.perTask);
+    expect(pick(shared).train.perTask).toEqual(pick(alone).train.perTask);
   });
 
   it('declares every mode and offline ablation, and the matched 10% budget arms', () => {

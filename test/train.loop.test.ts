@@ -57,6 +57,10 @@ describe('training config', () => {
     expect(c.iterations).toBe(3);
     expect(c.groupSize).toBe(PRESETS.quick.groupSize);
     expect(c.rl.entropyCoef).toBe(0.001);
+    // The RL learning rate depends on the starting point unless given.
+    expect(c.rl.learningRate).toBe(1e-2);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'real', warmStart: 'sft' }).rl.learningRate).toBe(3e-4);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'real', warmStart: 'sft', rl: { learningRate: 1e-3 } }).rl.learningRate).toBe(1e-3);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'train-hard' as 'sft' })).toThrow(TrainingConfigError);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', groupSize: 1 })).toThrow(/groupSize/);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', bogus: 1 } as TrainingConfigInput)).toThrow(TrainingConfigError);

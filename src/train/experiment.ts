@@ -3,7 +3,8 @@
  * ablation available offline, on one environment, over seeds, evaluated greedy on the same
  * held-out test tasks in the real environment (and on training tasks, so memorization shows).
  * RL modes get the same number of updates; the warm-started ones start from the same SFT
- * checkpoint per seed (same seed, same data, same SFT epochs); `s2r` gets a real budget of 10% of
+ * checkpoint per seed (same seed, same data, same SFT epochs: behaviour cloning runs once per seed
+ * and the other arms resume from its snapshot, which equals running it again); `s2r` gets a real budget of 10% of
  * what `real` used, and `real` is also run on that budget for the paired comparison.
  */
 import { Rng } from '../core/rng.ts';
@@ -11,7 +12,7 @@ import type { EnvName } from '../core/types.ts';
 import { parseTrainingConfig, type PresetName, type TrainingConfig, type TrainingConfigInput } from './config.ts';
 import { aggregateEvaluations, bootstrapInterval, evaluate, type EvalActor, type EvalResult, type Interval } from './evaluate.ts';
 import type { PolicyAgent } from './agent.ts';
-import { runTraining, type IterationMetrics } from './loop.ts';
+import { plannedIterations, runTraining, type IterationMetrics, type RunSnapshot } from './loop.ts';
 import { referencePolicy } from './reference.ts';
 import { prepareRun } from './setup.ts';
 
@@ -48,6 +49,8 @@ export interface ArmSeedResult {
   offlineTransitions: number;
   syntheticSteps: number;
   wallMs: number;
+  /** Whether this run resumed from another arm's behaviour-cloning snapshot (same seed and SFT setting). */
+  sftShared: boolean;
   curve: Pick<IterationMetrics, 'iteration' | 'phase' | 'successRate' | 'meanReward' | 'realTransitions'>[];
 }
 
@@ -102,6 +105,8 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const realUsed = new Map<number, number>();
   const trainEval = options.trainEvalEpisodes ?? 100;
   let evalEpisodes = 0;
+  // The end of behaviour cloning, per seed and SFT setting (see sftKey).
+  const sftSnapshots = new Map<string, RunSnapshot>();
 
   // Arms that need `real (warm sft)`'s figure come after it.
   const ordered = [...arms.filter((a) => a.budgetShareOfReal === undefined), ...arms.filter((a) => a.budgetShareOfReal !== undefined)];
@@ -119,7 +124,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
         const heldOut = await evaluate(referencePolicy(options.env), run.deps.spec, run.evalTasks);
         const train = await evaluate(referencePolicy(options.env), run.deps.spec, run.deps.offline.tasks.slice(0, trainEval));
         run.dispose();
-        perSeed.push({ seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, curve: [] });
+        perSeed.push({ seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, sftShared: false, curve: [] });
         continue;
       }
       const input: TrainingConfigInput = { env: options.env, mode: 'zero-shot', seed, ...options.overrides, ...arm.config };
@@ -132,7 +137,15 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       const config = parseTrainingConfig(input, preset);
       armConfig = config;
       const run = await prepareRun(config);
-      const res = await runTraining(config, run.deps, { signal: options.signal });
+      const sftEpochs = sftEpochsOf(config);
+      const key = sftKey(config);
+      const shared = sftEpochs > 0 ? sftSnapshots.get(key) : undefined;
+      if (sftEpochs > 0 && !shared) {
+        run.deps.persist = async (snapshot) => {
+          if (snapshot.iteration === sftEpochs) sftSnapshots.set(key, snapshot);
+        };
+      }
+      const res = await runTraining(config, run.deps, { signal: options.signal, ...(shared ? { resume: shared } : {}) });
       try {
         const actor = actorOf(res.agent);
         const heldOut = await evaluate(actor, run.deps.spec, run.evalTasks);
@@ -146,6 +159,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
           offlineTransitions: res.offlineTransitions,
           syntheticSteps: res.syntheticSteps,
           wallMs: performance.now() - t0,
+          sftShared: shared !== undefined,
           curve: res.metrics.map((m) => ({ iteration: m.iteration, phase: m.phase, successRate: m.successRate, meanReward: m.meanReward, realTransitions: m.realTransitions })),
         });
       } finally {
@@ -181,6 +195,19 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   };
 }
 
+/** Behaviour-cloning epochs `config` runs before RL (or as its whole run). */
+function sftEpochsOf(config: TrainingConfig): number {
+  return config.mode === 'sft' || (config.warmStart === 'sft' && config.mode !== 'zero-shot') ? Math.min(config.sft.epochs, plannedIterations(config)) : 0;
+}
+
+/** What behaviour cloning depends on: runs with the same key reach the same SFT snapshot. */
+function sftKey(config: TrainingConfig): string {
+  const { env, seed, offline, sft, policy, prior, maxSteps } = config;
+  // The trainer's RL settings travel in the SFT checkpoint; the RL learning rate is set per iteration from the run's config.
+  const { learningRate: _lr, ...rl } = config.rl;
+  return JSON.stringify({ env, seed, offline, sft, policy, prior, maxSteps, rl });
+}
+
 const meanOf = (xs: readonly number[]): number => (xs.length === 0 ? Number.NaN : xs.reduce((s, x) => s + x, 0) / xs.length);
 
 /**
@@ -201,26 +228,32 @@ export function pairedRatio(a: ArmResult, b: ArmResult, seed = 0): { value: numb
   const ratio = (ps: readonly [number, number][]): number => {
     const x = ps.reduce((s, p) => s + p[0], 0);
     const y = ps.reduce((s, p) => s + p[1], 0);
-    return y === 0 ? (x === 0 ? 1 : Number.POSITIVE_INFINITY) : x / y;
+    // No success in the denominator: the ratio is undefined (0/0) or unbounded, not a figure to compare with a goal.
+    return y === 0 ? (x === 0 ? Number.NaN : Number.POSITIVE_INFINITY) : x / y;
   };
   if (pairs.length === 0) return { value: Number.NaN, low: Number.NaN, high: Number.NaN };
+  const value = ratio(pairs);
+  if (Number.isNaN(value)) return { value, low: Number.NaN, high: Number.NaN };
   const rng = new Rng(seed);
   const samples: number[] = [];
   for (let r = 0; r < 2000; r++) samples.push(ratio(Array.from({ length: pairs.length }, () => pairs[rng.int(0, pairs.length - 1)] as [number, number])));
+  // A resample with 0/0 counts as no evidence either way: 1.
+  for (let i = 0; i < samples.length; i++) if (Number.isNaN(samples[i])) samples[i] = 1;
   samples.sort((x, y) => x - y);
-  return { value: ratio(pairs), low: samples[Math.floor(0.025 * (samples.length - 1))] as number, high: samples[Math.ceil(0.975 * (samples.length - 1))] as number };
+  return { value, low: samples[Math.floor(0.025 * (samples.length - 1))] as number, high: samples[Math.ceil(0.975 * (samples.length - 1))] as number };
 }
 
-/** Difference of success (a - b) on paired tasks and seeds, with a bootstrap interval. */
-export function pairedDifference(a: ArmResult, b: ArmResult): Interval {
+/** Difference of success or reward (a - b) on paired tasks and seeds, with a bootstrap interval. */
+export function pairedDifference(a: ArmResult, b: ArmResult, measure: 'success' | 'reward' = 'success'): Interval {
+  const value = (p: { success: boolean; reward: number }): number => (measure === 'success' ? (p.success ? 1 : 0) : p.reward);
   const diffs: number[] = [];
   for (const sa of a.seeds) {
     const sb = b.seeds.find((s) => s.seed === sa.seed);
     if (!sb) continue;
-    const bt = new Map(sb.heldOut.perTask.map((p) => [p.taskId, p.success ? 1 : 0]));
+    const bt = new Map(sb.heldOut.perTask.map((p) => [p.taskId, value(p)]));
     for (const p of sa.heldOut.perTask) {
       const y = bt.get(p.taskId);
-      if (y !== undefined) diffs.push((p.success ? 1 : 0) - y);
+      if (y !== undefined) diffs.push(value(p) - y);
     }
   }
   return diffs.length === 0 ? { mean: Number.NaN, low: Number.NaN, high: Number.NaN } : bootstrapInterval(diffs, { seed: 1 });
@@ -234,12 +267,14 @@ function comparisons(arms: readonly ArmResult[]): ExperimentResult['comparisons'
     const r = pairedRatio(a, b);
     out.push({ name, value: r.value, low: r.low, high: r.high, note });
   };
-  const diff = (name: string, a?: ArmResult, b?: ArmResult, note = ''): void => {
+  const diff = (name: string, a?: ArmResult, b?: ArmResult, note = '', measure: 'success' | 'reward' = 'success'): void => {
     if (!a || !b) return;
-    const d = pairedDifference(a, b);
+    const d = pairedDifference(a, b, measure);
     out.push({ name, value: d.mean, low: d.low, high: d.high, note });
   };
-  ratio('dreamgym / real (from scratch), success ratio', by('dreamgym'), by('real'), 'goal >= 0.95, same number of updates');
+  diff('real (from scratch) - zero-shot, mean reward', by('real'), by('zero-shot'), 'learning without demonstrations', 'reward');
+  diff('dreamgym (from scratch) - zero-shot, mean reward', by('dreamgym'), by('zero-shot'), 'learning without demonstrations', 'reward');
+  ratio('dreamgym / real (from scratch), success ratio', by('dreamgym'), by('real'), 'goal >= 0.95, same number of updates (n/a: real never succeeded)');
   ratio('dreamgym / real (warm sft), success ratio', by('dreamgym (warm sft)'), by('real (warm sft)'), 'goal >= 0.95, same number of updates');
   ratio('s2r / real (warm sft), success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft)'), 'goal >= 1 with 10% of real transitions');
   ratio('s2r / real at the same 10% budget, success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft), 10% real budget'), 'goal >= 1.4');
@@ -249,6 +284,7 @@ function comparisons(arms: readonly ArmResult[]): ExperimentResult['comparisons'
   return out;
 }
 
+const figure = (x: number): string => (Number.isNaN(x) ? 'n/a' : x === Number.POSITIVE_INFINITY ? 'inf' : x.toFixed(2));
 const pct = (x: number): string => (Number.isFinite(x) ? (100 * x).toFixed(1) : 'n/a');
 const interval = (i: Interval): string => `${pct(i.mean)} [${pct(i.low)}, ${pct(i.high)}]`;
 
@@ -268,7 +304,7 @@ export function experimentFiles(r: ExperimentResult): Record<string, string> {
     '',
     '| comparison | value [95% CI] | note |',
     '| --- | --- | --- |',
-    ...r.comparisons.map((c) => `| ${c.name} | ${c.value.toFixed(2)} [${c.low.toFixed(2)}, ${c.high.toFixed(2)}] | ${c.note} |`),
+    ...r.comparisons.map((c) => `| ${c.name} | ${figure(c.value)} [${figure(c.low)}, ${figure(c.high)}] | ${c.note} |`),
     '',
   ];
   const csv = ['arm,seed,iteration,phase,success_rate,mean_reward,real_transitions'];
