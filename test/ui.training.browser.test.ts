@@ -114,24 +114,52 @@ describe('training page (browser)', () => {
     expect(second.byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]')).toHaveLength(1);
   });
 
-  it('pauses at an iteration boundary and resumes from the buttons', async () => {
+  it('pauses at an iteration boundary, resumes, and stops and evaluates from the buttons', async () => {
     const { page, byTestId } = mount(storage());
     await page.ready;
-    await setUpTinyRun(byTestId, 6);
+    // Many iterations, so the run is still going whenever a button is pressed.
+    await setUpTinyRun(byTestId, 200);
     expect(byTestId<HTMLButtonElement>('train-pause').disabled).toBe(true);
     await userEvent.click(byTestId('train-start'));
     await expect.poll(() => page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
     await userEvent.click(byTestId('train-pause'));
     await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 30_000, interval: 50 }).toBe('paused');
     const paused = page.store.state.value.iteration;
-    expect(paused).toBeLessThan(6);
     expect(page.store.state.value.metrics).toHaveLength(paused);
     expect(byTestId<HTMLButtonElement>('train-resume').disabled).toBe(false);
     expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+    expect(byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]')).toHaveLength(0);
 
     await userEvent.click(byTestId('train-resume'));
+    await expect.poll(() => page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(paused + 2);
+    await userEvent.click(byTestId('train-stop'));
     await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
-    expect(page.store.state.value.metrics.map((m) => m.iteration)).toEqual([0, 1, 2, 3, 4, 5]);
-    expect(points(byTestId, 'kl')).toBe(6);
+    const done = page.store.state.value;
+    expect(done.iteration).toBeLessThan(200);
+    expect(done.metrics.map((m) => m.iteration)).toEqual(Array.from({ length: done.iteration }, (_, i) => i));
+    expect(points(byTestId, 'kl')).toBe(done.iteration);
+    expect(done.evaluation?.iteration).toBe(done.iteration);
+    const row = byTestId('comparison-table').querySelector('tbody tr[data-run-id]');
+    expect(row?.textContent).toContain(`${done.iteration} (stopped)`);
+  });
+
+  it('a second page does not take over a run another page is training', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 200);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+
+    const second = mount(names);
+    await second.page.ready;
+    const seen = second.page.store.state.value;
+    expect(seen.runId).toBe(first.page.store.state.value.runId);
+    expect(seen.status).toBe('failed');
+    expect(seen.error).toMatch(/being trained in another tab or window/);
+    // The first page trains on undisturbed.
+    const at = first.page.store.state.value.iteration;
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 30_000, interval: 50 }).toBeGreaterThan(at);
+    expect(first.page.store.state.value.status).toBe('running');
   });
 });

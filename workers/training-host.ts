@@ -151,8 +151,13 @@ export class TrainingHost {
         this.post({ kind: 'paused', record });
         return;
       }
-      record = await index.update(runId, { status: 'evaluating', stoppedBy: outcome.stoppedBy });
-      const evaluation = await this.evaluateRun(outcome.trainer, prepared, runId, outcome.iteration);
+      let evaluation: StoredRunEvaluation;
+      try {
+        record = await index.update(runId, { status: 'evaluating', stoppedBy: outcome.stoppedBy });
+        evaluation = await this.evaluateRun(outcome.trainer, prepared, runId, outcome.iteration);
+      } finally {
+        outcome.trainer.dispose();
+      }
       record = await index.update(runId, { status: 'done', evaluation });
       this.post({ kind: 'finished', record, evaluation });
     } catch (e) {
@@ -256,31 +261,32 @@ export class TrainingHost {
       return { kind: 'ended', trainer: Trainer.fromCheckpoint(snapshot.checkpoint), iteration: snapshot.iteration, stoppedBy: 'user' };
     }
     // The final state is the resume point too (a zero-shot run has no iteration that saved one).
-    await persist(result.snapshot);
+    try {
+      await persist(result.snapshot);
+    } catch (e) {
+      result.trainer.dispose();
+      throw e;
+    }
     return { kind: 'ended', trainer: result.trainer, iteration: result.snapshot.iteration, stoppedBy: result.stoppedBy };
   }
 
-  /** Greedy evaluation on the run's held-out tasks in the real environment; disposes `trainer`. */
+  /** Greedy evaluation on the run's held-out tasks in the real environment (the caller disposes `trainer`). */
   private async evaluateRun(trainer: Trainer, prepared: PreparedRun, runId: string, iteration: number): Promise<StoredRunEvaluation> {
     const started = performance.now();
-    try {
-      const agent = new PolicyAgent(trainer, prepared.deps.featurizer, prepared.deps.prior ?? null);
-      const actor = { choose: async (contexts: Parameters<PolicyAgent['choose']>[0]) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
-      const total = prepared.evalTasks.length;
-      this.post({ kind: 'evaluating', runId, done: 0, total });
-      const result = await evaluate(actor, prepared.deps.spec, prepared.evalTasks, { onProgress: (done) => this.post({ kind: 'evaluating', runId, done, total }) });
-      return {
-        episodes: result.episodes,
-        successRate: result.successRate,
-        meanReward: result.meanReward,
-        success: result.success,
-        reward: result.reward,
-        iteration,
-        wallMs: performance.now() - started,
-      };
-    } finally {
-      trainer.dispose();
-    }
+    const agent = new PolicyAgent(trainer, prepared.deps.featurizer, prepared.deps.prior ?? null);
+    const actor = { choose: async (contexts: Parameters<PolicyAgent['choose']>[0]) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
+    const total = prepared.evalTasks.length;
+    this.post({ kind: 'evaluating', runId, done: 0, total });
+    const result = await evaluate(actor, prepared.deps.spec, prepared.evalTasks, { onProgress: (done) => this.post({ kind: 'evaluating', runId, done, total }) });
+    return {
+      episodes: result.episodes,
+      successRate: result.successRate,
+      meanReward: result.meanReward,
+      success: result.success,
+      reward: result.reward,
+      iteration,
+      wallMs: performance.now() - started,
+    };
   }
 }
 

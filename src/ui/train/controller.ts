@@ -24,6 +24,10 @@ export interface TrainingControllerOptions {
   backend?: BackendPreference;
 }
 
+/** How often, and how far apart, the page re-checks a locked unfinished run before leaving it to its holder. */
+const LOCK_CHECKS = 8;
+const LOCK_CHECK_MS = 200;
+
 const defaultStartWorker = async (): Promise<TrainingWorkerHandle> => (await import('../../../workers/training.client.ts')).startTrainingWorker();
 
 /** Drives training for the page (one run at a time). */
@@ -51,7 +55,14 @@ export class TrainingController {
     if (this.destroyed) return;
     this.store.dispatch({ kind: 'runs', runs });
     if (!unfinished) return;
-    this.store.dispatch({ kind: 'found', record: unfinished, metrics: await this.storedMetrics(unfinished.id) });
+    const { metrics, locked } = await this.storedState(unfinished.id);
+    if (this.destroyed) return;
+    this.store.dispatch({ kind: 'found', record: unfinished, metrics });
+    if (locked) {
+      // Another tab (or window) trains it: resuming here would only wait for its lock.
+      this.store.dispatch({ kind: 'failed', runId: unfinished.id, message: `run ${unfinished.id} is being trained in another tab or window; Resume takes it over once that one closes.` });
+      return;
+    }
     if (unfinished.status !== 'paused') await this.resume(unfinished.id);
   }
 
@@ -73,13 +84,14 @@ export class TrainingController {
   /** Pauses at the end of the current iteration. */
   pause(): void {
     this.store.dispatch({ kind: 'request', what: 'pause' });
-    this.worker?.send({ kind: 'pause' });
+    // Through send: a worker still starting gets it after the start it is starting for.
+    if (this.worker || this.workerStarting) void this.send({ kind: 'pause' });
   }
 
   /** Ends training at the end of the current iteration and evaluates. */
   stop(): void {
     this.store.dispatch({ kind: 'request', what: 'stop' });
-    this.worker?.send({ kind: 'stop' });
+    if (this.worker || this.workerStarting) void this.send({ kind: 'stop' });
   }
 
   /** Ends the worker (a run in progress stays resumable from its last stored iteration). */
@@ -117,15 +129,23 @@ export class TrainingController {
     return RunIndex.open(this.options.storage?.index !== undefined ? { name: this.options.storage.index } : {});
   }
 
-  /** The metrics a run stored so far (shown while it resumes). */
-  private async storedMetrics(runId: string): Promise<IterationMetrics[]> {
+  /** The metrics a run stored so far (shown while it resumes), and whether some context holds its lock. */
+  private async storedState(runId: string): Promise<{ metrics: IterationMetrics[]; locked: boolean }> {
     const replay = await openReplayStore({ ...(this.options.storage?.replay !== undefined ? { name: this.options.storage.replay } : {}), broadcast: false });
     try {
-      if (!(await replay.getRun(runId))) return [];
-      return (await replay.readMetrics(runId)).map((r) => metricsFromValues(r.values));
-    } catch {
-      // Unreadable metrics only cost the preview: the resume reports the snapshot's own.
-      return [];
+      // A reloaded tab's old worker may hold the lock for a moment after the reload: wait it out.
+      let locked = await replay.isRunLocked(runId);
+      for (let i = 0; locked && i < LOCK_CHECKS; i++) {
+        await new Promise((resolve) => setTimeout(resolve, LOCK_CHECK_MS));
+        locked = await replay.isRunLocked(runId);
+      }
+      if (!(await replay.getRun(runId))) return { metrics: [], locked };
+      try {
+        return { metrics: (await replay.readMetrics(runId)).map((r) => metricsFromValues(r.values)), locked };
+      } catch {
+        // Unreadable metrics only cost the preview: the resume reports the snapshot's own.
+        return { metrics: [], locked };
+      }
     } finally {
       await replay.close();
     }
