@@ -128,4 +128,36 @@ describe('the built page', () => {
     expect(errors).toEqual([]);
     await trainerPage.close();
   }, 90_000);
+
+  it('trains from the built page and, reloaded mid-run, resumes the run with its earlier metrics', async () => {
+    const trainPage = await (browser as Browser).newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    trainPage.on('pageerror', (error) => errors.push(String(error)));
+    trainPage.on('console', (msg) => {
+      if (msg.type() === 'error') errors.push(msg.text());
+    });
+    await trainPage.goto(`${baseUrl}?backend=wasm`, { waitUntil: 'load' });
+    await trainPage.getByTestId('setup-env').selectOption('household');
+    await trainPage.getByTestId('setup-mode').selectOption('dreamgym');
+    await trainPage.getByTestId('setup-advanced').locator('summary').click();
+    const fields: Record<string, string> = { iterations: '8', tasksPerIteration: '2', groupSize: '2', maxSteps: '6', expertEpisodes: '6', noisyEpisodes: '4', extraTasks: '2', evalEpisodes: '3' };
+    for (const [key, value] of Object.entries(fields)) await trainPage.getByTestId(`advanced-${key}`).fill(value);
+    await trainPage.getByTestId('train-start').click();
+    const count = async (): Promise<number> => Number(((await trainPage.getByTestId('iteration-count').textContent()) ?? '0').split('/')[0]);
+    await expect.poll(count, { timeout: 60_000, interval: 50 }).toBeGreaterThanOrEqual(2);
+
+    await trainPage.reload({ waitUntil: 'load' });
+    // The reloaded page finds the unfinished run and shows its stored iterations before it goes on.
+    await expect.poll(count, { timeout: 20_000, interval: 50 }).toBeGreaterThanOrEqual(2);
+    expect(Number(await trainPage.getByTestId('chart-loss').getAttribute('data-points'))).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => trainPage.getByTestId('train-status').getAttribute('data-state'), { timeout: 60_000, interval: 100 }).toBe('done');
+    expect(await trainPage.getByTestId('iteration-count').textContent()).toBe('8 / 8');
+    expect(await trainPage.getByTestId('chart-success').getAttribute('data-points')).toBe('8');
+    expect(await trainPage.getByTestId('train-status').textContent()).toContain('household dreamgym');
+    expect(await trainPage.getByTestId('comparison-table').locator('tbody tr[data-run-id]').count()).toBe(1);
+    expect(await trainPage.getByTestId('evaluation').textContent()).toMatch(/Held-out success .* on 3 test tasks/);
+    if (process.env['UI_TRAINING_SCREENSHOT']) await trainPage.screenshot({ path: process.env['UI_TRAINING_SCREENSHOT'], fullPage: true });
+    expect(errors).toEqual([]);
+    await trainPage.close();
+  }, 150_000);
 });

@@ -1,0 +1,67 @@
+/**
+ * The training page: setup, training, watch and results panels over one store (signals) that the
+ * training worker's events update through the controller.
+ */
+import { render } from 'preact';
+import { SetupPanel } from './setup/SetupPanel.tsx';
+import { TrainPanel } from './train/TrainPanel.tsx';
+import { ChartsPanel } from './charts/ChartsPanel.tsx';
+import { ResultsPanel } from './results/ResultsPanel.tsx';
+import { createTrainingStore, type TrainingStore } from './state/store.ts';
+import { isActive } from './state/training-state.ts';
+import { TrainingController, type TrainingControllerOptions } from './train/controller.ts';
+
+/** Props of {@link TrainingPage}. */
+export interface TrainingPageProps {
+  store: TrainingStore;
+  controller: TrainingController;
+}
+
+/** The panels of the training page. */
+export function TrainingPage({ store, controller }: TrainingPageProps) {
+  const state = store.state.value;
+  return (
+    <div class="training-page" data-testid="training-page">
+      <SetupPanel busy={isActive(state.status)} onStart={(config) => void controller.start(config)} />
+      <TrainPanel state={state} onPause={() => controller.pause()} onResume={() => void controller.resume()} onStop={() => controller.stop()} />
+      <ChartsPanel metrics={state.metrics} />
+      <ResultsPanel evaluation={state.evaluation} runs={state.runs} />
+    </div>
+  );
+}
+
+/** Handle returned by {@link mountTrainingPage}. */
+export interface TrainingPageHandle {
+  readonly element: HTMLElement;
+  readonly store: TrainingStore;
+  readonly controller: TrainingController;
+  /** Settles once stored runs are listed (and an interrupted one asked to resume). */
+  readonly ready: Promise<void>;
+  /** Unmounts the page and ends its worker (a run in progress stays resumable). */
+  destroy(): void;
+}
+
+/** Mounts the training page into `root`. */
+export function mountTrainingPage(root: HTMLElement, options: TrainingControllerOptions = {}): TrainingPageHandle {
+  const store = createTrainingStore();
+  const controller = new TrainingController(store, options);
+  const element = document.createElement('section');
+  element.className = 'training-section';
+  element.setAttribute('aria-label', 'Train an agent');
+  root.appendChild(element);
+  render(<TrainingPage store={store} controller={controller} />, element);
+  const ready = controller.init().catch((e: unknown) => {
+    store.dispatch({ kind: 'failed', runId: '', message: `could not read the stored runs: ${e instanceof Error ? e.message : String(e)}` });
+  });
+  return {
+    element,
+    store,
+    controller,
+    ready,
+    destroy() {
+      controller.destroy();
+      render(null, element);
+      element.remove();
+    },
+  };
+}

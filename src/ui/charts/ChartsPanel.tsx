@@ -1,0 +1,37 @@
+/**
+ * The watch panel: live charts of the run's figures, one point per completed iteration.
+ */
+import type { IterationMetrics } from '../../train/loop.ts';
+import { MetricChart, type ChartSpec } from './MetricChart.tsx';
+
+/** The charted metrics, in display order. */
+export const CHARTS: readonly ChartSpec[] = [
+  { id: 'success', title: 'Success rate (rollouts)', value: (m) => m.successRate, range: [0, 1] },
+  { id: 'reward', title: 'Mean reward', value: (m) => m.meanReward, range: [0, 1] },
+  { id: 'loss', title: 'Loss', value: (m) => m.loss },
+  { id: 'kl', title: 'KL to reference', value: (m) => m.kl },
+  { id: 'entropy', title: 'Entropy', value: (m) => m.entropy },
+  { id: 'pool', title: 'Task pool size', value: (m) => m.poolSize },
+  { id: 'sps', title: 'Synthetic steps / s', value: (m) => m.syntheticStepsPerSec },
+  { id: 'real', title: 'Real transitions used', value: (m) => m.realTransitions },
+];
+
+/** Props of {@link ChartsPanel}. */
+export interface ChartsPanelProps {
+  metrics: readonly IterationMetrics[];
+}
+
+/** The charts panel. */
+export function ChartsPanel({ metrics }: ChartsPanelProps) {
+  return (
+    <section class="card charts-panel" aria-labelledby="charts-heading" data-testid="charts-panel">
+      <h2 id="charts-heading">Watch</h2>
+      {metrics.length === 0 && <p class="empty">The charts fill in as iterations end.</p>}
+      <div class="charts-grid">
+        {CHARTS.map((spec) => (
+          <MetricChart key={spec.id} spec={spec} metrics={metrics} />
+        ))}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,82 @@
+/**
+ * One live line chart (uPlot) of a metric over completed iterations. uPlot owns its canvas; this
+ * component creates it once and hands it new data as iterations end. The wrapper's
+ * `data-points` says how many points the chart holds (for tests and assistive summaries).
+ */
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { IterationMetrics } from '../../train/loop.ts';
+
+/** A metric to chart: its title and how to read it from an iteration's figures. */
+export interface ChartSpec {
+  id: string;
+  title: string;
+  value: (m: IterationMetrics) => number;
+  /** Axis range hint, e.g. [0, 1] for rates. */
+  range?: [number, number];
+}
+
+/** Props of {@link MetricChart}. */
+export interface MetricChartProps {
+  spec: ChartSpec;
+  metrics: readonly IterationMetrics[];
+  width?: number;
+  height?: number;
+}
+
+/** x: the iteration number (1-based, as completed), y: the metric. */
+export function chartData(spec: ChartSpec, metrics: readonly IterationMetrics[]): [number[], number[]] {
+  return [metrics.map((m) => m.iteration + 1), metrics.map((m) => spec.value(m))];
+}
+
+/** A uPlot line chart of one metric. */
+export function MetricChart({ spec, metrics, width = 320, height = 160 }: MetricChartProps) {
+  const host = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const data = chartData(spec, metrics);
+
+  useEffect(() => {
+    const target = host.current;
+    if (!target) return;
+    const range = spec.range;
+    plot.current = new uPlot(
+      {
+        width,
+        height,
+        legend: { show: false },
+        cursor: { show: false },
+        scales: { x: { time: false }, ...(range ? { y: { range: (_u, min, max) => [Math.min(range[0], min), Math.max(range[1], max)] } } : {}) },
+        axes: [{ label: 'iteration', size: 36 }, { size: 48 }],
+        series: [{}, { label: spec.title, stroke: '#2f6fdf', width: 2, points: { show: true, size: 5 } }],
+      },
+      data,
+      target,
+    );
+    return () => {
+      plot.current?.destroy();
+      plot.current = null;
+    };
+  }, [spec.id]);
+
+  useEffect(() => {
+    plot.current?.setData(data);
+  }, [metrics]);
+
+  const last = metrics.at(-1);
+  return (
+    <figure class="chart" data-testid={`chart-${spec.id}`} data-points={metrics.length}>
+      <figcaption>
+        {spec.title}
+        {last ? <span class="chart-last">: {formatValue(spec.value(last))}</span> : null}
+      </figcaption>
+      <div ref={host} role="img" aria-label={`${spec.title} per iteration, ${metrics.length} point${metrics.length === 1 ? '' : 's'}`} />
+    </figure>
+  );
+}
+
+function formatValue(x: number): string {
+  if (!Number.isFinite(x)) return String(x);
+  if (Math.abs(x) >= 100) return x.toFixed(0);
+  return String(Math.round(x * 1000) / 1000);
+}

@@ -1,0 +1,88 @@
+/**
+ * Results: the held-out evaluation of the run shown (success with its 95% interval), and a
+ * table comparing every evaluated run, like the CLI's experiment table.
+ */
+import type { Interval } from '../../train/evaluate.ts';
+import type { PageRunRecord, StoredRunEvaluation } from '../runs/records.ts';
+
+/** `42.0% [31.0%, 53.0%]` */
+export function formatInterval(i: Interval): string {
+  const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+  return `${pct(i.mean)} [${pct(i.low)}, ${pct(i.high)}]`;
+}
+
+/** The mode, with `+sft` when an RL mode was warm-started (as the CLI writes it). */
+export function modeLabel(c: PageRunRecord['config']): string {
+  const rl = c.mode === 'real' || c.mode === 'dreamgym' || c.mode === 's2r';
+  return `${c.mode}${rl && c.warmStart === 'sft' ? '+sft' : ''}`;
+}
+
+/** Props of {@link ResultsPanel}. */
+export interface ResultsPanelProps {
+  evaluation: StoredRunEvaluation | null;
+  runs: readonly PageRunRecord[];
+}
+
+/** The results panel. */
+export function ResultsPanel({ evaluation, runs }: ResultsPanelProps) {
+  const evaluated = runs.filter((r): r is PageRunRecord & { evaluation: StoredRunEvaluation } => r.status === 'done' && r.evaluation !== undefined);
+  return (
+    <section class="card results-panel" aria-labelledby="results-heading" data-testid="results-panel">
+      <h2 id="results-heading">Evaluate and compare</h2>
+      {evaluation ? (
+        <p class="evaluation" data-testid="evaluation">
+          Held-out success {formatInterval(evaluation.success)} (95% CI) on {evaluation.episodes} test tasks in the real environment; mean reward{' '}
+          {evaluation.meanReward.toFixed(3)}.
+        </p>
+      ) : (
+        <p class="empty">A run is evaluated greedily on held-out test tasks in the real environment when its training ends.</p>
+      )}
+      <div class="table-wrap">
+        <table data-testid="comparison-table">
+          <caption>Evaluated runs</caption>
+          <thead>
+            <tr>
+              <th scope="col">Run</th>
+              <th scope="col">Env</th>
+              <th scope="col">Mode</th>
+              <th scope="col">Seed</th>
+              <th scope="col">Iterations</th>
+              <th scope="col">Success (95% CI)</th>
+              <th scope="col">Mean reward</th>
+              <th scope="col">Real transitions</th>
+              <th scope="col">Offline transitions</th>
+              <th scope="col">Wall time</th>
+            </tr>
+          </thead>
+          <tbody>
+            {evaluated.length === 0 ? (
+              <tr>
+                <td colSpan={10} class="empty">
+                  No evaluated run yet.
+                </td>
+              </tr>
+            ) : (
+              evaluated.map((r) => (
+                <tr key={r.id} data-run-id={r.id}>
+                  <th scope="row">{r.id}</th>
+                  <td>{r.config.env}</td>
+                  <td>{modeLabel(r.config)}</td>
+                  <td>{r.config.seed}</td>
+                  <td>
+                    {r.iteration}
+                    {r.stoppedBy === 'user' ? ' (stopped)' : ''}
+                  </td>
+                  <td>{formatInterval(r.evaluation.success)}</td>
+                  <td>{r.evaluation.meanReward.toFixed(3)}</td>
+                  <td>{r.realTransitions}</td>
+                  <td>{r.offlineTransitions}</td>
+                  <td>{((r.trainWallMs + r.evaluation.wallMs) / 1000).toFixed(1)} s</td>
+                </tr>
+              ))
+            )}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,156 @@
+/**
+ * The setup panel: environment, experience model, mode, preset, seed and the advanced knobs of a
+ * new run, with labels; Start builds the configuration (./form.ts) and hands it to the controller.
+ */
+import { useState } from 'preact/hooks';
+import { ENV_NAMES } from '../../core/types.ts';
+import { ENVIRONMENTS } from '../../envs/registry.ts';
+import { PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingMode } from '../../train/config.ts';
+import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
+
+/** What each mode does, in a sentence. */
+export const MODE_DESCRIPTIONS: Record<TrainingMode, string> = {
+  'zero-shot': 'the untrained policy (no update): the baseline',
+  sft: 'behaviour cloning on the offline expert episodes',
+  real: 'GRPO in the real environment (uses real transitions)',
+  dreamgym: 'GRPO in the synthetic environment only (0 real transitions)',
+  s2r: 'DreamGym first, then GRPO in the real environment within a small budget',
+};
+
+/** Props of {@link SetupPanel}. */
+export interface SetupPanelProps {
+  /** Whether a run is in progress (Start is disabled then). */
+  busy: boolean;
+  onStart: (config: TrainingConfig) => void;
+}
+
+/** The setup panel. */
+export function SetupPanel({ busy, onStart }: SetupPanelProps) {
+  const [form, setForm] = useState<SetupForm>(defaultSetupForm);
+  const [error, setError] = useState<{ field: string; message: string } | null>(null);
+  const update = (patch: Partial<SetupForm>): void => setForm((f) => ({ ...f, ...patch }));
+  const setAdvanced = (key: AdvancedField, value: string): void => setForm((f) => ({ ...f, advanced: { ...f.advanced, [key]: value } }));
+
+  const submit = (event: Event): void => {
+    event.preventDefault();
+    try {
+      const config = configFromForm(form);
+      setError(null);
+      onStart(config);
+    } catch (e) {
+      setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
+    }
+  };
+
+  return (
+    <form class="card setup-panel" data-testid="setup-form" aria-labelledby="setup-heading" onSubmit={submit}>
+      <h2 id="setup-heading">Set up a training run</h2>
+      <div class="setup-grid">
+        <div class="field">
+          <label for="setup-env">Environment</label>
+          <select id="setup-env" data-testid="setup-env" value={form.env} onChange={(e) => update({ env: (e.currentTarget as HTMLSelectElement).value as SetupForm['env'] })}>
+            {ENV_NAMES.map((name) => (
+              <option value={name} key={name}>
+                {name}: {ENVIRONMENTS[name].description}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="setup-mode">Mode</label>
+          <select id="setup-mode" data-testid="setup-mode" value={form.mode} aria-describedby="setup-mode-help" onChange={(e) => update({ mode: (e.currentTarget as HTMLSelectElement).value as TrainingMode })}>
+            {TRAINING_MODES.map((mode) => (
+              <option value={mode} key={mode}>
+                {mode}
+              </option>
+            ))}
+          </select>
+          <span class="help" id="setup-mode-help">
+            {MODE_DESCRIPTIONS[form.mode]}
+          </span>
+        </div>
+        <fieldset class="field sim-choice" data-testid="setup-sim">
+          <legend>Experience model</legend>
+          <label>
+            <input type="radio" name="setup-sim" value="retrieval" checked />
+            No download: retrieval from real transitions
+          </label>
+          <label class="unavailable">
+            <input type="radio" name="setup-sim" value="llm" disabled aria-describedby="setup-llm-help" data-testid="setup-sim-llm" />
+            Local LLM (WebLLM)
+          </label>
+          <span class="help" id="setup-llm-help">
+            Unavailable: needs a downloaded model, which this page cannot fetch yet.
+          </span>
+        </fieldset>
+        <div class="field">
+          <label for="setup-preset">Preset</label>
+          <select id="setup-preset" data-testid="setup-preset" value={form.preset} onChange={(e) => update({ preset: (e.currentTarget as HTMLSelectElement).value as PresetName })}>
+            {(Object.keys(PRESETS) as PresetName[]).map((p) => (
+              <option value={p} key={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="setup-seed">Seed</label>
+          <input
+            id="setup-seed"
+            data-testid="setup-seed"
+            type="text"
+            inputMode="numeric"
+            autoComplete="off"
+            size={6}
+            value={form.seed}
+            aria-invalid={error?.field === 'seed'}
+            onInput={(e) => update({ seed: (e.currentTarget as HTMLInputElement).value })}
+          />
+        </div>
+        <div class="field checkbox">
+          <label>
+            <input
+              type="checkbox"
+              data-testid="setup-warm-start"
+              checked={form.warmStart && isRlMode(form.mode)}
+              disabled={!isRlMode(form.mode)}
+              onChange={(e) => update({ warmStart: (e.currentTarget as HTMLInputElement).checked })}
+            />
+            Warm start from behaviour cloning
+          </label>
+        </div>
+      </div>
+      <details class="advanced" data-testid="setup-advanced">
+        <summary>Advanced settings (blank: the preset’s value)</summary>
+        <div class="setup-grid">
+          {ADVANCED_FIELDS.map(({ key, label }) => (
+            <div class="field" key={key}>
+              <label for={`setup-${key}`}>{label}</label>
+              <input
+                id={`setup-${key}`}
+                data-testid={`advanced-${key}`}
+                type="text"
+                inputMode="numeric"
+                autoComplete="off"
+                size={6}
+                placeholder={String(presetValue(form.preset, key))}
+                value={form.advanced[key] ?? ''}
+                aria-invalid={error?.field === key}
+                onInput={(e) => setAdvanced(key, (e.currentTarget as HTMLInputElement).value)}
+              />
+            </div>
+          ))}
+        </div>
+      </details>
+      <p class="help">Seed data: the environment’s expert and noisy policies generate the offline episodes at the start of the run.</p>
+      {error && (
+        <p class="message" role="alert" data-kind="error" data-testid="setup-error">
+          {error.message}
+        </p>
+      )}
+      <button type="submit" class="primary" data-testid="train-start" disabled={busy}>
+        Start training
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,97 @@
+/**
+ * The setup form's values and how they become a training configuration: defaults < preset <
+ * the advanced fields a person filled in (a blank field keeps the preset's value).
+ */
+import { ENV_NAMES, type EnvName } from '../../core/types.ts';
+import { parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
+
+/** The advanced fields: each a whole number, blank for the preset's value. */
+export const ADVANCED_FIELDS = [
+  { key: 'iterations', label: 'RL iterations', min: 0 },
+  { key: 'tasksPerIteration', label: 'Tasks per iteration (B)', min: 1 },
+  { key: 'groupSize', label: 'Rollouts per task (G)', min: 2 },
+  { key: 'maxSteps', label: 'Steps per episode (0: the environment’s)', min: 0 },
+  { key: 'expertEpisodes', label: 'Offline expert episodes', min: 1 },
+  { key: 'noisyEpisodes', label: 'Offline noisy episodes', min: 0 },
+  { key: 'extraTasks', label: 'Extra seed tasks without episodes', min: 0 },
+  { key: 'sftEpochs', label: 'Behaviour-cloning epochs', min: 1 },
+  { key: 'evalEpisodes', label: 'Held-out evaluation tasks', min: 1 },
+] as const;
+
+export type AdvancedField = (typeof ADVANCED_FIELDS)[number]['key'];
+
+/** What the setup form holds (text fields as typed). */
+export interface SetupForm {
+  env: EnvName;
+  mode: TrainingMode;
+  preset: PresetName;
+  /** Behaviour cloning before RL (real, dreamgym and s2r only). */
+  warmStart: boolean;
+  seed: string;
+  advanced: Partial<Record<AdvancedField, string>>;
+}
+
+/** The form as a page shows it first. */
+export function defaultSetupForm(): SetupForm {
+  return { env: ENV_NAMES[0], mode: 'dreamgym', preset: 'quick', warmStart: false, seed: '0', advanced: {} };
+}
+
+/** Thrown for a form value that is not acceptable; `field` names the input. */
+export class SetupFormError extends Error {
+  override name = 'SetupFormError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Whether `mode` trains with RL (and so may be warm-started). */
+export function isRlMode(mode: TrainingMode): boolean {
+  return mode === 'real' || mode === 'dreamgym' || mode === 's2r';
+}
+
+/** The value a blank advanced field stands for under `preset`. */
+export function presetValue(preset: PresetName, key: AdvancedField): number {
+  const c = parseTrainingConfig({ env: ENV_NAMES[0], mode: 'dreamgym' }, preset);
+  switch (key) {
+    case 'expertEpisodes':
+    case 'noisyEpisodes':
+    case 'extraTasks':
+      return c.offline[key];
+    case 'sftEpochs':
+      return c.sft.epochs;
+    default:
+      return c[key];
+  }
+}
+
+function wholeNumber(field: string, label: string, text: string, min?: number): number {
+  const t = text.trim();
+  const n = /^-?\d+$/.test(t) ? Number(t) : Number.NaN;
+  if (!Number.isSafeInteger(n) || (min !== undefined && n < min)) {
+    throw new SetupFormError(field, `${label}: expected a whole number${min !== undefined ? ` of at least ${min}` : ''}, got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
+/** The training configuration of a filled-in form; throws {@link SetupFormError} naming the bad field. */
+export function configFromForm(form: SetupForm): TrainingConfig {
+  if (!ENV_NAMES.includes(form.env)) throw new SetupFormError('env', `unknown environment ${JSON.stringify(form.env)}`);
+  if (!TRAINING_MODES.includes(form.mode)) throw new SetupFormError('mode', `unknown mode ${JSON.stringify(form.mode)}`);
+  if (!(form.preset in PRESETS)) throw new SetupFormError('preset', `unknown preset ${JSON.stringify(form.preset)}`);
+  const input: TrainingConfigInput = { env: form.env, mode: form.mode, sim: 'retrieval', seed: wholeNumber('seed', 'Seed', form.seed) };
+  if (form.warmStart && isRlMode(form.mode)) input.warmStart = 'sft';
+  const offline: NonNullable<TrainingConfigInput['offline']> = {};
+  for (const { key, label, min } of ADVANCED_FIELDS) {
+    const text = form.advanced[key];
+    if (text === undefined || text.trim() === '') continue;
+    const n = wholeNumber(key, label, text, min);
+    if (key === 'expertEpisodes' || key === 'noisyEpisodes' || key === 'extraTasks') offline[key] = n;
+    else if (key === 'sftEpochs') input.sft = { epochs: n };
+    else input[key] = n;
+  }
+  if (Object.keys(offline).length > 0) input.offline = offline;
+  return parseTrainingConfig(input, form.preset);
+}

@@ -1,0 +1,162 @@
+/**
+ * The training page's state as one plain value, and the pure reducer that the training worker's
+ * events (and the page's own requests) drive. The signals store (./store.ts) wraps it; keeping
+ * the logic here makes it testable without a DOM.
+ */
+import type { BackendReport } from '../../policy/backend.ts';
+import type { IterationMetrics } from '../../train/loop.ts';
+import type { TrainingEvent } from '../../../workers/training.protocol.ts';
+import type { PageRunRecord, StoredRunEvaluation } from '../runs/records.ts';
+
+/** What the training view shows. */
+export type TrainingStatus = 'idle' | 'starting' | 'seeding' | 'running' | 'pausing' | 'paused' | 'stopping' | 'evaluating' | 'done' | 'failed';
+
+/** Progress of a step with a known size. */
+export interface Progress {
+  done: number;
+  total: number;
+}
+
+/** The training view's state. */
+export interface TrainingViewState {
+  status: TrainingStatus;
+  /** The run shown (the one training, or the last one). */
+  runId: string | null;
+  record: PageRunRecord | null;
+  /** Completed iterations and the planned number. */
+  iteration: number;
+  totalIterations: number;
+  /** Phase of the iteration in progress. */
+  phase: IterationMetrics['phase'] | null;
+  /** Metrics of every completed iteration of the run, oldest first. */
+  metrics: IterationMetrics[];
+  seed: Progress | null;
+  evaluating: Progress | null;
+  evaluation: StoredRunEvaluation | null;
+  backend: BackendReport | null;
+  /** Whether the run continued from a stored snapshot (a reload or a resume). */
+  resumed: boolean;
+  error: string | null;
+  /** Every run the page knows (for the comparison table), oldest first. */
+  runs: PageRunRecord[];
+}
+
+/** What changes the state: a worker event, or a request of the page. */
+export type TrainingAction =
+  | TrainingEvent
+  | { kind: 'request'; what: 'start' | 'resume'; runId: string }
+  | { kind: 'request'; what: 'pause' | 'stop' }
+  | { kind: 'runs'; runs: PageRunRecord[] }
+  /** An unfinished run found in storage, with its stored metrics (shown before it resumes). */
+  | { kind: 'found'; record: PageRunRecord; metrics: IterationMetrics[] };
+
+/** The state of a page that has not trained yet. */
+export function initialTrainingState(): TrainingViewState {
+  return {
+    status: 'idle',
+    runId: null,
+    record: null,
+    iteration: 0,
+    totalIterations: 0,
+    phase: null,
+    metrics: [],
+    seed: null,
+    evaluating: null,
+    evaluation: null,
+    backend: null,
+    resumed: false,
+    error: null,
+    runs: [],
+  };
+}
+
+/** Whether a run is in progress (the worker is busy with it). */
+export function isActive(status: TrainingStatus): boolean {
+  return status === 'starting' || status === 'seeding' || status === 'running' || status === 'pausing' || status === 'stopping' || status === 'evaluating';
+}
+
+function upsert(runs: readonly PageRunRecord[], record: PageRunRecord): PageRunRecord[] {
+  const out = runs.filter((r) => r.id !== record.id);
+  out.push(record);
+  return out.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+}
+
+/** Metrics with `m` in place: one entry per iteration number, in order. */
+function withMetric(metrics: readonly IterationMetrics[], m: IterationMetrics): IterationMetrics[] {
+  return [...metrics.filter((x) => x.iteration !== m.iteration), m].sort((a, b) => a.iteration - b.iteration);
+}
+
+/** The next state. Events of another run than the one shown are ignored (except run lists). */
+export function reduceTraining(state: TrainingViewState, action: TrainingAction): TrainingViewState {
+  switch (action.kind) {
+    case 'request':
+      if (action.what === 'start' || action.what === 'resume') {
+        const fresh = action.what === 'start' || action.runId !== state.runId;
+        return {
+          ...state,
+          status: 'starting',
+          runId: action.runId,
+          error: null,
+          seed: null,
+          evaluating: null,
+          evaluation: null,
+          ...(fresh && action.what === 'start' ? { record: null, metrics: [], iteration: 0, totalIterations: 0, phase: null, resumed: false } : {}),
+        };
+      }
+      if (!isActive(state.status) || state.status === 'evaluating') return state;
+      return { ...state, status: action.what === 'pause' ? 'pausing' : 'stopping' };
+    case 'runs':
+      return { ...state, runs: action.runs.slice() };
+    case 'found':
+      return {
+        ...state,
+        status: action.record.status === 'paused' ? 'paused' : state.status,
+        runId: action.record.id,
+        record: action.record,
+        metrics: action.metrics.slice(),
+        iteration: action.record.iteration,
+        totalIterations: action.record.totalIterations,
+        runs: upsert(state.runs, action.record),
+      };
+    case 'backend':
+      return { ...state, backend: action.report };
+    case 'seed':
+      if (action.runId !== state.runId) return state;
+      return { ...state, status: 'seeding', seed: { done: action.done, total: action.total } };
+    case 'started': {
+      if (action.record.id !== state.runId) return state;
+      const resumed = action.metrics.length > 0 || action.record.iteration > 0;
+      return {
+        ...state,
+        status: state.status === 'pausing' || state.status === 'stopping' ? state.status : 'running',
+        record: action.record,
+        metrics: action.metrics.slice(),
+        iteration: action.record.iteration,
+        totalIterations: action.record.totalIterations,
+        resumed,
+        runs: upsert(state.runs, action.record),
+      };
+    }
+    case 'iteration-start':
+      if (action.runId !== state.runId) return state;
+      return { ...state, phase: action.phase, totalIterations: action.totalIterations };
+    case 'iteration':
+      if (action.runId !== state.runId) return state;
+      return { ...state, iteration: action.iteration, totalIterations: action.totalIterations, metrics: withMetric(state.metrics, action.metrics) };
+    case 'evaluating':
+      if (action.runId !== state.runId) return state;
+      return { ...state, status: 'evaluating', phase: null, evaluating: { done: action.done, total: action.total } };
+    case 'finished':
+      if (action.record.id !== state.runId) return { ...state, runs: upsert(state.runs, action.record) };
+      return { ...state, status: 'done', phase: null, record: action.record, evaluation: action.evaluation, iteration: action.record.iteration, runs: upsert(state.runs, action.record) };
+    case 'paused':
+      if (action.record.id !== state.runId) return { ...state, runs: upsert(state.runs, action.record) };
+      return { ...state, status: 'paused', phase: null, record: action.record, iteration: action.record.iteration, runs: upsert(state.runs, action.record) };
+    case 'failed': {
+      const runs = action.record ? upsert(state.runs, action.record) : state.runs;
+      // A failure of an unrelated run (or a crashed worker, runId '') still stops what is shown.
+      if (action.runId !== '' && action.runId !== state.runId) return { ...state, runs };
+      return { ...state, status: 'failed', phase: null, error: action.message, runs, ...(action.record ? { record: action.record } : {}) };
+    }
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * The training panel: what the run is doing (seed data, iterations, evaluation) with progress
+ * bars, and Pause / Resume / Stop.
+ */
+import type { TrainingViewState } from '../state/training-state.ts';
+import { isActive } from '../state/training-state.ts';
+import { isUnfinished } from '../runs/records.ts';
+
+/** Props of {@link TrainPanel}. */
+export interface TrainPanelProps {
+  state: TrainingViewState;
+  onPause: () => void;
+  onResume: () => void;
+  onStop: () => void;
+}
+
+/** One sentence on where the run stands. */
+export function statusText(s: TrainingViewState): string {
+  const run = s.record ? `${s.record.config.env} ${s.record.config.mode}` : 'the run';
+  switch (s.status) {
+    case 'idle':
+      return 'No run yet: set one up and press Start training.';
+    case 'starting':
+      return `Starting ${run}…`;
+    case 'seeding':
+      return `Generating and storing the offline seed data: ${s.seed?.done ?? 0} of ${s.seed?.total ?? 0} episodes.`;
+    case 'running':
+      return `Training ${run}${s.resumed ? ' (resumed)' : ''}: iteration ${Math.min(s.iteration + 1, s.totalIterations)} of ${s.totalIterations}${s.phase ? ` (${s.phase})` : ''}.`;
+    case 'pausing':
+      return 'Pausing after this iteration…';
+    case 'paused':
+      return `Paused after iteration ${s.iteration} of ${s.totalIterations}. Resume continues from there.`;
+    case 'stopping':
+      return 'Stopping after this iteration, then evaluating…';
+    case 'evaluating':
+      return `Evaluating on held-out tasks in the real environment: ${s.evaluating?.done ?? 0} of ${s.evaluating?.total ?? 0}.`;
+    case 'done':
+      return `Done: ${run}, ${s.iteration} iteration${s.iteration === 1 ? '' : 's'}.`;
+    case 'failed':
+      return `The run failed: ${s.error ?? 'unknown error'}`;
+  }
+}
+
+/** The training panel. */
+export function TrainPanel({ state, onPause, onResume, onStop }: TrainPanelProps) {
+  const active = isActive(state.status);
+  const canStopOrPause = state.status === 'running' || state.status === 'seeding' || state.status === 'starting';
+  // A failed resume (e.g. another tab trains the run) may be retried while the stored run is unfinished.
+  const canResume = state.status === 'paused' || (state.status === 'failed' && state.record !== null && isUnfinished(state.record));
+  const b = state.backend;
+  return (
+    <section class="card train-panel" aria-labelledby="train-heading" data-testid="train-panel">
+      <h2 id="train-heading">Training</h2>
+      <p class="status" role="status" aria-live="polite" data-testid="train-status" data-state={state.status}>
+        {statusText(state)}
+      </p>
+      {state.seed && state.status === 'seeding' && (
+        <div class="progress-row">
+          <label for="seed-progress">Seed data</label>
+          <progress id="seed-progress" data-testid="seed-progress" max={Math.max(1, state.seed.total)} value={state.seed.done} />
+        </div>
+      )}
+      <div class="progress-row">
+        <label for="iteration-progress">Iterations</label>
+        <progress id="iteration-progress" data-testid="iteration-progress" max={Math.max(1, state.totalIterations)} value={state.iteration} />
+        <span class="stat" data-testid="iteration-count">
+          {state.iteration} / {state.totalIterations}
+        </span>
+      </div>
+      {state.evaluating && state.status === 'evaluating' && (
+        <div class="progress-row">
+          <label for="eval-progress">Evaluation</label>
+          <progress id="eval-progress" data-testid="eval-progress" max={Math.max(1, state.evaluating.total)} value={state.evaluating.done} />
+        </div>
+      )}
+      <div class="train-controls">
+        <button type="button" data-testid="train-pause" disabled={!canStopOrPause} onClick={onPause}>
+          Pause
+        </button>
+        <button type="button" data-testid="train-resume" disabled={!canResume || active} onClick={onResume}>
+          Resume
+        </button>
+        <button type="button" data-testid="train-stop" disabled={!canStopOrPause} onClick={onStop}>
+          Stop and evaluate
+        </button>
+      </div>
+      {b && (
+        <p class="help" data-testid="train-backend">
+          tfjs backend: {b.backend}
+          {b.backend === 'wasm' ? (b.threaded ? ` (${b.threads} threads)` : ' (single thread)') : ''}. {b.reason}
+        </p>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,153 @@
+/**
+ * Connects the training page to the training worker: sends start/pause/resume/stop, feeds the
+ * worker's events into the store, and on load finds an unfinished run in IndexedDB. A run left
+ * `seeding`, `running` or `evaluating` (the tab was reloaded or crashed) resumes at once; a
+ * `paused` one waits for the Resume button.
+ */
+import type { BackendPreference } from '../../policy/backend.ts';
+import { openReplayStore } from '../../replay/index.ts';
+import type { TrainingConfig } from '../../train/config.ts';
+import type { IterationMetrics } from '../../train/loop.ts';
+import type { TrainingWorkerHandle } from '../../../workers/training.client.ts';
+import type { StorageNames, TrainingCommand } from '../../../workers/training.protocol.ts';
+import { newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
+import { metricsFromValues } from '../runs/snapshot.ts';
+import type { TrainingStore } from '../state/store.ts';
+
+/** Options of {@link TrainingController}. */
+export interface TrainingControllerOptions {
+  /** Starts the worker (default: the real training worker, loaded on first use). */
+  startWorker?: () => Promise<TrainingWorkerHandle>;
+  /** Database names (tests use their own). */
+  storage?: StorageNames;
+  /** tfjs backend preference for the worker (default `auto`). */
+  backend?: BackendPreference;
+}
+
+/** How often, and how far apart, the page re-checks a locked unfinished run before leaving it to its holder. */
+const LOCK_CHECKS = 8;
+const LOCK_CHECK_MS = 200;
+
+const defaultStartWorker = async (): Promise<TrainingWorkerHandle> => (await import('../../../workers/training.client.ts')).startTrainingWorker();
+
+/** Drives training for the page (one run at a time). */
+export class TrainingController {
+  private worker: TrainingWorkerHandle | null = null;
+  private workerStarting: Promise<TrainingWorkerHandle> | null = null;
+  private destroyed = false;
+
+  constructor(
+    readonly store: TrainingStore,
+    private readonly options: TrainingControllerOptions = {},
+  ) {}
+
+  /** Lists the stored runs and resumes an unfinished one (see the module comment). Resolves once listed. */
+  async init(): Promise<void> {
+    const index = await this.openIndex();
+    let runs: PageRunRecord[];
+    let unfinished: PageRunRecord | undefined;
+    try {
+      runs = await index.list();
+      unfinished = await index.latestUnfinished();
+    } finally {
+      index.close();
+    }
+    if (this.destroyed) return;
+    this.store.dispatch({ kind: 'runs', runs });
+    if (!unfinished) return;
+    const { metrics, locked } = await this.storedState(unfinished.id);
+    if (this.destroyed) return;
+    this.store.dispatch({ kind: 'found', record: unfinished, metrics });
+    if (locked) {
+      // Another tab (or window) trains it: resuming here would only wait for its lock.
+      this.store.dispatch({ kind: 'failed', runId: unfinished.id, message: `run ${unfinished.id} is being trained in another tab or window; Resume takes it over once that one closes.` });
+      return;
+    }
+    if (unfinished.status !== 'paused') await this.resume(unfinished.id);
+  }
+
+  /** Starts a new run of `config`; returns its id. */
+  async start(config: TrainingConfig): Promise<string> {
+    const runId = newRunId(config);
+    this.store.dispatch({ kind: 'request', what: 'start', runId });
+    await this.send({ kind: 'start', runId, config, ...this.common() });
+    return runId;
+  }
+
+  /** Continues the paused (or interrupted) run `runId` (default: the one shown). */
+  async resume(runId: string | null = this.store.state.value.runId): Promise<void> {
+    if (!runId) return;
+    this.store.dispatch({ kind: 'request', what: 'resume', runId });
+    await this.send({ kind: 'resume', runId, ...this.common() });
+  }
+
+  /** Pauses at the end of the current iteration. */
+  pause(): void {
+    this.store.dispatch({ kind: 'request', what: 'pause' });
+    // Through send: a worker still starting gets it after the start it is starting for.
+    if (this.worker || this.workerStarting) void this.send({ kind: 'pause' });
+  }
+
+  /** Ends training at the end of the current iteration and evaluates. */
+  stop(): void {
+    this.store.dispatch({ kind: 'request', what: 'stop' });
+    if (this.worker || this.workerStarting) void this.send({ kind: 'stop' });
+  }
+
+  /** Ends the worker (a run in progress stays resumable from its last stored iteration). */
+  destroy(): void {
+    this.destroyed = true;
+    this.worker?.terminate();
+    this.worker = null;
+  }
+
+  private common(): { backend?: BackendPreference; storage?: StorageNames } {
+    return { ...(this.options.backend ? { backend: this.options.backend } : {}), ...(this.options.storage ? { storage: this.options.storage } : {}) };
+  }
+
+  private async send(command: TrainingCommand): Promise<void> {
+    const worker = await this.ensureWorker();
+    if (this.destroyed) return;
+    worker.send(command);
+  }
+
+  private async ensureWorker(): Promise<TrainingWorkerHandle> {
+    if (this.worker) return this.worker;
+    this.workerStarting ??= (this.options.startWorker ?? defaultStartWorker)().then((worker) => {
+      if (this.destroyed) {
+        worker.terminate();
+        return worker;
+      }
+      worker.onEvent((event) => this.store.dispatch(event));
+      this.worker = worker;
+      return worker;
+    });
+    return this.workerStarting;
+  }
+
+  private openIndex(): Promise<RunIndex> {
+    return RunIndex.open(this.options.storage?.index !== undefined ? { name: this.options.storage.index } : {});
+  }
+
+  /** The metrics a run stored so far (shown while it resumes), and whether some context holds its lock. */
+  private async storedState(runId: string): Promise<{ metrics: IterationMetrics[]; locked: boolean }> {
+    const replay = await openReplayStore({ ...(this.options.storage?.replay !== undefined ? { name: this.options.storage.replay } : {}), broadcast: false });
+    try {
+      // A reloaded tab's old worker may hold the lock for a moment after the reload: wait it out.
+      let locked = await replay.isRunLocked(runId);
+      for (let i = 0; locked && i < LOCK_CHECKS; i++) {
+        await new Promise((resolve) => setTimeout(resolve, LOCK_CHECK_MS));
+        locked = await replay.isRunLocked(runId);
+      }
+      if (!(await replay.getRun(runId))) return { metrics: [], locked };
+      try {
+        return { metrics: (await replay.readMetrics(runId)).map((r) => metricsFromValues(r.values)), locked };
+      } catch {
+        // Unreadable metrics only cost the preview: the resume reports the snapshot's own.
+        return { metrics: [], locked };
+      }
+    } finally {
+      await replay.close();
+    }
+  }
+}

@@ -1,0 +1,83 @@
+/** The training view's reducer (src/ui/state/training-state.ts): worker events and page requests. */
+import { describe, expect, it } from 'vitest';
+import { parseTrainingConfig } from '../src/train/config.ts';
+import type { IterationMetrics } from '../src/train/loop.ts';
+import type { PageRunRecord, StoredRunEvaluation } from '../src/ui/runs/records.ts';
+import { initialTrainingState, isActive, reduceTraining, type TrainingAction, type TrainingViewState } from '../src/ui/state/training-state.ts';
+
+const config = parseTrainingConfig({ env: 'shop', mode: 'dreamgym', iterations: 3 });
+const record = (id: string, patch: Partial<PageRunRecord> = {}): PageRunRecord => ({
+  id, createdAt: 1, updatedAt: 1, config, status: 'running', iteration: 0, totalIterations: 3, realTransitions: 0, offlineTransitions: 50, trainWallMs: 0, ...patch,
+});
+const m = (iteration: number): IterationMetrics => ({
+  iteration, phase: 'synthetic', successRate: 0.5, meanReward: 0.5, loss: 1, kl: 0, clipFraction: 0, entropy: 1, vTauMean: 0, vTauPositiveShare: 0, vTauMax: 0,
+  poolSize: 10, generatedTasks: 0, generatedShare: 0, steps: 4, syntheticSteps: 4, syntheticStepsPerSec: 10, simCalls: 4, realTransitions: 0,
+  offlineTransitions: 50, updateMs: 1, rolloutMs: 1, wallMs: 2,
+});
+const evaluation: StoredRunEvaluation = { episodes: 3, successRate: 1 / 3, meanReward: 0.5, success: { mean: 1 / 3, low: 0, high: 1 }, reward: { mean: 0.5, low: 0, high: 1 }, iteration: 3, wallMs: 5 };
+const run = (actions: readonly TrainingAction[], from: TrainingViewState = initialTrainingState()) => actions.reduce(reduceTraining, from);
+
+describe('training view reducer', () => {
+  it('follows a run from start to its evaluation', () => {
+    const s = run([
+      { kind: 'request', what: 'start', runId: 'a' },
+      { kind: 'seed', runId: 'a', done: 5, total: 10 },
+    ]);
+    expect(s).toMatchObject({ status: 'seeding', runId: 'a', seed: { done: 5, total: 10 } });
+    const t = run([
+      { kind: 'started', record: record('a'), metrics: [] },
+      { kind: 'iteration-start', runId: 'a', iteration: 0, totalIterations: 3, phase: 'synthetic' },
+      { kind: 'iteration', runId: 'a', iteration: 1, totalIterations: 3, metrics: m(0) },
+      { kind: 'iteration', runId: 'a', iteration: 2, totalIterations: 3, metrics: m(1) },
+    ], s);
+    expect(t).toMatchObject({ status: 'running', iteration: 2, totalIterations: 3, phase: 'synthetic', resumed: false });
+    expect(t.metrics.map((x) => x.iteration)).toEqual([0, 1]);
+    expect(t.runs.map((r) => r.id)).toEqual(['a']);
+    const u = run([
+      { kind: 'evaluating', runId: 'a', done: 1, total: 3 },
+      { kind: 'finished', record: record('a', { status: 'done', iteration: 3, evaluation }), evaluation },
+    ], t);
+    expect(u).toMatchObject({ status: 'done', iteration: 3, evaluation, phase: null });
+    expect(u.runs).toHaveLength(1);
+    expect(u.runs[0]?.status).toBe('done');
+    expect(isActive(u.status)).toBe(false);
+  });
+
+  it('keeps one metric per iteration in order, and marks a resumed run', () => {
+    const s = run([
+      { kind: 'request', what: 'resume', runId: 'a' },
+      { kind: 'started', record: record('a', { iteration: 2 }), metrics: [m(0), m(1)] },
+      { kind: 'iteration', runId: 'a', iteration: 3, totalIterations: 3, metrics: m(2) },
+      { kind: 'iteration', runId: 'a', iteration: 2, totalIterations: 3, metrics: m(1) },
+    ]);
+    expect(s.resumed).toBe(true);
+    expect(s.metrics.map((x) => x.iteration)).toEqual([0, 1, 2]);
+  });
+
+  it('pauses and stops only an active run, and ignores events of other runs', () => {
+    const idle = run([{ kind: 'request', what: 'pause' }]);
+    expect(idle.status).toBe('idle');
+    const s = run([
+      { kind: 'request', what: 'start', runId: 'a' },
+      { kind: 'started', record: record('a'), metrics: [] },
+      { kind: 'request', what: 'pause' },
+      { kind: 'iteration', runId: 'other', iteration: 1, totalIterations: 9, metrics: m(0) },
+    ]);
+    expect(s).toMatchObject({ status: 'pausing', iteration: 0, metrics: [] });
+    const p = run([{ kind: 'paused', record: record('a', { status: 'paused', iteration: 1 }) }], s);
+    expect(p).toMatchObject({ status: 'paused', iteration: 1 });
+    expect(run([{ kind: 'request', what: 'stop' }], p).status).toBe('paused');
+  });
+
+  it('shows an unfinished run found in storage, and failures', () => {
+    const found = run([{ kind: 'found', record: record('b', { status: 'paused', iteration: 2 }), metrics: [m(0), m(1)] }]);
+    expect(found).toMatchObject({ status: 'paused', runId: 'b', iteration: 2 });
+    expect(found.metrics).toHaveLength(2);
+    const failed = run([{ kind: 'failed', runId: 'b', message: 'boom', record: record('b', { status: 'failed' }) }], found);
+    expect(failed).toMatchObject({ status: 'failed', error: 'boom' });
+    const crashed = run([{ kind: 'failed', runId: '', message: 'worker crashed' }], found);
+    expect(crashed.status).toBe('failed');
+    const elsewhere = run([{ kind: 'failed', runId: 'zzz', message: 'x' }], found);
+    expect(elsewhere.status).toBe('paused');
+  });
+});

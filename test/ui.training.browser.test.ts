@@ -1,0 +1,165 @@
+/**
+ * The training page in Chromium (vitest browser mode) with the real training worker: a tiny
+ * dreamgym run set up through the form's advanced inputs trains off the main thread, the charts
+ * receive one point per iteration, the evaluation adds a row to the comparison table; and a run
+ * interrupted mid-way (the page torn down, as a reload does) resumes from IndexedDB with its
+ * earlier metrics and iteration count.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { userEvent } from 'vitest/browser';
+import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
+import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
+import type { StorageNames } from '../workers/training.protocol.ts';
+
+const mounted: TrainingPageHandle[] = [];
+const hosts: HTMLElement[] = [];
+
+afterEach(() => {
+  for (const page of mounted.splice(0)) page.destroy();
+  for (const host of hosts.splice(0)) host.remove();
+});
+
+/** Fresh database names per test, so runs of other tests (and earlier sessions) do not show. */
+function storage(): StorageNames {
+  const tag = `${Date.now()}-${Math.floor(Math.random() * 1e9)}`;
+  return { replay: `test-replay-${tag}`, index: `test-runs-${tag}` };
+}
+
+function mount(names: StorageNames): { page: TrainingPageHandle; byTestId: <T extends HTMLElement = HTMLElement>(id: string) => T } {
+  const host = document.createElement('div');
+  document.body.appendChild(host);
+  hosts.push(host);
+  const page = mountTrainingPage(host, { storage: names, backend: 'wasm' });
+  mounted.push(page);
+  const byTestId = <T extends HTMLElement = HTMLElement>(id: string): T => {
+    const node = host.querySelector<T>(`[data-testid="${id}"]`);
+    if (!node) throw new Error(`no element with data-testid=${id}`);
+    return node;
+  };
+  return { page, byTestId };
+}
+
+/** Fills the setup form for a tiny dreamgym run on shop. */
+async function setUpTinyRun(byTestId: <T extends HTMLElement = HTMLElement>(id: string) => T, iterations: number): Promise<void> {
+  await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-env'), 'shop');
+  await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-mode'), 'dreamgym');
+  await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-preset'), 'quick');
+  await userEvent.click(byTestId('setup-advanced').querySelector('summary') as HTMLElement);
+  const fields: Record<string, string> = {
+    iterations: String(iterations),
+    tasksPerIteration: '2',
+    groupSize: '2',
+    maxSteps: '5',
+    expertEpisodes: '6',
+    noisyEpisodes: '4',
+    extraTasks: '2',
+    evalEpisodes: '3',
+  };
+  for (const [key, value] of Object.entries(fields)) await userEvent.fill(byTestId<HTMLInputElement>(`advanced-${key}`), value);
+}
+
+const points = (byTestId: (id: string) => HTMLElement, id: string): number => Number(byTestId(`chart-${id}`).dataset['points']);
+
+describe('training page (browser)', () => {
+  it('trains a tiny run in the worker: charts get points, evaluation adds a comparison row', async () => {
+    const names = storage();
+    const { page, byTestId } = mount(names);
+    await page.ready;
+    expect(byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]')).toHaveLength(0);
+    expect(byTestId<HTMLInputElement>('setup-sim-llm').disabled).toBe(true);
+    await setUpTinyRun(byTestId, 3);
+    await userEvent.click(byTestId('train-start'));
+
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
+    for (const chart of CHARTS) expect(points(byTestId, chart.id), chart.id).toBe(3);
+    // uPlot drew into its canvas.
+    expect(byTestId('chart-success').querySelector('canvas')).not.toBeNull();
+    expect(byTestId('iteration-count').textContent).toBe('3 / 3');
+    expect(byTestId('evaluation').textContent).toMatch(/Held-out success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 3 test tasks/);
+    const rows = byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.textContent).toContain('dreamgym');
+    // Synthetic-only training: no real transitions.
+    expect(rows[0]?.querySelectorAll('td')[6]?.textContent).toBe('0');
+    expect(page.store.state.value.metrics.map((m) => m.phase)).toEqual(['synthetic', 'synthetic', 'synthetic']);
+  });
+
+  it('resumes a run interrupted mid-way (page torn down) with its earlier metrics and iteration count', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 8);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(2);
+    const runId = first.page.store.state.value.runId;
+    // As a reload does: the page and its worker go away mid-run.
+    first.page.destroy();
+    mounted.splice(mounted.indexOf(first.page), 1);
+
+    const second = mount(names);
+    await second.page.ready;
+    const state = second.page.store.state.value;
+    expect(state.runId).toBe(runId);
+    expect(state.iteration).toBeGreaterThanOrEqual(2);
+    const earlier = state.metrics.length;
+    expect(earlier).toBeGreaterThanOrEqual(2);
+    expect(points(second.byTestId, 'loss')).toBe(earlier);
+
+    await expect.poll(() => second.byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
+    const final = second.page.store.state.value;
+    expect(final.resumed).toBe(true);
+    expect(final.metrics.map((m) => m.iteration)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(points(second.byTestId, 'success')).toBe(8);
+    expect(second.byTestId('iteration-count').textContent).toBe('8 / 8');
+    expect(second.byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]')).toHaveLength(1);
+  });
+
+  it('pauses at an iteration boundary, resumes, and stops and evaluates from the buttons', async () => {
+    const { page, byTestId } = mount(storage());
+    await page.ready;
+    // Many iterations, so the run is still going whenever a button is pressed.
+    await setUpTinyRun(byTestId, 200);
+    expect(byTestId<HTMLButtonElement>('train-pause').disabled).toBe(true);
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+    await userEvent.click(byTestId('train-pause'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 30_000, interval: 50 }).toBe('paused');
+    const paused = page.store.state.value.iteration;
+    expect(page.store.state.value.metrics).toHaveLength(paused);
+    expect(byTestId<HTMLButtonElement>('train-resume').disabled).toBe(false);
+    expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+    expect(byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]')).toHaveLength(0);
+
+    await userEvent.click(byTestId('train-resume'));
+    await expect.poll(() => page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(paused + 2);
+    await userEvent.click(byTestId('train-stop'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
+    const done = page.store.state.value;
+    expect(done.iteration).toBeLessThan(200);
+    expect(done.metrics.map((m) => m.iteration)).toEqual(Array.from({ length: done.iteration }, (_, i) => i));
+    expect(points(byTestId, 'kl')).toBe(done.iteration);
+    expect(done.evaluation?.iteration).toBe(done.iteration);
+    const row = byTestId('comparison-table').querySelector('tbody tr[data-run-id]');
+    expect(row?.textContent).toContain(`${done.iteration} (stopped)`);
+  });
+
+  it('a second page does not take over a run another page is training', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 200);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+
+    const second = mount(names);
+    await second.page.ready;
+    const seen = second.page.store.state.value;
+    expect(seen.runId).toBe(first.page.store.state.value.runId);
+    expect(seen.status).toBe('failed');
+    expect(seen.error).toMatch(/being trained in another tab or window/);
+    // The first page trains on undisturbed.
+    const at = first.page.store.state.value.iteration;
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 30_000, interval: 50 }).toBeGreaterThan(at);
+    expect(first.page.store.state.value.status).toBe('running');
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * The messages between the page and the training worker (./training.worker.ts): commands go in,
+ * events come out, each a discriminated union on `kind`. Everything is structured-cloneable.
+ */
+import type { BackendPreference, BackendReport } from '../src/policy/backend.ts';
+import type { TrainingConfig } from '../src/train/config.ts';
+import type { IterationMetrics } from '../src/train/loop.ts';
+import type { PageRunRecord, StoredRunEvaluation } from '../src/ui/runs/records.ts';
+
+/** Where the run's data lives (database names; the defaults when absent). Tests isolate runs with their own names. */
+export interface StorageNames {
+  /** The replay store's database (rollouts, the resume snapshot, metrics). */
+  replay?: string;
+  /** The page's run index. */
+  index?: string;
+}
+
+/** What the page asks of the worker. */
+export type TrainingCommand =
+  /** Creates run `runId` and trains it from scratch. */
+  | { kind: 'start'; runId: string; config: TrainingConfig; backend?: BackendPreference; storage?: StorageNames }
+  /** Continues an unfinished run from its last snapshot (or re-seeds it when it has none). */
+  | { kind: 'resume'; runId: string; backend?: BackendPreference; storage?: StorageNames }
+  /** Stops at the end of the current iteration, keeping the snapshot; the run stays resumable. */
+  | { kind: 'pause' }
+  /** Ends training at the end of the current iteration, then evaluates the policy as it stands. */
+  | { kind: 'stop' };
+
+/** What the worker reports. */
+export type TrainingEvent =
+  /** The tfjs backend the worker chose (null when the host runs without choosing, as in Node tests). */
+  | { kind: 'backend'; report: BackendReport | null }
+  /** Offline seed data: `done` of `total` trajectories generated and stored. */
+  | { kind: 'seed'; runId: string; done: number; total: number }
+  /** Training (re)started: the run's record and its metrics so far (empty for a new run). */
+  | { kind: 'started'; record: PageRunRecord; metrics: IterationMetrics[] }
+  /** An iteration began. */
+  | { kind: 'iteration-start'; runId: string; iteration: number; totalIterations: number; phase: IterationMetrics['phase'] }
+  /** An iteration ended (its snapshot is stored). `iteration` counts completed iterations. */
+  | { kind: 'iteration'; runId: string; iteration: number; totalIterations: number; metrics: IterationMetrics }
+  /** Held-out evaluation: `done` of `total` episodes. */
+  | { kind: 'evaluating'; runId: string; done: number; total: number }
+  /** The run ended and was evaluated. */
+  | { kind: 'finished'; record: PageRunRecord; evaluation: StoredRunEvaluation }
+  /** The run paused at an iteration boundary (resumable). */
+  | { kind: 'paused'; record: PageRunRecord }
+  /** The run could not go on; `record` when the run exists. */
+  | { kind: 'failed'; runId: string; message: string; record?: PageRunRecord };
