@@ -274,7 +274,7 @@ function comparisons(arms: readonly ArmResult[]): ExperimentResult['comparisons'
   };
   diff('real (from scratch) - zero-shot, mean reward', by('real'), by('zero-shot'), 'learning without demonstrations', 'reward');
   diff('dreamgym (from scratch) - zero-shot, mean reward', by('dreamgym'), by('zero-shot'), 'learning without demonstrations', 'reward');
-  ratio('dreamgym / real (from scratch), success ratio', by('dreamgym'), by('real'), 'goal >= 0.95, same number of updates (n/a: real never succeeded)');
+  ratio('dreamgym / real (from scratch), success ratio', by('dreamgym'), by('real'), 'goal >= 0.95, same number of updates (n/a when real never succeeded)');
   ratio('dreamgym / real (warm sft), success ratio', by('dreamgym (warm sft)'), by('real (warm sft)'), 'goal >= 0.95, same number of updates');
   ratio('s2r / real (warm sft), success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft)'), 'goal >= 1 with 10% of real transitions');
   ratio('s2r / real at the same 10% budget, success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft), 10% real budget'), 'goal >= 1.4');
