@@ -100,6 +100,36 @@ describe('dreamgym CLI', () => {
   });
 });
 
+describe('validate reads what data writes, as import does', () => {
+  it('accepts a BOM, rejects an orphan trajectory and invalid UTF-8, and streams the file', async () => {
+    const good = join(dir, 'v-good.jsonl');
+    await cli('data', '--env', 'household', '--episodes', '4', '--out', good);
+    const text = await readFile(good, 'utf8');
+    const bom = join(dir, 'v-bom.jsonl');
+    await writeFile(bom, `\ufeff${text}`);
+    expect((await cli('validate', bom)).out).toBe(`${bom}: valid, 4 tasks, 4 trajectories\n`);
+    const orphan = join(dir, 'v-orphan.jsonl');
+    await writeFile(orphan, text.split('\n').slice(1).join('\n'));
+    const o = await cli('validate', orphan);
+    expect(o.code).toBe(1);
+    expect(o.err).toMatch(/line 1, field trajectory\.taskId: unknown task "household-train-0-0"/);
+    const binary = join(dir, 'v-binary.jsonl');
+    await writeFile(binary, Buffer.concat([Buffer.from(text), Buffer.from([0xc3, 0x28, 0x0a])]));
+    const b = await cli('validate', binary);
+    expect(b.code).toBe(1);
+    expect(b.err).toMatch(/line 9: not valid UTF-8/);
+  });
+
+  it('never echoes control characters to the terminal, and says how many problems there were past 50', async () => {
+    const evil = join(dir, 'v-evil.jsonl');
+    await writeFile(evil, `\x1b]0;pwned\x07\x1b[2J{"v":1,"type":"task","task":{"id":"\x1b[31m"}}\n${Array.from({ length: 80 }, () => '\x1b[2Jnot json').join('\n')}\n`);
+    const res = await cli('validate', evil);
+    expect(res.code).toBe(1);
+    expect(res.err).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+    expect(res.err).toMatch(/81 problems, the first 50 listed/);
+  });
+});
+
 describe('output files and counts', () => {
   it('data --out on a directory fails at once with one line that does not name a temporary file', async () => {
     const sub = join(dir, 'existing-dir');

@@ -2,10 +2,11 @@
  * The headless `dreamgym` command line: the same core as the page, for scripted experiments.
  * Every command has `--help`.
  */
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { JsonlError, parseJsonl } from '../core/jsonl.ts';
+import { JsonlError } from '../core/jsonl.ts';
+import { validateJsonl } from '../replay/jsonl-io.ts';
 import { ENV_NAMES } from '../core/types.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
@@ -73,11 +74,20 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .description('Check a dreamgym JSONL file: every line, every field; prints counts or the problems with line numbers.')
     .argument('<file>', 'JSONL file')
     .action(async (file: string) => {
-      const text = await readFile(file, 'utf8').catch((e: unknown) => {
+      // Streamed, through the very checks import makes: a file validate passes, import accepts.
+      const handle = await open(file, 'r').catch((e: unknown) => {
         throw fileError('read', file, e);
       });
-      const data = parseJsonl(text);
-      out(`${file}: valid, ${data.tasks.length} tasks, ${data.trajectories.length} trajectories\n`);
+      let counts;
+      try {
+        counts = await validateJsonl(handle.createReadStream({ autoClose: false }));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== undefined) throw fileError('read', file, e);
+        throw e;
+      } finally {
+        await handle.close().catch(() => {});
+      }
+      out(`${printable(file)}: valid, ${counts.tasks} tasks, ${counts.trajectories} trajectories\n`);
     });
 
   program
