@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { JsonlError, taskLine, toJsonl, trajectoryLine } from '../src/core/jsonl.ts';
 import type { Task, Trajectory } from '../src/core/types.ts';
 import { exportJsonl, exportJsonlToString, importJsonl, validateJsonl, StorageFullError, type ImportProgress, type ReplayStore } from '../src/replay/index.ts';
-import { openNodeReplayStore } from '../src/replay/node.ts';
+import { createMemoryIndexedDB, openNodeReplayStore } from '../src/replay/node.ts';
 import { HashEmbedder, makeTask, makeTrajectory } from './fixtures/replay-data.ts';
 
 const embedder = new HashEmbedder(12);
@@ -315,5 +315,41 @@ describe('validateJsonl agrees with importJsonl', () => {
     const text = toJsonl(good());
     const stream = Readable.from([Buffer.from(text.slice(0, 10)), Buffer.from(text.slice(10))]);
     expect(await validateJsonl(stream)).toEqual({ tasks: 2, trajectories: 1, lines: 3 });
+  });
+});
+
+describe('exportJsonl skips what import would refuse', () => {
+  it('a NaN reward (a damaged record) and an episode without steps are skipped and counted, never exported as null', async () => {
+    const factory = createMemoryIndexedDB();
+    const name = `replay-jsonl-corrupt-${process.pid}`;
+    const store = await openNodeReplayStore({ name, indexedDB: factory });
+    stores.push(store);
+    await store.createRun({ id: 'run', embedding: embedder });
+    await store.putTasks('run', [makeTask('s0')]);
+    await store.putTrajectories('run', [makeTrajectory('t0', 's0', 'offline'), makeTrajectory('t1', 's0', 'offline'), makeTrajectory('t2', 's0', 'offline', 0)], { embedder });
+    // Damage t1 behind the store's back, as an edit in the browser's devtools would.
+    const raw = await new Promise<IDBDatabase>((done, fail) => {
+      const req = factory.open(name);
+      req.onsuccess = () => done(req.result);
+      req.onerror = () => fail(req.error);
+    });
+    await new Promise<void>((done, fail) => {
+      const tx = raw.transaction('trajectories', 'readwrite');
+      const os = tx.objectStore('trajectories');
+      const get = os.get(['run', 't1']);
+      get.onsuccess = () => os.put({ ...get.result, reward: Number.NaN });
+      tx.oncomplete = () => done();
+      tx.onerror = () => fail(tx.error);
+    });
+    raw.close();
+    const skippedIds: string[] = [];
+    const progress: { skipped: number }[] = [];
+    const parts: string[] = [];
+    for await (const line of exportJsonl(store, 'run', { onSkip: (id) => skippedIds.push(id), onProgress: (p) => progress.push(p) })) parts.push(line);
+    const text = parts.join('');
+    expect(text).not.toContain('null');
+    expect(skippedIds.sort()).toEqual(['t1', 't2']);
+    expect(progress.at(-1)?.skipped).toBe(2);
+    expect(await validateJsonl(text)).toEqual({ tasks: 1, trajectories: 1, lines: 2 });
   });
 });

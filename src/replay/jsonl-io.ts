@@ -18,7 +18,7 @@
  */
 import type { Embedder } from '../core/embedding.ts';
 import { JsonlError, parseJsonlLine, taskLine, trajectoryLine, type JsonlIssue, type JsonlRecord } from '../core/jsonl.ts';
-import type { Task, Trajectory, TrajectorySource } from '../core/types.ts';
+import { TrajectorySchema, type Task, type Trajectory, type TrajectorySource } from '../core/types.ts';
 import { EmbedderMismatchError, EmbeddingDimensionError, UnknownRunError } from './errors.ts';
 import type { PlannedTrajectory, ReplayStore } from './store.ts';
 import { HouseholdGoalSchema } from '../envs/household/goal.ts';
@@ -484,12 +484,17 @@ export interface ExportJsonlOptions {
   includeTasks?: boolean;
   /** Trajectories read per transaction (default 256). */
   pageSize?: number;
-  onProgress?: (progress: { trajectories: number; totalTrajectories: number }) => void;
+  /** `trajectories` exported so far; `skipped`: trajectories left out (see {@link exportJsonl}). */
+  onProgress?: (progress: { trajectories: number; totalTrajectories: number; skipped: number }) => void;
+  /** Called for each trajectory left out, with why. */
+  onSkip?: (trajectoryId: string, reason: string) => void;
 }
 
 /**
  * Streams a run as dreamgym JSONL: tasks first (in insertion order), then trajectories (oldest
- * first), one newline-terminated line per yield. Reads page by page, so a large run is never
+ * first), one newline-terminated line per yield. A trajectory import would refuse (a damaged
+ * record, such as a NaN reward, or one without steps) is skipped and counted (`onProgress`'s
+ * `skipped`, `onSkip`), so what is exported imports again. Reads page by page, so a large run is never
  * held in memory whole.
  */
 export async function* exportJsonl(store: ReplayStore, runId: string, options: ExportJsonlOptions = {}): AsyncGenerator<string> {
@@ -503,13 +508,32 @@ export async function* exportJsonl(store: ReplayStore, runId: string, options: E
   const filter = options.source === undefined ? { runId } : { runId, source: options.source };
   const headers = await store.getTrajectoryRecords(filter);
   let done = 0;
+  let skipped = 0;
   for (let i = 0; i < headers.length; i += pageSize) {
     const ids = headers.slice(i, i + pageSize).map((h) => h.id);
     const page = await store.getTrajectories({ runId, ids });
-    for (const t of page) yield `${trajectoryLine(t)}\n`;
-    done += page.length;
-    options.onProgress?.({ trajectories: done, totalTrajectories: headers.length });
+    for (const t of page) {
+      // What import would refuse is left out and counted, never written: a damaged record (a NaN
+      // reward would become `null` in JSON) or an episode without steps.
+      const reason = t.steps.length === 0 ? 'no steps' : exportProblem(t);
+      if (reason !== null) {
+        skipped++;
+        options.onSkip?.(t.id, reason);
+        continue;
+      }
+      yield `${trajectoryLine(t)}\n`;
+      done++;
+    }
+    options.onProgress?.({ trajectories: done, totalTrajectories: headers.length, skipped });
   }
+}
+
+/** Why a stored trajectory cannot be exported as valid JSONL, or null. */
+function exportProblem(t: Trajectory): string | null {
+  const parsed = TrajectorySchema.safeParse(t);
+  if (parsed.success) return null;
+  const first = parsed.error.issues[0];
+  return `${first?.path.map(String).join('.') || 'trajectory'}: ${first?.message ?? 'invalid'}`;
 }
 
 /** The whole export as one string (convenient for small runs and tests). */
