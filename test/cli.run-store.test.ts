@@ -14,13 +14,9 @@ import { parseTrainingConfig } from '../src/train/config.ts';
 import type { RunSnapshot } from '../src/train/loop.ts';
 import {
   CorruptRunError,
-  openOutput,
-  OutputPathError,
-  resolveOutput,
   RunBusyError,
   RunStore,
   UnknownRunError,
-  writeOutput,
   type RunWriter,
 } from '../src/cli/run-store.ts';
 
@@ -233,37 +229,5 @@ describe('RunStore', () => {
     const { writer: taken } = await store.resume(writer.id, expected);
     expect(JSON.parse(await readFile(join(store.runDir(writer.id), 'lock'), 'utf8'))).toMatchObject({ pid: process.pid });
     await taken.release();
-  });
-});
-
-describe('output files', () => {
-  it('checks the path before any work, with one line', async () => {
-    await mkdir(join(dir, 'sub'));
-    await expect(resolveOutput(join(dir, 'sub'))).rejects.toThrow(new OutputPathError(`cannot write ${join(dir, 'sub')}: it is a directory`));
-    await expect(resolveOutput(join(dir, 'missing', 'x.json'))).rejects.toThrow(`cannot write ${join(dir, 'missing', 'x.json')}: directory ${join(dir, 'missing')} does not exist`);
-    await expect(resolveOutput('/proc/nonexistent-dreamgym/y.json')).rejects.toThrow(/^cannot write \/proc\/nonexistent-dreamgym\/y\.json: /);
-    expect(await resolveOutput('-')).toEqual({ kind: 'stdout', name: '-' });
-    expect(await resolveOutput('/dev/null')).toEqual({ kind: 'device', name: '/dev/null', path: '/dev/null' });
-    expect(await readdir(dir)).toEqual(['sub']);
-  });
-
-  it('writes regular files atomically, follows symlinks, writes devices straight through, and leaves no temporary file', async () => {
-    const target = join(dir, 'real.json');
-    await writeFile(target, 'old');
-    const link = join(dir, 'link.json');
-    await symlink(target, link);
-    await writeOutput(await resolveOutput(link), 'new');
-    expect((await stat(link, { bigint: false })).isFile()).toBe(true);
-    expect(await readFile(target, 'utf8')).toBe('new');
-    const { lstat } = await import('node:fs/promises');
-    expect((await lstat(link)).isSymbolicLink()).toBe(true);
-    await writeOutput(await resolveOutput('/dev/null'), 'discarded');
-    expect((await stat('/dev/null')).isCharacterDevice()).toBe(true);
-    // An aborted stream leaves the old file as it was and no partial file.
-    const writer = await openOutput(await resolveOutput(target));
-    await writer.write('half');
-    await writer.abort();
-    expect(await readFile(target, 'utf8')).toBe('new');
-    expect((await readdir(dir)).sort()).toEqual(['link.json', 'real.json']);
   });
 });

@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { lstat, mkdir, mkdtemp, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -76,7 +76,7 @@ describe('dreamgym CLI', () => {
     const unwritable = await cli('data', '--env', 'shop', '--episodes', '2', '--out', join(dir, 'no-such-dir', 'y.jsonl'));
     expect(unwritable.code).toBe(1);
     // Names the file asked for (not the temporary file written first) and why.
-    expect(unwritable.err).toBe(`dreamgym: error: cannot write ${join(dir, 'no-such-dir', 'y.jsonl')}: ENOENT: no such file or directory\n`);
+    expect(unwritable.err).toBe(`dreamgym: error: cannot write ${join(dir, 'no-such-dir', 'y.jsonl')}: directory ${join(dir, 'no-such-dir')} does not exist\n`);
   });
 
   it('validate reports counts, or line-numbered problems', async () => {
@@ -98,6 +98,137 @@ describe('dreamgym CLI', () => {
     const folder = await cli('validate', dir);
     expect(folder.err).toMatch(new RegExp(`^dreamgym: error: cannot read ${dir}: EISDIR`));
   });
+});
+
+describe('validate reads what data writes, as import does', () => {
+  it('accepts a BOM, rejects an orphan trajectory and invalid UTF-8, and streams the file', async () => {
+    const good = join(dir, 'v-good.jsonl');
+    await cli('data', '--env', 'household', '--episodes', '4', '--out', good);
+    const text = await readFile(good, 'utf8');
+    const bom = join(dir, 'v-bom.jsonl');
+    await writeFile(bom, `\ufeff${text}`);
+    expect((await cli('validate', bom)).out).toBe(`${bom}: valid, 4 tasks, 4 trajectories\n`);
+    const orphan = join(dir, 'v-orphan.jsonl');
+    await writeFile(orphan, text.split('\n').slice(1).join('\n'));
+    const o = await cli('validate', orphan);
+    expect(o.code).toBe(1);
+    expect(o.err).toMatch(/line 1, field trajectory\.taskId: unknown task "household-train-0-0"/);
+    const binary = join(dir, 'v-binary.jsonl');
+    await writeFile(binary, Buffer.concat([Buffer.from(text), Buffer.from([0xc3, 0x28, 0x0a])]));
+    const b = await cli('validate', binary);
+    expect(b.code).toBe(1);
+    expect(b.err).toMatch(/line 9: not valid UTF-8/);
+  });
+
+  it('never echoes control characters to the terminal, and says how many problems there were past 50', async () => {
+    const evil = join(dir, 'v-evil.jsonl');
+    await writeFile(evil, `\x1b]0;pwned\x07\x1b[2J{"v":1,"type":"task","task":{"id":"\x1b[31m"}}\n${Array.from({ length: 80 }, () => '\x1b[2Jnot json').join('\n')}\n`);
+    const res = await cli('validate', evil);
+    expect(res.code).toBe(1);
+    expect(res.err).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+    expect(res.err).toMatch(/81 problems, the first 50 listed/);
+  });
+});
+
+describe('output files and counts', () => {
+  it('data --out on a directory fails at once with one line that does not name a temporary file', async () => {
+    const sub = join(dir, 'existing-dir');
+    await mkdir(sub);
+    const res = await cli('data', '--env', 'shop', '--episodes', '3', '--out', sub);
+    expect(res.code).toBe(1);
+    expect(res.err).toBe(`dreamgym: error: cannot write ${sub}: it is a directory\n`);
+    expect(await readdir(sub)).toEqual([]);
+    const proc = await cli('data', '--env', 'shop', '--episodes', '3', '--out', '/proc/self/status');
+    expect(proc.code).toBe(1);
+    expect(proc.err).toMatch(/^dreamgym: error: cannot write \/proc\/self\/status: [^\n]*\n$/);
+  });
+
+  it('data --out through a symlink writes its target and keeps the link; - writes stdout with the summary on stderr', async () => {
+    const target = join(dir, 'linked-target.jsonl');
+    await writeFile(target, 'old\n');
+    const link = join(dir, 'linked.jsonl');
+    await symlink(target, link);
+    const res = await cli('data', '--env', 'shop', '--episodes', '2', '--out', link);
+    expect(res.code).toBe(0);
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect(parseJsonl(await readFile(target, 'utf8')).trajectories).toHaveLength(2);
+    const std = await cli('data', '--env', 'shop', '--episodes', '2', '--out', '-');
+    expect(std.code).toBe(0);
+    expect(parseJsonl(std.out).tasks).toHaveLength(2);
+    expect(std.err).toMatch(/episodes=2 /);
+  });
+
+  it('data writes a pipe straight through (the pipe stays a pipe)', async () => {
+    const fifo = join(dir, 'data.fifo');
+    await run('mkfifo', [fifo]);
+    const reader = run('sh', ['-c', `cat ${fifo} | wc -l`]);
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await cli('data', '--env', 'shop', '--episodes', '2', '--out', fifo);
+    expect(res.code).toBe(0);
+    expect((await reader).stdout.trim()).toBe('4');
+    expect((await stat(fifo)).isFIFO()).toBe(true);
+  });
+
+  it('refuses counts such as 1e3, 0x10, " 3" and too many episodes, before any work', async () => {
+    for (const n of ['1e3', '0x10', ' 3', '3 ', '+3', '2000000']) {
+      const res = await cli('data', '--env', 'shop', '--episodes', n, '--out', join(dir, 'counts.jsonl'));
+      expect(res.code, n).not.toBe(0);
+      expect(res.err).toContain(`got ${JSON.stringify(n)}`);
+    }
+    const fid = await cli('fidelity', '--env', 'shop', '--train-episodes', '1e2');
+    expect(fid.code).not.toBe(0);
+    expect((await readdir(dir)).some((f) => f.startsWith('counts.jsonl'))).toBe(false);
+  });
+
+  it('bench --out and --markdown are checked before the benchmarks run', async () => {
+    const started = Date.now();
+    const res = await cli('bench', 'envs', '--out', join(dir, 'nowhere', 'r.json'));
+    expect(res.code).toBe(1);
+    expect(res.err).toBe(`dreamgym: error: cannot write ${join(dir, 'nowhere', 'r.json')}: directory ${join(dir, 'nowhere')} does not exist\n`);
+    expect(res.out).toBe('');
+    const md = await cli('bench', 'envs', '--markdown', dir);
+    expect(md.code).toBe(1);
+    expect(md.err).toBe(`dreamgym: error: cannot write ${dir}: it is a directory\n`);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('fidelity --out writes the JSON report (checked first)', async () => {
+    const bad = await cli('fidelity', '--env', 'shop', '--out', dir);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toBe(`dreamgym: error: cannot write ${dir}: it is a directory\n`);
+    const file = join(dir, 'fidelity.json');
+    const res = await cli('fidelity', '--env', 'household', '--train-episodes', '20', '--test-episodes', '4', '--false-success-episodes', '0', '--out', file);
+    expect(res.code).toBe(0);
+    expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ env: 'household' });
+  });
+
+  it('SIGINT and SIGTERM mid-run stop data with 130 / 143, leaving no partial file; writing starts at once', async () => {
+    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+      const sub = await mkdtemp(join(dir, 'signal-'));
+      const out = join(sub, 'big.jsonl');
+      // A million household episodes: with tasks generated up front nothing would be written for minutes.
+      const child = spawn(process.execPath, ['src/cli/bin.mjs', 'data', '--env', 'household', '--episodes', '1000000', '--policy', 'noisy:0.5', '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number | null>((done) => child.on('exit', (c) => done(c)));
+      let partial: string | undefined;
+      try {
+        for (let i = 0; i < 300 && !partial; i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          for (const f of await readdir(sub)) {
+            if (f.startsWith('big.jsonl.partial-') && ((await stat(join(sub, f)).catch(() => null))?.size ?? 0) > 0) partial = f;
+          }
+        }
+        expect(partial, 'a partial file with data appears within 30 s').toBeDefined();
+        child.kill(signal);
+        expect(await exited).toBe(code);
+      } finally {
+        child.kill('SIGKILL');
+      }
+      expect(await readdir(sub)).toEqual([]);
+      expect(stderr).toContain(`${signal}: stopped`);
+    }
+  }, 120_000);
 });
 
 describe('dreamgym fidelity', () => {

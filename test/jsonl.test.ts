@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JsonlError, parseJsonl, taskLine, toJsonl, trajectoryLine, type Dataset } from '../src/core/jsonl.ts';
+import { JsonlError, nestsDeeperThan, parseJsonl, taskLine, toJsonl, trajectoryLine, type Dataset } from '../src/core/jsonl.ts';
 import type { Task, Trajectory } from '../src/core/types.ts';
 
 const task: Task = {
@@ -105,5 +105,30 @@ describe('dreamgym JSONL v1', () => {
     const text = trajectoryLine(trajectory).replace('"reward":0.6666666666666666,"success"', '"reward":1e999,"success"');
     const err = issuesOf(text);
     expect(err.issues[0]).toMatchObject({ line: 1, field: 'trajectory.reward' });
+  });
+
+  it('bounds JSON nesting with a JsonlError naming the line, not a RangeError', () => {
+    const deep = `{"v":1,"type":"task","task":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+    expect(() => parseJsonl(`\n${deep}\n`)).toThrow(JsonlError);
+    expect(() => parseJsonl(`\n${deep}\n`)).toThrow(/line 2: nested deeper than 64 levels/);
+    // Brackets inside strings do not count.
+    expect(nestsDeeperThan(`{"a":"${'['.repeat(100)}"}`, 64)).toBe(false);
+    expect(nestsDeeperThan(`{"a":"\\"${'['.repeat(100)}"}`, 64)).toBe(false);
+  });
+
+  it('accepts a UTF-8 byte order mark and counts every problem past the first 50', () => {
+    const text = toJsonl({ tasks: [], trajectories: [] }) + '{"v":1,"type":"task","task":{"id":"a","env":"shop","instruction":"i","goal":{},"split":"train","origin":"seed"}}\n';
+    expect(parseJsonl(`\ufeff${text}`).tasks).toHaveLength(1);
+    const e = (() => {
+      try {
+        parseJsonl(Array.from({ length: 70 }, () => '[').join('\n'));
+      } catch (x) {
+        return x as JsonlError;
+      }
+      return null;
+    })();
+    expect(e?.total).toBe(70);
+    expect(e?.issues).toHaveLength(50);
+    expect(e?.message).toMatch(/70 problems, the first 50 listed/);
   });
 });

@@ -4,9 +4,10 @@
  * replay.browser.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { InProcessLockManager, RunLockedError, runLockName, type ReplayStore } from '../src/replay/index.ts';
+import { toJsonl } from '../src/core/jsonl.ts';
+import { importJsonl, InProcessLockManager, RunLockedError, runLockName, type ReplayStore } from '../src/replay/index.ts';
 import { createMemoryIndexedDB, openNodeReplayStore } from '../src/replay/node.ts';
-import { HashEmbedder } from './fixtures/replay-data.ts';
+import { HashEmbedder, makeTask, makeTrajectory } from './fixtures/replay-data.ts';
 
 const embedder = new HashEmbedder(4);
 const stores: ReplayStore[] = [];
@@ -50,6 +51,34 @@ describe('InProcessLockManager', () => {
 });
 
 describe('run locks', () => {
+  it('every write to a run locked by another context is refused, and changes nothing; the holder still writes', async () => {
+    const [a, b] = await twoStores();
+    const lock = await a.acquireRunLock('run');
+    await a.putTasks('run', [makeTask('s0')]);
+    await a.putTrajectories('run', [makeTrajectory('t0', 's0', 'offline')], { embedder });
+    const before = { counts: await b.counts('run'), tasks: await b.getTasks('run') };
+    const writes: [string, () => Promise<unknown>][] = [
+      ['putTasks', () => b.putTasks('run', [makeTask('s1')])],
+      ['putTrajectories', () => b.putTrajectories('run', [makeTrajectory('t1', 's0', 'offline')], { embedder })],
+      ['deleteTrajectories', () => b.deleteTrajectories('run', ['t0'])],
+      ['evictTrajectories', () => b.evictTrajectories('run', ['t0'])],
+      ['deleteTasks', () => b.deleteTasks('run', ['s0'])],
+      ['saveCheckpoint', () => b.saveCheckpoint('run', { name: 'c', iteration: 1, tensors: [] })],
+      ['deleteCheckpoint', () => b.deleteCheckpoint('run', 'c')],
+      ['appendMetrics', () => b.appendMetrics('run', [{ iteration: 1, values: { loss: 1 } }])],
+      ['importJsonl', () => importJsonl(b, 'run', toJsonl({ tasks: [makeTask('s2')], trajectories: [] }), { embedder })],
+      ['deleteRun', () => b.deleteRun('run')],
+    ];
+    for (const [name, write] of writes) {
+      const err = await write().then(() => null, (e: unknown) => e);
+      expect(err, name).toBeInstanceOf(RunLockedError);
+    }
+    expect({ counts: await b.counts('run'), tasks: await b.getTasks('run') }).toEqual(before);
+    await lock.release();
+    await b.putTasks('run', [makeTask('s1')]);
+    expect((await b.getTasks('run')).map((t) => t.id).sort()).toEqual(['s0', 's1']);
+  });
+
   it('a second trainer of the same run is refused with a clear error until the first releases', async () => {
     const [a, b] = await twoStores();
     const lock = await a.acquireRunLock('run');

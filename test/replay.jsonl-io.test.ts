@@ -8,8 +8,8 @@ import { IDBObjectStore as FakeObjectStore } from 'fake-indexeddb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { JsonlError, taskLine, toJsonl, trajectoryLine } from '../src/core/jsonl.ts';
 import type { Task, Trajectory } from '../src/core/types.ts';
-import { exportJsonl, exportJsonlToString, importJsonl, StorageFullError, type ImportProgress, type ReplayStore } from '../src/replay/index.ts';
-import { openNodeReplayStore } from '../src/replay/node.ts';
+import { exportJsonl, exportJsonlToString, importJsonl, validateJsonl, StorageFullError, type ImportProgress, type ReplayStore } from '../src/replay/index.ts';
+import { createMemoryIndexedDB, openNodeReplayStore } from '../src/replay/node.ts';
 import { HashEmbedder, makeTask, makeTrajectory } from './fixtures/replay-data.ts';
 
 const embedder = new HashEmbedder(12);
@@ -256,5 +256,100 @@ describe('importJsonl / exportJsonl', () => {
     await expect(importJsonl(store, 'nope', '', { embedder })).rejects.toThrow(/No run "nope"/);
     await expect(exportJsonlToString(store, 'nope')).rejects.toThrow(/No run "nope"/);
     expect(await importJsonl(store, 'run', '\n\n', { embedder })).toEqual({ tasks: 0, trajectories: 0, transitions: 0, skipped: [], evicted: 0 });
+  });
+});
+
+describe('validateJsonl agrees with importJsonl', () => {
+  const enc = new TextEncoder();
+  const good = (): { tasks: Task[]; trajectories: Trajectory[] } => ({ tasks: [makeTask('s0'), makeTask('h0', { env: 'household' })], trajectories: [makeTrajectory('t0', 's0', 'offline')] });
+  const lines = (...records: string[]): string => `${records.join('\n')}\n`;
+  const deep = `{"v":1,"type":"task","task":{"id":"d","env":"shop","instruction":"x","goal":${'['.repeat(5000)}${']'.repeat(5000)},"split":"train","origin":"seed"}}`;
+  const cases: { name: string; input: string | Uint8Array; line: number; text: RegExp }[] = [
+    { name: 'an orphan trajectory', input: lines(trajectoryLine(makeTrajectory('t0', 'nowhere', 'offline'))), line: 1, text: /unknown task "nowhere"/ },
+    { name: 'a duplicate trajectory id', input: lines(taskLine(makeTask('s0')), trajectoryLine(makeTrajectory('t0', 's0', 'offline')), trajectoryLine(makeTrajectory('t0', 's0', 'real'))), line: 3, text: /duplicate trajectory id "t0" \(first on line 2\)/ },
+    { name: 'a duplicate task id', input: lines(taskLine(makeTask('s0')), taskLine(makeTask('s0'))), line: 2, text: /duplicate task id "s0"/ },
+    { name: 'a task/trajectory env mismatch', input: lines(taskLine(makeTask('h0', { env: 'household' })), trajectoryLine(makeTrajectory('t0', 'h0', 'offline'))), line: 2, text: /trajectory is in env shop but task "h0" is in household/ },
+    { name: 'empty steps', input: lines(taskLine(makeTask('s0')), trajectoryLine(makeTrajectory('t0', 's0', 'offline', 0))), line: 2, text: /at least one step/ },
+    { name: 'success with a negative reward', input: lines(taskLine(makeTask('s0')), trajectoryLine({ ...makeTrajectory('t0', 's0', 'offline'), reward: -1, success: true })), line: 2, text: /cannot have a negative reward/ },
+    { name: 'a goal that does not parse', input: lines(taskLine({ ...makeTask('s0'), goal: { item: 'x' } })), line: 1, text: /field task\.goal.*not a shop goal/ },
+    { name: 'a household goal with an unknown object', input: lines(taskLine({ ...makeTask('h0', { env: 'household' }), goal: { layoutSeed: 0, type: 'pick_and_place', object: 'unicorn', receptacle: 'countertop' } })), line: 1, text: /unknown object type "unicorn"/ },
+    { name: 'JSON nested 5,000 deep', input: lines(taskLine(makeTask('s0')), deep), line: 2, text: /nested deeper than 64 levels/ },
+    { name: 'invalid UTF-8', input: new Uint8Array([...enc.encode(lines(taskLine(makeTask('s0')))), 0x7b, 0xff, 0xfe, 0x7d, 0x0a]), line: 2, text: /not valid UTF-8/ },
+  ];
+  for (const c of cases) {
+    it(`both reject ${c.name}, naming the line`, async () => {
+      const input = (): string | Blob => (typeof c.input === 'string' ? c.input : new Blob([c.input as Uint8Array<ArrayBuffer>]));
+      const v = await validateJsonl(input()).then(() => null, (e: unknown) => e);
+      expect(v).toBeInstanceOf(JsonlError);
+      expect((v as JsonlError).message).toMatch(c.text);
+      expect((v as JsonlError).issues.some((i) => i.line === c.line)).toBe(true);
+      const store = await storeWithRun();
+      const before = await snapshot(store);
+      const imp = await importJsonl(store, 'run', input(), { embedder }).then(() => null, (e: unknown) => e);
+      expect(imp).toBeInstanceOf(JsonlError);
+      expect((imp as JsonlError).issues.map((i) => [i.line, i.field])).toEqual((v as JsonlError).issues.map((i) => [i.line, i.field]));
+      expect(await snapshot(store)).toEqual(before);
+    });
+  }
+
+  it('both accept a UTF-8 byte order mark, as text and as bytes', async () => {
+    const text = toJsonl(good());
+    for (const input of [`\ufeff${text}`, new Blob([new Uint8Array([0xef, 0xbb, 0xbf]), text])]) {
+      expect(await validateJsonl(input)).toEqual({ tasks: 2, trajectories: 1, lines: 3 });
+      const store = await storeWithRun();
+      expect((await importJsonl(store, 'run', input, { embedder })).trajectories).toBe(1);
+    }
+  });
+
+  it('a long problem list is cut at 50 and says how many there were', async () => {
+    const bad = Array.from({ length: 120 }, () => 'not json').join('\n');
+    const e = (await validateJsonl(bad).catch((x: unknown) => x)) as JsonlError;
+    expect(e).toBeInstanceOf(JsonlError);
+    expect(e.issues).toHaveLength(50);
+    expect(e.total).toBe(120);
+    expect(e.message).toMatch(/^Invalid dreamgym JSONL \(120 problems, the first 50 listed; nothing imported\)/);
+    expect(e.issues.map((i) => i.line)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  });
+
+  it('streams: a one-shot Node stream of bytes is validated without being kept', async () => {
+    const text = toJsonl(good());
+    const stream = Readable.from([Buffer.from(text.slice(0, 10)), Buffer.from(text.slice(10))]);
+    expect(await validateJsonl(stream)).toEqual({ tasks: 2, trajectories: 1, lines: 3 });
+  });
+});
+
+describe('exportJsonl skips what import would refuse', () => {
+  it('a NaN reward (a damaged record) and an episode without steps are skipped and counted, never exported as null', async () => {
+    const factory = createMemoryIndexedDB();
+    const name = `replay-jsonl-corrupt-${process.pid}`;
+    const store = await openNodeReplayStore({ name, indexedDB: factory });
+    stores.push(store);
+    await store.createRun({ id: 'run', embedding: embedder });
+    await store.putTasks('run', [makeTask('s0')]);
+    await store.putTrajectories('run', [makeTrajectory('t0', 's0', 'offline'), makeTrajectory('t1', 's0', 'offline'), makeTrajectory('t2', 's0', 'offline', 0)], { embedder });
+    // Damage t1 behind the store's back, as an edit in the browser's devtools would.
+    const raw = await new Promise<IDBDatabase>((done, fail) => {
+      const req = factory.open(name);
+      req.onsuccess = () => done(req.result);
+      req.onerror = () => fail(req.error);
+    });
+    await new Promise<void>((done, fail) => {
+      const tx = raw.transaction('trajectories', 'readwrite');
+      const os = tx.objectStore('trajectories');
+      const get = os.get(['run', 't1']);
+      get.onsuccess = () => os.put({ ...get.result, reward: Number.NaN });
+      tx.oncomplete = () => done();
+      tx.onerror = () => fail(tx.error);
+    });
+    raw.close();
+    const skippedIds: string[] = [];
+    const progress: { skipped: number }[] = [];
+    const parts: string[] = [];
+    for await (const line of exportJsonl(store, 'run', { onSkip: (id) => skippedIds.push(id), onProgress: (p) => progress.push(p) })) parts.push(line);
+    const text = parts.join('');
+    expect(text).not.toContain('null');
+    expect(skippedIds.sort()).toEqual(['t1', 't2']);
+    expect(progress.at(-1)?.skipped).toBe(2);
+    expect(await validateJsonl(text)).toEqual({ tasks: 1, trajectories: 1, lines: 2 });
   });
 });

@@ -4,11 +4,11 @@
  * runner prints them, writes JSON, and can rewrite the suite's generated table in BENCHMARKS.md
  * (between `<!-- bench:SUITE:start -->` and `<!-- bench:SUITE:end -->`).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
-import { dirname } from 'node:path';
 import { benchEnvs } from '../bench/envs.ts';
 import type { BenchRow } from '../bench/types.ts';
+import { OutputPathError, resolveOutputs, writeOutput } from './output.ts';
 import { useFastestNodeBackend } from './tf-node.ts';
 
 export type { BenchRow } from '../bench/types.ts';
@@ -91,10 +91,19 @@ export function replaceSection(doc: string, suite: string, body: string): string
 /** Runs one suite or all, printing a table (or JSON) and writing the requested files. */
 export async function runBench(suite: BenchSuite | 'all', options: BenchOptions): Promise<BenchResult[]> {
   const names = suite === 'all' ? BENCH_SUITES : [suite];
+  for (const name of names) {
+    if (!SUITES[name]) throw new RangeError(`Unknown benchmark suite ${JSON.stringify(name)}: use one of ${BENCH_SUITES.join(', ')}, all`);
+  }
+  // Output paths are checked before the benchmarks run (which can take many minutes).
+  const wanted = [options.out, options.markdown].filter((p): p is string => p !== undefined);
+  const targets = await resolveOutputs(wanted);
+  const outTarget = options.out !== undefined ? targets[0] : undefined;
+  const mdTarget = options.markdown !== undefined ? targets[wanted.length - 1] : undefined;
+  // The markdown file is read, then rewritten: it has to be a file, not a device or stdout.
+  if (mdTarget && mdTarget.kind !== 'file') throw new OutputPathError(`cannot rewrite ${mdTarget.name}: --markdown needs a regular file`);
   const results: BenchResult[] = [];
   for (const name of names) {
-    const fn = SUITES[name];
-    if (!fn) throw new RangeError(`Unknown benchmark suite ${JSON.stringify(name)}: use one of ${BENCH_SUITES.join(', ')}, all`);
+    const fn = SUITES[name] as SuiteFn;
     const rows = await fn();
     const result: BenchResult = {
       suite: name,
@@ -107,14 +116,11 @@ export async function runBench(suite: BenchSuite | 'all', options: BenchOptions)
     if (!options.json) options.log(`\n## ${name}\n${markdownTable(result)}\n`);
   }
   if (options.json) options.log(`${JSON.stringify(results, null, 2)}\n`);
-  if (options.out) {
-    await mkdir(dirname(options.out), { recursive: true });
-    await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);
-  }
-  if (options.markdown) {
-    let doc = await readFile(options.markdown, 'utf8').catch(() => '# Benchmarks\n');
+  if (outTarget) await writeOutput(outTarget, `${JSON.stringify(results, null, 2)}\n`);
+  if (mdTarget && mdTarget.kind === 'file') {
+    let doc = await readFile(mdTarget.path, 'utf8').catch(() => '# Benchmarks\n');
     for (const r of results) doc = replaceSection(doc, r.suite, markdownTable(r));
-    await writeFile(options.markdown, doc);
+    await writeOutput(mdTarget, doc);
   }
   return results;
 }

@@ -1,53 +1,44 @@
-import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
-import { once } from 'node:events';
 import { taskLine, trajectoryLine } from '../core/jsonl.ts';
-import type { Trajectory } from '../core/types.ts';
-import { generateOfflineData, summarise, type OfflineDataOptions, type OfflineDataSummary } from '../envs/offline.ts';
+import { generateOfflineData, SummaryTally, type OfflineDataOptions, type OfflineDataSummary } from '../envs/offline.ts';
 import type { EnvSpec } from '../envs/spec.ts';
+import { openOutput, type OutputTarget } from './output.ts';
 import { createProgress } from './progress.ts';
 
+/** Bytes gathered before one write: few system calls, and memory that does not grow with the run. */
+const CHUNK_BYTES = 1 << 16;
+
 /**
- * Writes `{task, trajectory}` lines for `options.episodes` episodes to `out` and returns the
- * summary. Writes to a temporary file first and renames it, so a failed run never leaves a
- * truncated dataset behind.
+ * Writes `{task, trajectory}` lines for `options.episodes` episodes to `target` (checked before
+ * with `resolveOutput`) and returns the summary. Streams: each episode is generated, written and
+ * counted, then dropped, so memory does not grow with `episodes`. A regular file is written to a
+ * temporary file and renamed at the end, so a failed or interrupted run leaves no truncated
+ * dataset and no temporary file (see src/cli/output.ts).
  */
-export async function writeOfflineData(spec: EnvSpec, options: OfflineDataOptions, out: string): Promise<OfflineDataSummary> {
-  const tmp = `${out}.partial-${process.pid}`;
-  const stream = createWriteStream(tmp, { encoding: 'utf8' });
-  const opened = once(stream, 'open');
-  const failed = once(stream, 'error').then(([err]) => {
-    throw err as Error;
-  });
-  try {
-    await Promise.race([opened, failed]);
-  } catch (err) {
-    // Name the file asked for, not the temporary one Node failed to open.
-    throw fileError('write', out, err);
-  }
+export async function writeOfflineData(spec: EnvSpec, options: OfflineDataOptions, target: OutputTarget): Promise<OfflineDataSummary> {
+  const writer = await openOutput(target);
   const progress = createProgress(`${spec.name} ${options.policy}`, options.episodes);
-  const trajectories: Trajectory[] = [];
+  const tally = new SummaryTally();
   try {
     let done = 0;
+    let chunk = '';
     for (const { task, trajectory } of generateOfflineData(spec, options)) {
-      // Respect back-pressure so large runs do not buffer the whole file in memory.
-      if (!stream.write(`${taskLine(task)}\n${trajectoryLine(trajectory)}\n`)) {
-        await Promise.race([once(stream, 'drain'), failed]);
+      chunk += `${taskLine(task)}\n${trajectoryLine(trajectory)}\n`;
+      tally.add(trajectory);
+      if (chunk.length >= CHUNK_BYTES) {
+        await writer.write(chunk);
+        chunk = '';
       }
-      trajectories.push(trajectory);
       progress.update(++done);
     }
-    stream.end();
-    await Promise.race([once(stream, 'finish'), failed]);
-    await rename(tmp, out);
+    if (chunk.length > 0) await writer.write(chunk);
+    await writer.commit();
   } catch (err) {
-    stream.destroy();
-    await rm(tmp, { force: true });
+    await writer.abort();
     throw err;
   } finally {
     progress.stop();
   }
-  return summarise(trajectories);
+  return tally.summary();
 }
 
 /** An error saying which file could not be read or written, and why (Node's text without its own path). */

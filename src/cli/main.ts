@@ -2,28 +2,22 @@
  * The headless `dreamgym` command line: the same core as the page, for scripted experiments.
  * Every command has `--help`.
  */
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { JsonlError, parseJsonl } from '../core/jsonl.ts';
+import { JsonlError } from '../core/jsonl.ts';
+import { validateJsonl } from '../replay/jsonl-io.ts';
 import { ENV_NAMES } from '../core/types.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
 import { fileError, writeOfflineData } from './data.ts';
 import { formatFidelity, runFidelity } from './fidelity.ts';
-import { addTrainingCommands, CliExit } from './train.ts';
+import { installExitCleanup, resolveOutput, writeOutput } from './output.ts';
+import { addTrainingCommands, CliExit, countArg, seedArg } from './train.ts';
 
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`expected a positive integer, got ${JSON.stringify(value)}`);
-  return n;
-}
+/** The most episodes one command generates: bounded so a typo cannot run for days. */
+const MAX_EPISODES = 1_000_000;
 
-function integer(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError(`expected an integer, got ${JSON.stringify(value)}`);
-  return n;
-}
 
 function policySpec(value: string): string {
   if (value === 'expert') return value;
@@ -44,12 +38,6 @@ function policyMixture(value: string): string {
   return value;
 }
 
-function nonNegativeInt(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isInteger(n)) throw new InvalidArgumentError(`expected an integer >= 0, got ${JSON.stringify(value)}`);
-  return n;
-}
-
 /** Builds the command tree. Output goes through `out`/`err` so tests can capture it. */
 export function buildProgram(out: (text: string) => void, err: (text: string) => void): Command {
   const program = new Command('dreamgym')
@@ -62,17 +50,19 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .command('data')
     .description('Run a rule-based policy in a real environment and write tasks + trajectories as dreamgym JSONL.')
     .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
-    .option('--episodes <n>', 'number of episodes (one per seed task)', positiveInt, 100)
-    .option('--seed <s>', 'seed for tasks and policy noise', integer, 0)
+    .option('--episodes <n>', `number of episodes (one per seed task, at most ${MAX_EPISODES})`, countArg(1, MAX_EPISODES), 100)
+    .option('--seed <s>', 'seed for tasks and policy noise', seedArg, 0)
     .option('--policy <p>', 'expert | noisy:EPS (expert with prob 1-EPS, random admissible action otherwise)', policySpec, 'expert')
     .addOption(new Option('--split <split>', 'task split').choices(['train', 'test']).default('train'))
-    .requiredOption('--out <file>', 'output JSONL file')
+    .requiredOption('--out <file>', 'output JSONL file (- for stdout)')
     .action(async (opts: { env: string; episodes: number; seed: number; policy: string; split: 'train' | 'test'; out: string }) => {
       const spec = getEnvSpec(opts.env);
+      const target = await resolveOutput(opts.out);
       const started = performance.now();
-      const summary = await writeOfflineData(spec, opts, opts.out);
+      const summary = await writeOfflineData(spec, opts, target);
       const seconds = (performance.now() - started) / 1000;
-      out(
+      // With the data on stdout, the summary goes to stderr.
+      (target.kind === 'stdout' ? err : out)(
         `${spec.name}: episodes=${summary.episodes} success_rate=${summary.successRate.toFixed(3)} ` +
           `mean_steps=${summary.meanSteps.toFixed(2)} mean_reward=${summary.meanReward.toFixed(3)} ` +
           `split=${opts.split} policy=${opts.policy} seconds=${seconds.toFixed(1)} out=${opts.out}\n`,
@@ -84,11 +74,20 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .description('Check a dreamgym JSONL file: every line, every field; prints counts or the problems with line numbers.')
     .argument('<file>', 'JSONL file')
     .action(async (file: string) => {
-      const text = await readFile(file, 'utf8').catch((e: unknown) => {
+      // Streamed, through the very checks import makes: a file validate passes, import accepts.
+      const handle = await open(file, 'r').catch((e: unknown) => {
         throw fileError('read', file, e);
       });
-      const data = parseJsonl(text);
-      out(`${file}: valid, ${data.tasks.length} tasks, ${data.trajectories.length} trajectories\n`);
+      let counts;
+      try {
+        counts = await validateJsonl(handle.createReadStream({ autoClose: false }));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== undefined) throw fileError('read', file, e);
+        throw e;
+      } finally {
+        await handle.close().catch(() => {});
+      }
+      out(`${printable(file)}: valid, ${counts.tasks} tasks, ${counts.trajectories} trajectories\n`);
     });
 
   program
@@ -103,16 +102,20 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .addOption(
       new Option('--sim <model>', 'experience model (the LLM model runs only in the page, where WebLLM has WebGPU)').choices(['retrieval']).default('retrieval'),
     )
-    .option('--train-episodes <n>', 'real train-split episodes the model is built from', positiveInt, 300)
-    .option('--test-episodes <n>', 'held-out real test-split episodes it is measured on', positiveInt, 100)
-    .option('--false-success-episodes <n>', 'episodes per policy and task group for the sim-vs-real success rates (0 skips them)', nonNegativeInt, 100)
-    .option('--seed <s>', 'seed for tasks and policy noise', integer, 0)
+    .option('--train-episodes <n>', 'real train-split episodes the model is built from', countArg(1, MAX_EPISODES), 300)
+    .option('--test-episodes <n>', 'held-out real test-split episodes it is measured on', countArg(1, MAX_EPISODES), 100)
+    .option('--false-success-episodes <n>', 'episodes per policy and task group for the sim-vs-real success rates (0 skips them)', countArg(0, MAX_EPISODES), 100)
+    .option('--seed <s>', 'seed for tasks and policy noise', seedArg, 0)
     .option('--policy <p>', 'policy, or comma-separated mixture, producing both data sets: expert | noisy:EPS', policyMixture, 'noisy:0.3,noisy:1')
     .option('--json', 'print the report as JSON')
+    .option('--out <file>', 'also write the report as JSON to this file (- for stdout)')
     .action(
-      async (opts: { env: string; sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; falseSuccessEpisodes: number; seed: number; policy: string; json?: boolean }) => {
+      async (opts: { env: string; sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; falseSuccessEpisodes: number; seed: number; policy: string; json?: boolean; out?: string }) => {
+        const target = opts.out !== undefined ? await resolveOutput(opts.out) : null;
         const report = await runFidelity(getEnvSpec(opts.env), opts);
-        out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatFidelity(report));
+        const json = `${JSON.stringify(report, null, 2)}\n`;
+        if (target) await writeOutput(target, json);
+        if (target?.kind !== 'stdout') out(opts.json ? json : formatFidelity(report));
       },
     );
 
@@ -133,25 +136,38 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
   return program;
 }
 
+/**
+ * Text safe to print on a terminal: control characters (escape sequences, bells, carriage
+ * returns, C1 codes) and lone surrogates from a file's bytes are shown as `\xHH` / `\uHHHH`
+ * escapes instead of being sent raw. Newlines and tabs stay.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (c) => {
+    const n = c.charCodeAt(0);
+    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
+  });
+}
+
 /** Runs the CLI; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const out = (text: string): void => void process.stdout.write(text);
   const err = (text: string): void => void process.stderr.write(text);
   const program = buildProgram(out, err);
+  installExitCleanup();
   try {
     await program.parseAsync(argv as string[]);
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode;
     if (e instanceof CliExit) {
-      if (e.message) err(`${e.message}\n`);
+      if (e.message) err(`${printable(e.message)}\n`);
       return e.code;
     }
     if (e instanceof JsonlError) {
-      err(`dreamgym: ${e.message}\n`);
+      err(`dreamgym: ${printable(e.message)}\n`);
       return 1;
     }
-    err(`dreamgym: error: ${e instanceof Error ? e.message : String(e)}\n`);
+    err(`dreamgym: error: ${printable(e instanceof Error ? e.message : String(e))}\n`);
     return 1;
   }
 }

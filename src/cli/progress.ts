@@ -6,6 +6,20 @@ export interface Progress {
   stop(): void;
 }
 
+/** Bars on screen now: stopped on exit, so an interrupted command never leaves the cursor hidden. */
+const active = new Set<{ stop(): void }>();
+
+/** Stops every bar still running, which shows the cursor again (see src/cli/output.ts's exit cleanup). */
+export function stopAllProgress(): void {
+  for (const bar of [...active]) bar.stop();
+  active.clear();
+}
+
+/** How many bars are running (for tests). */
+export function activeProgressCount(): number {
+  return active.size;
+}
+
 /** A progress bar on stderr when it is a terminal, otherwise a no-op. */
 export function createProgress(label: string, total: number, stream: NodeJS.WriteStream = process.stderr): Progress {
   if (!stream.isTTY) return { update() {}, stop() {} };
@@ -13,9 +27,21 @@ export function createProgress(label: string, total: number, stream: NodeJS.Writ
     { format: `${label} [{bar}] {value}/{total} {percentage}% eta {eta}s`, stream, hideCursor: true },
     cliProgress.Presets.shades_classic,
   );
+  let running = true;
+  const handle = {
+    stop: (): void => {
+      if (!running) return;
+      running = false;
+      active.delete(handle);
+      bar.stop();
+    },
+  };
+  active.add(handle);
   bar.start(total, 0);
   return {
-    update: (done) => bar.update(done),
-    stop: () => bar.stop(),
+    update: (done) => {
+      if (running) bar.update(done);
+    },
+    stop: handle.stop,
   };
 }

@@ -35,7 +35,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, rmSync } from 'node:fs';
-import { access, appendFile, constants, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -46,6 +46,7 @@ import { parseCheckpoint, serializeCheckpoint, CheckpointError, type Checkpoint 
 import { TrainingConfigSchema, type TrainingConfig } from '../train/config.ts';
 import type { EvalResult } from '../train/evaluate.ts';
 import type { IterationMetrics, RunSnapshot } from '../train/loop.ts';
+import { writeFileAtomic } from './output.ts';
 
 /** The store directory used when `--store` is not given. */
 export const DEFAULT_STORE_DIR = '.dreamgym';
@@ -213,181 +214,6 @@ function nullsToNaN<T>(rows: readonly Record<string, unknown>[]): T[] {
 /** A run's metrics in the loop's type. */
 export function recordMetrics(record: RunRecord): IterationMetrics[] {
   return nullsToNaN<IterationMetrics>(record.metrics);
-}
-
-// ---------------------------------------------------------------------------------------------
-// atomic files
-
-let tmpCounter = 0;
-/** Temporary files being written by this process, removed on exit whatever happens. */
-const pending = new Set<string>();
-let exitHook = false;
-function track(tmp: string): void {
-  pending.add(tmp);
-  if (!exitHook) {
-    exitHook = true;
-    process.once('exit', () => {
-      for (const f of pending) rmSync(f, { force: true });
-    });
-  }
-}
-
-/** Writes `data` to a temporary file next to `file`, syncs it, and renames it onto `file`. */
-export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
-  const tmp = `${file}.partial-${process.pid}-${++tmpCounter}`;
-  track(tmp);
-  try {
-    const handle = await open(tmp, 'wx');
-    try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, file);
-  } catch (e) {
-    await rm(tmp, { force: true });
-    throw e;
-  } finally {
-    pending.delete(tmp);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// output files (--out): the rules of every command that writes a file
-
-/** Where an `--out` goes: stdout (`-`), a device or pipe (written straight through), or a regular file (written atomically). */
-export type OutputTarget = { kind: 'stdout'; name: string } | { kind: 'device'; name: string; path: string } | { kind: 'file'; name: string; path: string };
-
-/** Thrown when an output path cannot be written; the message is one line naming it. */
-export class OutputPathError extends Error {
-  override name = 'OutputPathError';
-}
-
-/**
- * Checks an output path before any work and says how it will be written: `-` is stdout; a
- * symlink is followed to its target; an existing directory is refused; a device, FIFO or socket
- * is written straight through; a regular file or a new path is written atomically (a temporary
- * file in the same directory, renamed onto it), which is tried here once so that an unwritable
- * place fails now, not after the work.
- */
-export async function resolveOutput(name: string): Promise<OutputTarget> {
-  if (name === '-') return { kind: 'stdout', name };
-  if (name === '') throw new OutputPathError('cannot write an empty path');
-  let path = resolve(name);
-  for (let hops = 0; ; hops++) {
-    let info;
-    try {
-      info = await lstat(path);
-    } catch (e) {
-      if (code(e) === 'ENOENT') break;
-      throw new OutputPathError(`cannot write ${name}: ${reason(e)}`);
-    }
-    if (info.isSymbolicLink()) {
-      if (hops >= 40) throw new OutputPathError(`cannot write ${name}: too many levels of symbolic links`);
-      path = resolve(dirname(path), await readlink(path));
-      continue;
-    }
-    if (info.isDirectory()) throw new OutputPathError(`cannot write ${name}: it is a directory`);
-    if (!info.isFile()) {
-      try {
-        await access(path, constants.W_OK);
-      } catch (e) {
-        throw new OutputPathError(`cannot write ${name}: ${reason(e)}`);
-      }
-      return { kind: 'device', name, path };
-    }
-    break;
-  }
-  const parent = dirname(path);
-  try {
-    const info = await stat(parent);
-    if (!info.isDirectory()) throw new OutputPathError(`cannot write ${name}: ${parent} is not a directory`);
-  } catch (e) {
-    if (e instanceof OutputPathError) throw e;
-    throw new OutputPathError(`cannot write ${name}: ${code(e) === 'ENOENT' ? `directory ${parent} does not exist` : reason(e)}`);
-  }
-  const probe = `${path}.partial-${process.pid}-${++tmpCounter}`;
-  try {
-    await (await open(probe, 'wx')).close();
-  } catch (e) {
-    throw new OutputPathError(`cannot write ${name}: ${reason(e)}`);
-  } finally {
-    await rm(probe, { force: true }).catch(() => {});
-  }
-  return { kind: 'file', name, path };
-}
-
-/** A streaming writer to an output target: `commit` makes the file appear, `abort` leaves nothing. */
-export interface OutputWriter {
-  write(chunk: string): Promise<void>;
-  commit(): Promise<void>;
-  abort(): Promise<void>;
-}
-
-async function writeStdout(chunk: string): Promise<void> {
-  if (!process.stdout.write(chunk)) await new Promise<void>((done) => process.stdout.once('drain', () => done()));
-}
-
-/** Opens `target` for streaming (a regular file through a temporary file renamed on commit). */
-export async function openOutput(target: OutputTarget): Promise<OutputWriter> {
-  if (target.kind === 'stdout') return { write: writeStdout, commit: async () => {}, abort: async () => {} };
-  const tmp = target.kind === 'file' ? `${target.path}.partial-${process.pid}-${++tmpCounter}` : null;
-  if (tmp) track(tmp);
-  let handle;
-  try {
-    handle = await open(tmp ?? target.path, tmp ? 'wx' : 'w');
-  } catch (e) {
-    if (tmp) pending.delete(tmp);
-    throw new OutputPathError(`cannot write ${target.name}: ${reason(e)}`);
-  }
-  const h = handle;
-  let closed = false;
-  const close = async (): Promise<void> => {
-    if (closed) return;
-    closed = true;
-    await h.close();
-  };
-  return {
-    async write(chunk) {
-      try {
-        await h.write(chunk);
-      } catch (e) {
-        throw new OutputPathError(`cannot write ${target.name}: ${reason(e)}`);
-      }
-    },
-    async commit() {
-      try {
-        if (tmp) await h.sync();
-        await close();
-        if (tmp) await rename(tmp, target.path);
-      } catch (e) {
-        if (tmp) await rm(tmp, { force: true });
-        throw new OutputPathError(`cannot write ${target.name}: ${reason(e)}`);
-      } finally {
-        if (tmp) pending.delete(tmp);
-      }
-    },
-    async abort() {
-      await close().catch(() => {});
-      if (tmp) {
-        await rm(tmp, { force: true });
-        pending.delete(tmp);
-      }
-    },
-  };
-}
-
-/** Writes a whole output (atomically for a regular file). */
-export async function writeOutput(target: OutputTarget, content: string): Promise<void> {
-  const writer = await openOutput(target);
-  try {
-    await writer.write(content);
-    await writer.commit();
-  } catch (e) {
-    await writer.abort();
-    throw e;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

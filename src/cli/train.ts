@@ -28,14 +28,10 @@ import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult 
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { evaluationTasks, prepareRun } from '../train/setup.ts';
 import { createProgress, type Progress } from './progress.ts';
+import { openOutput, resolveOutput, writeFileAtomic, writeOutput, type OutputTarget } from './output.ts';
 import {
   DEFAULT_STORE_DIR,
-  openOutput,
-  resolveOutput,
   RunStore,
-  writeFileAtomic,
-  writeOutput,
-  type OutputTarget,
   type RunRecord,
   type RunWriter,
   type StoredEvaluation,
@@ -89,7 +85,7 @@ export function decimalArg(min: number, max: number): (value: string) => number 
 }
 
 /** A seed: a plain decimal integer, possibly negative. */
-function seedArg(value: string): number {
+export function seedArg(value: string): number {
   const n = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`expected an integer, got ${JSON.stringify(value)}`);
   return n;

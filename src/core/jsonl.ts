@@ -36,15 +36,43 @@ export interface JsonlIssue {
   message: string;
 }
 
-/** Thrown by `parseJsonl` when any line is bad; lists every problem found (up to a cap). */
+/**
+ * Thrown by `parseJsonl` and the importers when any line is bad; lists the problems found (up to
+ * a cap) and says how many there were in all when the list was cut.
+ */
 export class JsonlError extends Error {
   override name = 'JsonlError';
-  constructor(readonly issues: JsonlIssue[]) {
-    super(
-      `Invalid dreamgym JSONL (${issues.length} problem${issues.length === 1 ? '' : 's'}; nothing imported):\n` +
-        issues.map(formatIssue).join('\n'),
-    );
+  /** How many problems were found; more than `issues.length` when the list was cut. */
+  readonly total: number;
+  constructor(
+    readonly issues: JsonlIssue[],
+    total: number = issues.length,
+  ) {
+    const n = Math.max(total, issues.length);
+    const counted = n > issues.length ? `${n} problems, the first ${issues.length} listed` : `${n} problem${n === 1 ? '' : 's'}`;
+    super(`Invalid dreamgym JSONL (${counted}; nothing imported):\n` + issues.map(formatIssue).join('\n'));
+    this.total = n;
   }
+}
+
+/** The deepest nesting of arrays and objects a line may have (a task goal needs a handful). */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether `text` nests arrays/objects deeper than `max`, found without parsing (deep input would overflow the stack). */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
 }
 
 /** `line 3, field task.id: expected string` */
@@ -74,6 +102,7 @@ export function toJsonl(data: Dataset): string {
  */
 export function parseJsonlLine(text: string, line: number): JsonlRecord | null | JsonlIssue[] {
   if (text.trim() === '') return null;
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return [{ line, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }];
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -105,8 +134,8 @@ export function parseJsonlLine(text: string, line: number): JsonlRecord | null |
   }));
 }
 
-/** How many issues a `JsonlError` lists before it stops looking. */
-const MAX_ISSUES = 50;
+/** How many issues a `JsonlError` lists (the rest are counted). */
+export const MAX_JSONL_ISSUES = 50;
 
 /**
  * Parses a whole JSONL text. All or nothing: throws `JsonlError` naming every bad line
@@ -115,15 +144,19 @@ const MAX_ISSUES = 50;
 export function parseJsonl(text: string): Dataset {
   const data: Dataset = { tasks: [], trajectories: [] };
   const issues: JsonlIssue[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length && issues.length < MAX_ISSUES; i++) {
+  let total = 0;
+  // A UTF-8 byte order mark is not part of the first record.
+  const lines = (text.charCodeAt(0) === 0xfeff ? text.slice(1) : text).split('\n');
+  for (let i = 0; i < lines.length; i++) {
     const raw = lines[i] as string;
     const result = parseJsonlLine(raw.endsWith('\r') ? raw.slice(0, -1) : raw, i + 1);
     if (result === null) continue;
-    if (Array.isArray(result)) issues.push(...result);
-    else if (result.type === 'task') data.tasks.push(result.task);
+    if (Array.isArray(result)) {
+      total += result.length;
+      issues.push(...result.slice(0, Math.max(0, MAX_JSONL_ISSUES - issues.length)));
+    } else if (result.type === 'task') data.tasks.push(result.task);
     else data.trajectories.push(result.trajectory);
   }
-  if (issues.length > 0) throw new JsonlError(issues.slice(0, MAX_ISSUES));
+  if (issues.length > 0) throw new JsonlError(issues, total);
   return data;
 }

@@ -34,7 +34,9 @@ export function* generateOfflineData(
   }
   if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
   const policy = parsePolicy(options.policy);
-  const tasks = spec.tasks({ split: options.split, count: options.episodes, seed: options.seed });
+  const taskOptions = { split: options.split, count: options.episodes, seed: options.seed };
+  // Lazily when the environment can: a long run starts writing at once and never holds every task.
+  const tasks = spec.iterateTasks ? spec.iterateTasks(taskOptions) : spec.tasks(taskOptions);
   const rng = new Rng(options.seed ^ hashString(`policy:${options.policy}`));
   const env = spec.create();
   for (const task of tasks) {
@@ -48,16 +50,31 @@ export function* generateOfflineData(
 }
 
 /** Success rate, mean steps and mean reward of a set of trajectories. */
-export function summarise(trajectories: readonly Trajectory[]): OfflineDataSummary {
-  const n = trajectories.length;
-  if (n === 0) return { episodes: 0, successRate: 0, meanSteps: 0, meanReward: 0 };
-  let successes = 0;
-  let steps = 0;
-  let reward = 0;
-  for (const t of trajectories) {
-    if (t.success) successes++;
-    steps += t.steps.length;
-    reward += t.reward;
+export function summarise(trajectories: Iterable<Trajectory>): OfflineDataSummary {
+  const tally = new SummaryTally();
+  for (const t of trajectories) tally.add(t);
+  return tally.summary();
+}
+
+/** {@link summarise} one trajectory at a time, in constant memory (a stream keeps no trajectory). */
+export class SummaryTally {
+  private n = 0;
+  private successes = 0;
+  private steps = 0;
+  private reward = 0;
+
+  /** Counts one trajectory. */
+  add(t: Trajectory): void {
+    this.n++;
+    if (t.success) this.successes++;
+    this.steps += t.steps.length;
+    this.reward += t.reward;
   }
-  return { episodes: n, successRate: successes / n, meanSteps: steps / n, meanReward: reward / n };
+
+  /** The summary of what was added so far. */
+  summary(): OfflineDataSummary {
+    const n = this.n;
+    if (n === 0) return { episodes: 0, successRate: 0, meanSteps: 0, meanReward: 0 };
+    return { episodes: n, successRate: this.successes / n, meanSteps: this.steps / n, meanReward: this.reward / n };
+  }
 }

@@ -25,6 +25,8 @@ export interface EnvSpec {
   create(): RealEnvironment;
   /** Deterministic seed tasks for a split. */
   tasks(options: TaskGenOptions): Task[];
+  /** The same tasks as {@link EnvSpec.tasks}, one at a time, so a long stream never holds them all. */
+  iterateTasks?(options: TaskGenOptions): Iterable<Task>;
   /** Whether `task` belongs to this environment and its goal is achievable here. */
   validateTask(task: Task): TaskValidation;
 }

@@ -51,6 +51,8 @@ export {
   importJsonl,
   exportJsonl,
   exportJsonlToString,
+  validateJsonl,
+  type JsonlValidation,
   type JsonlInput,
   type JsonlStream,
   type ImportJsonlOptions,

@@ -18,9 +18,11 @@
  */
 import type { Embedder } from '../core/embedding.ts';
 import { JsonlError, parseJsonlLine, taskLine, trajectoryLine, type JsonlIssue, type JsonlRecord } from '../core/jsonl.ts';
-import type { Task, Trajectory, TrajectorySource } from '../core/types.ts';
+import { TrajectorySchema, type Task, type Trajectory, type TrajectorySource } from '../core/types.ts';
 import { EmbedderMismatchError, EmbeddingDimensionError, UnknownRunError } from './errors.ts';
 import type { PlannedTrajectory, ReplayStore } from './store.ts';
+import { HouseholdGoalSchema } from '../envs/household/goal.ts';
+import { ShopGoalSchema } from '../envs/shop/goal.ts';
 import { checkId, checkPositive } from './validate.ts';
 
 /** A stream of text or bytes. */
@@ -118,12 +120,22 @@ async function* lines(stream: JsonlStream | string | Blob, onBytes: (n: number) 
     try {
       return final ? decoder.decode(bytes) : decoder.decode(bytes, { stream: true });
     } catch {
-      throw new JsonlError([{ line: lineNo + 1 + countNewlines(tail), message: 'not valid UTF-8' }]);
+      const bad = bytes ? firstInvalidUtf8(bytes) : 0;
+      let before = 0;
+      for (let i = 0; bytes && i < bad; i++) if (bytes[i] === 0x0a) before++;
+      throw new JsonlError([{ line: lineNo + 1 + countNewlines(tail) + before, message: 'not valid UTF-8' }]);
     }
   };
+  let first = true;
   for await (const chunk of chunks(stream)) {
     onBytes(typeof chunk === 'string' ? chunk.length : chunk.byteLength);
-    tail += typeof chunk === 'string' ? chunk : decode(chunk, false);
+    let text = typeof chunk === 'string' ? chunk : decode(chunk, false);
+    // A byte order mark opens many UTF-8 files; the decoder drops it from bytes, text keeps it.
+    if (first && text !== '') {
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      first = false;
+    }
+    tail += text;
     let start = 0;
     for (let nl = tail.indexOf('\n', start); nl >= 0; nl = tail.indexOf('\n', start)) {
       const raw = tail.slice(start, nl);
@@ -137,6 +149,21 @@ async function* lines(stream: JsonlStream | string | Blob, onBytes: (n: number) 
   if (tail !== '') yield tail.endsWith('\r') ? tail.slice(0, -1) : tail;
 }
 
+/** Offset of the first byte that cannot start or continue a UTF-8 sequence (0 when none is found: the fault lies before). */
+function firstInvalidUtf8(b: Uint8Array): number {
+  for (let i = 0; i < b.length; ) {
+    const c = b[i] as number;
+    const n = c < 0x80 ? 0 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+    if (n < 0) return i;
+    for (let k = 1; k <= n; k++) {
+      if (i + k >= b.length) return 0; // cut at the chunk's end: the next chunk continues it
+      if (((b[i + k] as number) & 0xc0) !== 0x80) return i;
+    }
+    i += n + 1;
+  }
+  return 0;
+}
+
 function countNewlines(s: string): number {
   let n = 0;
   for (let i = s.indexOf('\n'); i >= 0; i = s.indexOf('\n', i + 1)) n++;
@@ -146,6 +173,165 @@ function countNewlines(s: string): number {
 interface Located<T> {
   line: number;
   value: T;
+}
+
+/** What the checks keep of a trajectory: enough to plan and verify the write, never its steps. */
+interface TrajectoryRef {
+  id: string;
+  taskId: string;
+  env: Task['env'];
+  source: TrajectorySource;
+  length: number;
+}
+
+/** The problems found, the earliest `MAX_ISSUES` lines kept (constant memory) and all of them counted. */
+class IssueList {
+  readonly items: JsonlIssue[] = [];
+  total = 0;
+  add(...issues: JsonlIssue[]): void {
+    for (const issue of issues) {
+      this.total++;
+      if (this.items.length < MAX_ISSUES) {
+        this.items.push(issue);
+        continue;
+      }
+      let last = 0;
+      for (let i = 1; i < this.items.length; i++) if ((this.items[i] as JsonlIssue).line > (this.items[last] as JsonlIssue).line) last = i;
+      if (issue.line < (this.items[last] as JsonlIssue).line) this.items[last] = issue;
+    }
+  }
+  error(): JsonlError {
+    return new JsonlError([...this.items].sort((a, b) => a.line - b.line), this.total);
+  }
+}
+
+/** Each built-in environment's goal schema: a goal that does not parse could never be played. */
+const GOAL_SCHEMAS: Record<Task['env'], { safeParse(value: unknown): { success: boolean; error?: { issues: readonly { path: PropertyKey[]; message: string }[] } } }> = {
+  shop: ShopGoalSchema,
+  household: HouseholdGoalSchema,
+};
+
+/** Checks of one record beyond its schema, which the domain asks for (the same for validate and import). */
+function domainIssues(record: JsonlRecord, line: number): JsonlIssue[] {
+  if (record.type === 'task') {
+    const parsed = GOAL_SCHEMAS[record.task.env].safeParse(record.task.goal);
+    if (parsed.success) return [];
+    const first = parsed.error?.issues[0];
+    const path = first && first.path.length > 0 ? `.${first.path.map(String).join('.')}` : '';
+    return [{ line, field: `task.goal${path}`, message: `not a ${record.task.env} goal: ${first?.message ?? 'invalid'}` }];
+  }
+  const t = record.trajectory;
+  const issues: JsonlIssue[] = [];
+  if (t.steps.length === 0) issues.push({ line, field: 'trajectory.steps', message: 'a trajectory needs at least one step' });
+  // Both built-in environments reward a success with 1 (shop: r = 1; household: the goal holds).
+  if (t.success && t.reward < 0) issues.push({ line, field: 'trajectory.reward', message: `a successful ${t.env} episode cannot have a negative reward (${t.reward})` });
+  return issues;
+}
+
+/** What {@link checkJsonl} found: the problems, the file's tasks, and references to its trajectories. */
+interface JsonlCheck {
+  issues: IssueList;
+  lines: number;
+  bytes: number;
+  /** The file's tasks by id (the task itself only when `keepTasks`). */
+  tasks: Map<string, Located<{ env: Task['env']; task?: Task }>>;
+  trajectories: Located<TrajectoryRef>[];
+  /** Parsed trajectories, kept only for a one-shot stream (it cannot be read again to write). */
+  kept: Trajectory[] | null;
+}
+
+interface JsonlCheckOptions {
+  /** Tasks stored already (a run's), which trajectories and generated tasks may refer to. */
+  knownTask?: (id: string) => Task | undefined;
+  keepTasks: boolean;
+  keepTrajectories: boolean;
+  onProgress?: (lines: number, bytes: number) => void;
+}
+
+/**
+ * The one validation path of dreamgym JSONL, shared by `validateJsonl` (the CLI's `validate`)
+ * and `importJsonl`: streams the input line by line (never the whole text in memory), and checks
+ * every line against the schema (strict UTF-8, a BOM allowed, bounded nesting), the domain
+ * (goals that parse for their environment, at least one step, no successful episode with a
+ * negative reward), duplicate ids, and references (every trajectory's task and every generated
+ * task's parent in the file or stored, with the same environment).
+ */
+async function checkJsonl(input: JsonlStream | string | Blob, options: JsonlCheckOptions): Promise<JsonlCheck> {
+  const issues = new IssueList();
+  const tasks = new Map<string, Located<{ env: Task['env']; task?: Task; parentId?: string }>>();
+  const trajectoryLines = new Map<string, number>();
+  const trajectories: Located<TrajectoryRef>[] = [];
+  const kept: Trajectory[] | null = options.keepTrajectories ? [] : null;
+  let lineNo = 0;
+  let bytes = 0;
+  try {
+    for await (const text of lines(input, (n) => (bytes += n))) {
+      lineNo++;
+      if (lineNo % PROGRESS_EVERY_LINES === 0) options.onProgress?.(lineNo, bytes);
+      const result = parseJsonlLine(text, lineNo);
+      if (result === null) continue;
+      if (Array.isArray(result)) {
+        issues.add(...result);
+        continue;
+      }
+      issues.add(...domainIssues(result, lineNo));
+      if (result.type === 'task') {
+        const task = result.task;
+        const first = tasks.get(task.id);
+        if (first) issues.add({ line: lineNo, field: 'task.id', message: `duplicate task id ${JSON.stringify(task.id)} (first on line ${first.line})` });
+        else {
+          const value: { env: Task['env']; task?: Task; parentId?: string } = { env: task.env };
+          if (options.keepTasks) value.task = task;
+          if (task.parentId !== undefined) value.parentId = task.parentId;
+          tasks.set(task.id, { line: lineNo, value });
+        }
+      } else {
+        const t = result.trajectory;
+        const first = trajectoryLines.get(t.id);
+        if (first !== undefined) issues.add({ line: lineNo, field: 'trajectory.id', message: `duplicate trajectory id ${JSON.stringify(t.id)} (first on line ${first})` });
+        else trajectoryLines.set(t.id, lineNo);
+        trajectories.push({ line: lineNo, value: { id: t.id, taskId: t.taskId, env: t.env, source: t.source, length: t.steps.length } });
+        kept?.push(t);
+      }
+    }
+  } catch (e) {
+    // Invalid UTF-8 ends the read: report it with what was found before it.
+    if (!(e instanceof JsonlError)) throw e;
+    issues.add(...e.issues);
+  }
+  options.onProgress?.(lineNo, bytes);
+
+  // References, once the whole file is known (a task may come after its trajectories).
+  const envOf = (id: string): Task['env'] | undefined => tasks.get(id)?.value.env ?? options.knownTask?.(id)?.env;
+  for (const { line, value } of tasks.values()) {
+    if (value.parentId !== undefined && !envOf(value.parentId)) {
+      issues.add({ line, field: 'task.parentId', message: `unknown parent task ${JSON.stringify(value.parentId)}: not in this file${options.knownTask ? ' nor in the run' : ''}` });
+    }
+  }
+  for (const { line, value: ref } of trajectories) {
+    const env = envOf(ref.taskId);
+    if (!env) issues.add({ line, field: 'trajectory.taskId', message: `unknown task ${JSON.stringify(ref.taskId)}: not in this file${options.knownTask ? ' nor in the run' : ''}` });
+    else if (env !== ref.env) issues.add({ line, field: 'trajectory.env', message: `trajectory is in env ${ref.env} but task ${JSON.stringify(ref.taskId)} is in ${env}` });
+  }
+  return { issues, lines: lineNo, bytes, tasks, trajectories, kept };
+}
+
+/** What {@link validateJsonl} counted in a valid file. */
+export interface JsonlValidation {
+  tasks: number;
+  trajectories: number;
+  lines: number;
+}
+
+/**
+ * Checks dreamgym JSONL exactly as {@link importJsonl} does for a fresh run (the same code):
+ * returns the counts of a file import would accept, or throws `JsonlError` listing the problems
+ * (the first 50 by line, with how many there were in all). Streams the input.
+ */
+export async function validateJsonl(input: JsonlInput): Promise<JsonlValidation> {
+  const check = await checkJsonl(typeof input === 'function' ? input() : input, { keepTasks: false, keepTrajectories: false });
+  if (check.issues.total > 0) throw check.issues.error();
+  return { tasks: check.tasks.size, trajectories: check.trajectories.length, lines: check.lines };
 }
 
 /**
@@ -179,62 +365,31 @@ export async function importJsonl(store: ReplayStore, runId: string, input: Json
     if (options.signal?.aborted) throw options.signal.reason ?? new DOMException('import aborted', 'AbortError');
   };
 
-  // ---- Phase 1: validate every line (schema, references, duplicates) before writing anything.
-  const issues: JsonlIssue[] = [];
-  const fileTasks = new Map<string, Located<Task>>();
-  const fileTrajectoryLines = new Map<string, number>();
-  const trajectoryRefs: Located<{ id: string; taskId: string; env: Task['env']; source: TrajectorySource; length: number }>[] = [];
-  const kept: { tasks: Task[]; trajectories: Trajectory[] } | null = rereadable ? null : { tasks: [], trajectories: [] };
-  let lineNo = 0;
-  let bytes = 0;
-  for await (const text of lines(open(), (n) => (bytes += n))) {
-    lineNo++;
-    if (lineNo % PROGRESS_EVERY_LINES === 0) {
-      checkAborted();
-      progress({ phase: 'validate', lines: lineNo, bytes, written: 0 });
-    }
-    const result = parseJsonlLine(text, lineNo);
-    if (result === null) continue;
-    if (Array.isArray(result)) {
-      if (issues.length < MAX_ISSUES) issues.push(...result.slice(0, MAX_ISSUES - issues.length));
-      continue;
-    }
-    if (result.type === 'task') {
-      const task = result.task;
-      if (fileTasks.has(task.id)) issues.push({ line: lineNo, field: 'task.id', message: `duplicate task id ${JSON.stringify(task.id)} (first on line ${fileTasks.get(task.id)?.line})` });
-      else fileTasks.set(task.id, { line: lineNo, value: task });
-      kept?.tasks.push(task);
-    } else {
-      const t = result.trajectory;
-      const first = fileTrajectoryLines.get(t.id);
-      if (first !== undefined) issues.push({ line: lineNo, field: 'trajectory.id', message: `duplicate trajectory id ${JSON.stringify(t.id)} (first on line ${first})` });
-      else fileTrajectoryLines.set(t.id, lineNo);
-      trajectoryRefs.push({ line: lineNo, value: { id: t.id, taskId: t.taskId, env: t.env, source: t.source, length: t.steps.length } });
-      kept?.trajectories.push(t);
-    }
-  }
-  progress({ phase: 'validate', lines: lineNo, bytes, written: 0 });
-
-  // References against the file and the run.
+  // ---- Phase 1: validate every line (schema, domain, references, duplicates) before writing anything.
   const runTasks = new Map((await store.getTasks(runId)).map((r) => [r.id, r.task]));
-  const taskOf = (id: string): Task | undefined => fileTasks.get(id)?.value ?? runTasks.get(id);
-  for (const { line, value: task } of fileTasks.values()) {
-    if (task.parentId !== undefined && !taskOf(task.parentId)) {
-      issues.push({ line, field: 'task.parentId', message: `unknown parent task ${JSON.stringify(task.parentId)}: not in this file nor in run ${JSON.stringify(runId)}` });
-    }
-  }
+  const check = await checkJsonl(open(), {
+    knownTask: (id) => runTasks.get(id),
+    keepTasks: true,
+    keepTrajectories: !rereadable,
+    onProgress: (lines, bytes) => {
+      checkAborted();
+      progress({ phase: 'validate', lines, bytes, written: 0 });
+    },
+  });
+  const issues = check.issues;
+  const fileTasks = new Map([...check.tasks].map(([id, t]) => [id, { line: t.line, value: t.value.task as Task }]));
+  const trajectoryRefs = check.trajectories;
+  const lineNo = check.lines;
+  const kept = check.kept ? { trajectories: check.kept } : null;
   const stored = new Set((await store.getTrajectoryRecords({ runId })).map((h) => h.id));
   const skipIds = new Set<string>();
   for (const { line, value: ref } of trajectoryRefs) {
-    const task = taskOf(ref.taskId);
-    if (!task) issues.push({ line, field: 'trajectory.taskId', message: `unknown task ${JSON.stringify(ref.taskId)}: not in this file nor in run ${JSON.stringify(runId)}` });
-    else if (task.env !== ref.env) issues.push({ line, field: 'trajectory.env', message: `trajectory is in env ${ref.env} but task ${JSON.stringify(task.id)} is in ${task.env}` });
     if (stored.has(ref.id)) {
-      if ((options.onDuplicate ?? 'error') === 'error') issues.push({ line, field: 'trajectory.id', message: `run ${JSON.stringify(runId)} already has trajectory ${JSON.stringify(ref.id)}` });
+      if ((options.onDuplicate ?? 'error') === 'error') issues.add({ line, field: 'trajectory.id', message: `run ${JSON.stringify(runId)} already has trajectory ${JSON.stringify(ref.id)}` });
       else skipIds.add(ref.id);
     }
   }
-  if (issues.length > 0) throw new JsonlError(issues.sort((a, b) => a.line - b.line).slice(0, MAX_ISSUES));
+  if (issues.total > 0) throw issues.error();
   const planned = trajectoryRefs.filter((r) => !skipIds.has(r.value.id));
   const totalTrajectories = planned.length;
 
@@ -329,12 +484,17 @@ export interface ExportJsonlOptions {
   includeTasks?: boolean;
   /** Trajectories read per transaction (default 256). */
   pageSize?: number;
-  onProgress?: (progress: { trajectories: number; totalTrajectories: number }) => void;
+  /** `trajectories` exported so far; `skipped`: trajectories left out (see {@link exportJsonl}). */
+  onProgress?: (progress: { trajectories: number; totalTrajectories: number; skipped: number }) => void;
+  /** Called for each trajectory left out, with why. */
+  onSkip?: (trajectoryId: string, reason: string) => void;
 }
 
 /**
  * Streams a run as dreamgym JSONL: tasks first (in insertion order), then trajectories (oldest
- * first), one newline-terminated line per yield. Reads page by page, so a large run is never
+ * first), one newline-terminated line per yield. A trajectory import would refuse (a damaged
+ * record, such as a NaN reward, or one without steps) is skipped and counted (`onProgress`'s
+ * `skipped`, `onSkip`), so what is exported imports again. Reads page by page, so a large run is never
  * held in memory whole.
  */
 export async function* exportJsonl(store: ReplayStore, runId: string, options: ExportJsonlOptions = {}): AsyncGenerator<string> {
@@ -348,13 +508,32 @@ export async function* exportJsonl(store: ReplayStore, runId: string, options: E
   const filter = options.source === undefined ? { runId } : { runId, source: options.source };
   const headers = await store.getTrajectoryRecords(filter);
   let done = 0;
+  let skipped = 0;
   for (let i = 0; i < headers.length; i += pageSize) {
     const ids = headers.slice(i, i + pageSize).map((h) => h.id);
     const page = await store.getTrajectories({ runId, ids });
-    for (const t of page) yield `${trajectoryLine(t)}\n`;
-    done += page.length;
-    options.onProgress?.({ trajectories: done, totalTrajectories: headers.length });
+    for (const t of page) {
+      // What import would refuse is left out and counted, never written: a damaged record (a NaN
+      // reward would become `null` in JSON) or an episode without steps.
+      const reason = t.steps.length === 0 ? 'no steps' : exportProblem(t);
+      if (reason !== null) {
+        skipped++;
+        options.onSkip?.(t.id, reason);
+        continue;
+      }
+      yield `${trajectoryLine(t)}\n`;
+      done++;
+    }
+    options.onProgress?.({ trajectories: done, totalTrajectories: headers.length, skipped });
   }
+}
+
+/** Why a stored trajectory cannot be exported as valid JSONL, or null. */
+function exportProblem(t: Trajectory): string | null {
+  const parsed = TrajectorySchema.safeParse(t);
+  if (parsed.success) return null;
+  const first = parsed.error.issues[0];
+  return `${first?.path.map(String).join('.') || 'trajectory'}: ${first?.message ?? 'invalid'}`;
 }
 
 /** The whole export as one string (convenient for small runs and tests). */

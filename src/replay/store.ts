@@ -369,13 +369,22 @@ export class ReplayStore {
   }
 
   /**
+   * Throws `RunLockedError` when another context (tab, window, worker) holds the run's lock: the
+   * run is being trained there, and a write from here would interleave with that trainer's.
+   */
+  private async refuseIfLockedElsewhere(runId: string): Promise<void> {
+    this.assertOpen();
+    if (!this.heldLocks.has(runId) && (await isRunLocked(this.settings.locks, this.name, runId))) throw new RunLockedError(runId);
+  }
+
+  /**
    * Deletes a run and everything in it. Returns false if there was no such run. Refuses with
    * `RunLockedError` while another context trains it.
    */
   async deleteRun(runId: string): Promise<boolean> {
     checkId('run id', runId);
     this.assertOpen();
-    if (!this.heldLocks.has(runId) && (await isRunLocked(this.settings.locks, this.name, runId))) throw new RunLockedError(runId);
+    await this.refuseIfLockedElsewhere(runId);
     const existed = await this.write(['runs', 'tasks', 'trajectories', 'transitions', 'checkpoints', 'metrics'], `deleteRun(${runId})`, async (tx) => {
       const runs = tx.objectStore('runs');
       if ((await runs.getKey(runId)) === undefined) return false;
@@ -405,6 +414,7 @@ export class ReplayStore {
    */
   async putTasks(runId: string, tasks: readonly Task[]): Promise<TaskRecord[]> {
     checkId('run id', runId);
+    await this.refuseIfLockedElsewhere(runId);
     if (!Array.isArray(tasks)) throw new TypeError(`tasks must be an array, got ${String(tasks)}`);
     const parsed = tasks.map((t, i) => validateTask(t, i));
     const seen = new Set<string>();
@@ -500,6 +510,7 @@ export class ReplayStore {
    */
   async putTrajectories(runId: string, trajectories: readonly Trajectory[], options: PutTrajectoriesWriteOptions = {}): Promise<PutTrajectoriesResult> {
     checkId('run id', runId);
+    await this.refuseIfLockedElsewhere(runId);
     if (!Array.isArray(trajectories)) throw new TypeError(`trajectories must be an array, got ${String(trajectories)}`);
     const onDuplicate = options.onDuplicate ?? 'error';
     if (onDuplicate !== 'error' && onDuplicate !== 'skip') throw new RangeError(`onDuplicate must be "error" or "skip", got ${JSON.stringify(onDuplicate)}`);
@@ -680,6 +691,7 @@ export class ReplayStore {
    */
   async deleteTrajectories(runId: string, ids: readonly string[]): Promise<string[]> {
     checkId('run id', runId);
+    await this.refuseIfLockedElsewhere(runId);
     const list = idList('trajectory id', ids) ?? [];
     if (list.length === 0) return [];
     const removed = await this.write(['runs', 'tasks', 'trajectories', 'transitions'], `deleteTrajectories(${runId}, ${list.length} ids)`, async (tx) => {
@@ -795,6 +807,7 @@ export class ReplayStore {
    */
   async evictTrajectories(runId: string, ids: readonly string[]): Promise<PutTrajectoriesResult['evicted']> {
     checkId('run id', runId);
+    await this.refuseIfLockedElsewhere(runId);
     const list = idList('trajectory id', ids) ?? [];
     if (list.length === 0) return { trajectoryIds: [], transitions: 0 };
     const evicted = await this.write(['runs', 'trajectories', 'transitions'], `evictTrajectories(${runId}, ${list.length} ids)`, async (tx) => {
@@ -848,6 +861,7 @@ export class ReplayStore {
    */
   async deleteTasks(runId: string, ids: readonly string[]): Promise<string[]> {
     checkId('run id', runId);
+    await this.refuseIfLockedElsewhere(runId);
     const list = idList('task id', ids) ?? [];
     if (list.length === 0) return [];
     const gone = new Set(list);
@@ -1160,6 +1174,7 @@ export class ReplayStore {
   /** Saves (or replaces) a named checkpoint and marks it the run's latest. */
   async saveCheckpoint(runId: string, input: CheckpointInput): Promise<CheckpointInfo> {
     checkId('run id', runId);
+    await this.refuseIfLockedElsewhere(runId);
     if (typeof input !== 'object' || input === null) throw new TypeError(`checkpoint must be an object, got ${String(input)}`);
     checkId('checkpoint name', input.name);
     checkCount('checkpoint iteration', input.iteration);
@@ -1210,6 +1225,7 @@ export class ReplayStore {
   /** Deletes a checkpoint; returns whether it existed. */
   async deleteCheckpoint(runId: string, name: string): Promise<boolean> {
     checkId('run id', runId);
+    await this.refuseIfLockedElsewhere(runId);
     checkId('checkpoint name', name);
     return this.write(['runs', 'checkpoints'], `deleteCheckpoint(${runId}, ${name})`, async (tx) => {
       const run = await this.requireRun(tx, runId);
@@ -1229,6 +1245,7 @@ export class ReplayStore {
   /** Appends per-iteration records (an iteration already stored is replaced). One transaction. */
   async appendMetrics(runId: string, records: readonly MetricInput[]): Promise<void> {
     checkId('run id', runId);
+    await this.refuseIfLockedElsewhere(runId);
     if (!Array.isArray(records)) throw new TypeError(`metrics must be an array, got ${String(records)}`);
     const now = Date.now();
     const rows: MetricRecord[] = records.map((m, i) => {

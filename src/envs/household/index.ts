@@ -3,7 +3,7 @@
  */
 import type { EnvSpec } from '../spec.ts';
 import { HOUSEHOLD_MAX_STEPS, HouseholdEnv } from './env.ts';
-import { householdTasks, validateHouseholdTask } from './tasks.ts';
+import { householdTasks, iterateHouseholdTasks, validateHouseholdTask } from './tasks.ts';
 
 export { admissibleActions, applyAction, invalidReason, normalizeAction } from './actions.ts';
 export { HOUSEHOLD_MAX_STEPS, HouseholdEnv } from './env.ts';
@@ -20,7 +20,7 @@ export {
 } from './goal.ts';
 export { MAX_LAYOUT_SEED, checkLayoutSeed, clearLayoutCache, findReceptacle, generateLayout, type Layout, type PlacedObject, type Receptacle } from './layout.ts';
 export { cloneState, heldObject, initialState, isAccessible, objectById, objectsIn, type HouseholdState, type ObjectState } from './state.ts';
-export { goalCandidates, goalProblem, householdTask, householdTasks, splitOfLayout, validateHouseholdTask } from './tasks.ts';
+export { goalCandidates, goalProblem, householdTask, householdTasks, iterateHouseholdTasks, splitOfLayout, validateHouseholdTask } from './tasks.ts';
 export { describeObject, observationText, stateLine } from './text.ts';
 export {
   DESKLAMP,
@@ -44,5 +44,6 @@ export const householdSpec: EnvSpec = {
   maxSteps: HOUSEHOLD_MAX_STEPS,
   create: () => new HouseholdEnv(),
   tasks: householdTasks,
+  iterateTasks: iterateHouseholdTasks,
   validateTask: validateHouseholdTask,
 };

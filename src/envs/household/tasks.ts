@@ -78,6 +78,11 @@ const MAX_ATTEMPTS = 1000;
  * the split (even layout seeds for train, odd for test).
  */
 export function householdTasks(options: TaskGenOptions): Task[] {
+  return [...iterateHouseholdTasks(options)];
+}
+
+/** The tasks of {@link householdTasks}, one at a time (for streams that must not hold them all). */
+export function* iterateHouseholdTasks(options: TaskGenOptions): Generator<Task> {
   const { split, count, seed } = options;
   if (split !== 'train' && split !== 'test') throw new RangeError(`split must be "train" or "test", got ${JSON.stringify(split)}`);
   if (!(Number.isInteger(count) && count >= 0)) throw new RangeError(`count must be a non-negative integer, got ${count}`);
@@ -85,7 +90,6 @@ export function householdTasks(options: TaskGenOptions): Task[] {
   const rng = new Rng((seed ^ hashString(`household-tasks-${split}`)) >>> 0);
   const parity = split === 'train' ? 0 : 1;
   const offset = rng.int(0, TASK_TYPES.length - 1);
-  const tasks: Task[] = [];
   for (let index = 0; index < count; index++) {
     const type = TASK_TYPES[(index + offset) % TASK_TYPES.length] as HouseholdTaskType;
     let goal: HouseholdGoal | undefined;
@@ -95,9 +99,8 @@ export function householdTasks(options: TaskGenOptions): Task[] {
       if (candidates.length > 0) goal = rng.pick(candidates);
     }
     if (!goal) throw new Error(`household: no layout with a ${type} task found after ${MAX_ATTEMPTS} attempts (seed ${seed})`);
-    tasks.push(householdTask(goal, `household-${split}-${seed}-${index}`, split));
+    yield householdTask(goal, `household-${split}-${seed}-${index}`, split);
   }
-  return tasks;
 }
 
 /**

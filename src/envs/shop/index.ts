@@ -4,7 +4,7 @@
 import type { EnvSpec } from '../spec.ts';
 import { ShopEnv, SHOP_MAX_STEPS } from './env.ts';
 import { validateShopTask } from './goal.ts';
-import { generateShopTasks } from './tasks.ts';
+import { generateShopTasks, iterateShopTasks } from './tasks.ts';
 
 export {
   DEFAULT_CATALOGUE_SEED,
@@ -29,7 +29,7 @@ export {
 } from './goal.ts';
 export { OTHER_CATEGORY_FACTOR, SAME_CATEGORY_FACTOR, shopReward } from './reward.ts';
 export { RESULTS_PER_PAGE, SHOP_LABELS, SHOP_MAX_STEPS, ShopEnv } from './env.ts';
-export { EXPERT_STEP_BUDGET, generateShopTasks, productSplit } from './tasks.ts';
+export { EXPERT_STEP_BUDGET, generateShopTasks, iterateShopTasks, productSplit } from './tasks.ts';
 export { CATEGORIES, OPTION_KINDS, type CategorySpec, type OptionKind, type ProductTypeSpec } from './vocabulary.ts';
 
 /** The shop environment's spec, for the environment registry. */
@@ -39,5 +39,6 @@ export const shopSpec: EnvSpec = {
   maxSteps: SHOP_MAX_STEPS,
   create: () => new ShopEnv(),
   tasks: (options) => generateShopTasks(options),
+  iterateTasks: (options) => iterateShopTasks(options),
   validateTask: validateShopTask,
 };

@@ -28,6 +28,11 @@ export function productSplit(productId: string): Split {
  * `count` gives a prefix of a larger one. Ids are `shop-<split>-<seed>-<index>`.
  */
 export function generateShopTasks(options: TaskGenOptions, catalogueSeed: number = DEFAULT_CATALOGUE_SEED): Task[] {
+  return [...iterateShopTasks(options, catalogueSeed)];
+}
+
+/** The tasks of {@link generateShopTasks}, one at a time (for streams that must not hold them all). */
+export function* iterateShopTasks(options: TaskGenOptions, catalogueSeed: number = DEFAULT_CATALOGUE_SEED): Generator<Task> {
   const { split, count, seed } = options;
   if (split !== 'train' && split !== 'test') throw new RangeError(`split must be "train" or "test", got ${JSON.stringify(split)}`);
   if (!Number.isInteger(count) || count < 0) throw new RangeError(`task count must be a non-negative integer, got ${count}`);
@@ -38,19 +43,19 @@ export function generateShopTasks(options: TaskGenOptions, catalogueSeed: number
 
   const rng = new Rng((hashString(`shop-tasks:${split}:${seed}`) ^ (seed >>> 0)) >>> 0);
   const env = new ShopEnv();
-  const tasks: Task[] = [];
+  let made = 0;
   const seen = new Set<string>();
   const maxAttempts = 100 * count + 100;
-  for (let attempt = 0; tasks.length < count; attempt++) {
+  for (let attempt = 0; made < count; attempt++) {
     if (attempt >= maxAttempts) {
-      throw new Error(`shop: could only generate ${tasks.length} of ${count} ${split} tasks in ${maxAttempts} attempts`);
+      throw new Error(`shop: could only generate ${made} of ${count} ${split} tasks in ${maxAttempts} attempts`);
     }
     const goal = sampleGoal(rng, pool, catalogueSeed);
     const instruction = shopInstruction(goal);
     // Prefer distinct tasks; allow repeats only once distinct ones get hard to find.
     if (seen.has(instruction) && attempt < 20 * count) continue;
     const task: Task = {
-      id: `shop-${split}-${seed}-${tasks.length}`,
+      id: `shop-${split}-${seed}-${made}`,
       env: 'shop',
       instruction,
       goal,
@@ -59,9 +64,9 @@ export function generateShopTasks(options: TaskGenOptions, catalogueSeed: number
     };
     if (!expertSolves(env, task)) continue;
     seen.add(instruction);
-    tasks.push(task);
+    made++;
+    yield task;
   }
-  return tasks;
 }
 
 /** A goal built from one target product: 1-3 of its attributes, a value per option kind, a budget above its price. */
