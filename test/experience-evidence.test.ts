@@ -123,8 +123,8 @@ describe('actionsOnPage', () => {
 });
 
 describe('evidenceFeatures', () => {
-  it('has EVIDENCE_DIM features, the last a constant 1', () => {
-    expect(EVIDENCE_DIM).toBe(9);
+  it('has EVIDENCE_DIM features, the ninth a constant 1', () => {
+    expect(EVIDENCE_DIM).toBe(10);
     const f = evidenceFeatures('find a red apple', 'nothing here', 'look', []);
     expect(f).toBeInstanceOf(Float32Array);
     expect(f).toHaveLength(EVIDENCE_DIM);
@@ -135,13 +135,13 @@ describe('evidenceFeatures', () => {
     const instruction = 'find a red apple and a green pear';
     const state = `Instruction: ${instruction}\nYou see a red apple 1 and a knife 2.`;
     const f = evidenceFeatures(instruction, state, 'take pear 1 from table 1', ['go to table 1', 'examine green box 1']);
-    expect(Array.from(f)).toEqual([0.5, 0.25, 0.25, 1, 1, 0.5, 0, 0, 1]);
+    expect(Array.from(f)).toEqual([0.5, 0.25, 0.25, 1, 1, 0.5, 0, 0, 1, 0]);
     // The instruction line alone covers nothing.
     expect(evidenceFeatures(instruction, `Instruction: ${instruction}`, 'look', [])[0]).toBe(0);
   });
 
   it('an instruction without content words covers nothing', () => {
-    expect(Array.from(evidenceFeatures('', 'a red apple', 'take apple 1', ['look']))).toEqual([0, 0, 0, 0, 1, 0.5, 0, 0, 1]);
+    expect(Array.from(evidenceFeatures('', 'a red apple', 'take apple 1', ['look']))).toEqual([0, 0, 0, 0, 1, 0.5, 0, 0, 1, 0]);
   });
 
   it('the share of the whole numbers asked for that are on screen', () => {
@@ -197,9 +197,21 @@ describe('evidenceFeatures', () => {
       const before = evidenceFeatures(instruction, state, 'click[buy now]', ['search[lotion 8 fl oz]', 'click[B0WE9QSUDS]'], [], item);
       // Words: lotion, size, fl, oz. Screen: all four; action: none; history: lotion, fl, oz; page: none.
       // The 8 asked for is on screen, $24.99 is within $30.00, one named size is offered but not chosen.
-      expect(Array.from(before)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0, 0.2, 1]));
+      expect(Array.from(before)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0, 0.2, 1, 0]));
       const after = evidenceFeatures(instruction, state, 'click[buy now]', ['search[lotion 8 fl oz]', 'click[B0WE9QSUDS]', 'click[8 fl oz]'], ['click[8 fl oz]'], item);
-      expect(Array.from(after)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0.5, 0, 1]));
+      expect(Array.from(after)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0.5, 0, 1, 0]));
+    });
+
+    it('choices the instruction did not ask for are counted: choosing every size is not choosing the right one', () => {
+      const unasked = (pageActions: string[]): number => evidenceFeatures(instruction, state, 'click[buy now]', [], pageActions, item)[9] as number;
+      expect(unasked([])).toBe(0);
+      expect(unasked(['click[8 fl oz]'])).toBe(0);
+      expect(unasked(['click[16 fl oz]'])).toBe(Math.fround(1 / 5));
+      expect(unasked(['click[8 fl oz]', 'click[16 fl oz]'])).toBe(Math.fround(1 / 5));
+      // Only what the page still offers: a search earlier in the episode is not a choice here.
+      expect(unasked(['search[lotion 16 oz]', 'click[8 fl oz]'])).toBe(0);
+      // The unchosen count alone cannot tell these apart (both 0): the hack GRPO found.
+      expect(unchosen(['click[8 fl oz]', 'click[16 fl oz]'])).toBe(unchosen(['click[8 fl oz]']));
     });
 
     it('an offered [blue] counts as chosen when navy blue was chosen, not the other way round', () => {
