@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonl } from '../src/core/jsonl.ts';
 import { cli } from './fixtures/cli.ts';
-import { closedPort, completion, startLlmServer, type Reply, type SeenRequest } from './fixtures/llm-server.ts';
+import { closedPort, scriptedModel, startLlmServer } from './fixtures/llm-server.ts';
 import { parseChatJsonl } from '../src/train/chat.ts';
 
 let dir: string;
@@ -314,45 +314,6 @@ describe('dreamgym experiment', () => {
     expect(notDir.err).toBe(`dreamgym: error: cannot write into ${join(out, 'table.md')}: it is not a directory\n`);
   });
 });
-
-/**
- * A scripted OpenAI-compatible server standing in for a real model: it answers the LLM experience
- * model's step and reset requests (told apart by the JSON schema they send) with valid replies
- * in that schema, the task generator's with no tasks, and the prior's with label log-probabilities.
- */
-function scriptedModel(request: SeenRequest): Reply {
-  if (request.method === 'GET' && request.path === '/v1/models') return { json: { object: 'list', data: [{ id: 'scripted-model', object: 'model' }] } };
-  const body = request.body ?? {};
-  if (body.logprobs === true) {
-    // Like a server that applies the grammar: only the labels it allows come back.
-    const labels = [...String(body.grammar ?? '').matchAll(/"([^"]+)"/g)].map((m) => m[1] as string);
-    const top = labels.slice(0, 2).map((token, i) => ({ token, logprob: Math.log(i === 0 ? 0.6 : 0.3) }));
-    return { json: completion(top[0]?.token ?? '', top) };
-  }
-  const format = body.response_format as { type?: string; json_schema?: { schema?: { required?: string[] } } } | undefined;
-  const required = format?.json_schema?.schema?.required ?? [];
-  const messages = (body.messages ?? []) as { role: string; content: string }[];
-  const last = messages.at(-1)?.content ?? '';
-  if (required.includes('state')) {
-    return { json: completion(JSON.stringify({ reasoning: 'a new episode starts on the search page', state: { text: 'search page', actions: ['search[item]'] } })) };
-  }
-  if (required.includes('next_state')) {
-    const action = /Action: (.*)\n/.exec(last)?.[1] ?? '';
-    const done = action.includes('buy now');
-    return {
-      json: completion(
-        JSON.stringify({
-          reasoning: done ? 'buying ends the episode' : 'the page changes',
-          next_state: { text: done ? 'thank you for shopping' : `a product page after ${action}`, actions: done ? [] : ['click[buy now]', 'click[< prev]'] },
-          reward: done ? 1 : 0,
-          done,
-          valid: true,
-        }),
-      ),
-    };
-  }
-  return { json: completion('{"tasks": []}') };
-}
 
 describe('dreamgym train with an OpenAI-compatible LLM server (--llm-url)', () => {
   it('runs --sim llm and --prior llm headless through the server: requests made, run done, model recorded, URL not stored', async () => {

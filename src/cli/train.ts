@@ -215,7 +215,7 @@ function checkLlmOptions(opts: TrainOptions): void {
  * Connects to the server at `url` before anything is written: one `GET /v1/models`, no retries.
  * Without `--llm-model`, a server that lists exactly one model gets that one named in requests.
  */
-async function connectLlm(url: string, model: string | undefined): Promise<RunLLM & { engine: HttpChatEngine }> {
+export async function connectLlm(url: string, model: string | undefined): Promise<RunLLM & { engine: HttpChatEngine }> {
   let engine: HttpChatEngine;
   try {
     engine = new HttpChatEngine(url);
