@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonl } from '../src/core/jsonl.ts';
 import { buildProgram } from '../src/cli/main.ts';
 import { cli } from './fixtures/cli.ts';
+import { closedPort, scriptedModel, startLlmServer } from './fixtures/llm-server.ts';
 
 const run = promisify(execFile);
 let dir: string;
@@ -257,9 +258,35 @@ describe('dreamgym fidelity', () => {
     expect(bad.err).toMatch(/comma-separated/);
   });
 
-  it('refuses a simulator that cannot run in Node', async () => {
+  it('refuses --sim llm without an LLM server, and --llm-url without --sim llm', async () => {
     const res = await cli('fidelity', '--env', 'shop', '--sim', 'llm');
     expect(res.code).not.toBe(0);
-    expect(res.err).toMatch(/retrieval/);
+    expect(res.err.trim()).toMatch(/^dreamgym: error: --sim llm needs an LLM: give --llm-url URL .* or use --sim retrieval$/);
+    const stray = await cli('fidelity', '--env', 'shop', '--llm-url', 'http://127.0.0.1:9');
+    expect(stray.err).toMatch(/--llm-url applies to --sim llm here/);
+    const down = await cli('fidelity', '--env', 'shop', '--sim', 'llm', '--llm-url', await closedPort());
+    expect(down.code).toBe(1);
+    expect(down.err.trim().split('\n')).toHaveLength(1);
+    expect(down.err).toMatch(/cannot use the LLM server: no LLM server answers at .*ECONNREFUSED/);
+  });
+
+  it('--sim llm --llm-url measures the LLM experience model on the server, grounded by retrieved real transitions', async () => {
+    const server = await startLlmServer(scriptedModel);
+    try {
+      const res = await cli('fidelity', '--env', 'shop', '--sim', 'llm', '--llm-url', server.url, '--train-episodes', '10', '--test-episodes', '2', '--false-success-episodes', '1', '--json');
+      expect(res.err).toBe('');
+      expect(res.code).toBe(0);
+      const report = JSON.parse(res.out) as { rows: { sim: string; testTransitions: number; doneAccuracy: number }[]; falseSuccess: unknown[] };
+      expect(report.rows.map((r) => r.sim)).toEqual(['llm', 'echo', 'majority']);
+      expect(report.rows[0]!.testTransitions).toBeGreaterThan(0);
+      expect(report.rows[0]!.doneAccuracy).toBeGreaterThanOrEqual(0);
+      expect(report.falseSuccess.length).toBeGreaterThan(0);
+      const steps = server.requests.filter((r) => JSON.stringify(r.body?.response_format ?? '').includes('next_state'));
+      expect(steps.length).toBeGreaterThan(0);
+      expect(steps.every((r) => r.body?.model === 'scripted-model')).toBe(true);
+      expect(steps.some((r) => JSON.stringify(r.body?.messages).includes('Transition 1:'))).toBe(true);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonl } from '../src/core/jsonl.ts';
 import { cli } from './fixtures/cli.ts';
+import { closedPort, scriptedModel, startLlmServer } from './fixtures/llm-server.ts';
 import { parseChatJsonl } from '../src/train/chat.ts';
 
 let dir: string;
@@ -201,9 +202,13 @@ describe('dreamgym train', () => {
       [['train', '--env', 'shop', '--store', store], /--mode is required/],
       [['train', '--env', 'shop', '--mode', 'sft', '--embedding-scale', '1e-1', '--store', store], /--embedding-scale .*expected a number from 0 to 100, got "1e-1"/],
       [['eval', '--store', store, '--run', runId, '--embedding-scale', '0.5'], /--embedding-scale comes from run .*'s configuration: drop it/],
-      [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-replay', '--store', store], /--no-replay applies to the LLM experience model .* runs only in the page/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-replay', '--store', store], /--no-replay applies to the LLM experience model \(--sim llm with --llm-url/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-reasoning', '--store', store], /--no-reasoning applies to the LLM experience model/],
-      [['train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--store', store], /--sim llm needs WebLLM on WebGPU, which runs only in the page/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--store', store], /--sim llm needs an LLM: give --llm-url URL of an OpenAI-compatible server/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--prior', 'llm', '--store', store], /--prior llm needs an LLM: give --llm-url URL/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--llm-model', 'm', '--store', store], /--llm-model names a model of the server at --llm-url: give --llm-url URL too/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--llm-url', 'ftp://127.0.0.1/', '--no-curriculum', '--store', store], /--llm-url serves --sim llm, --prior llm and the curriculum's task generator/],
+      [['train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--llm-url', 'ftp://127.0.0.1/', '--store', store], /--llm-url: the LLM server URL must be http or https/],
       [['train', '--env', 'shop', '--mode', 'sft', '--warm-start', 'sft', '--store', store], /--warm-start sft applies to the RL modes/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--real-budget', '100', '--store', store], /--real-budget applies to .* not dreamgym/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--store', store, '--out', dir], /cannot write .*: it is a directory/],
@@ -307,5 +312,74 @@ describe('dreamgym experiment', () => {
     const notDir = await cli('experiment', '--env', 'shop', '--out', join(out, 'table.md'));
     expect(notDir.code).toBe(1);
     expect(notDir.err).toBe(`dreamgym: error: cannot write into ${join(out, 'table.md')}: it is not a directory\n`);
+  });
+});
+
+describe('dreamgym train with an OpenAI-compatible LLM server (--llm-url)', () => {
+  it('runs --sim llm and --prior llm headless through the server: requests made, run done, model recorded, URL not stored', async () => {
+    const server = await startLlmServer(scriptedModel);
+    try {
+      const s = join(dir, 'llm-store');
+      const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--prior', 'llm', '--llm-url', server.url, '--iterations', '2', ...TINY, '--store', s);
+      expect(res.err).not.toMatch(/error/i);
+      expect(res.code).toBe(0);
+      expect(res.err).toContain(`LLM server ${server.url}/v1, model scripted-model`);
+      expect(res.out.trim()).toMatch(/^shop dreamgym: success .* real transitions 0, .* 2 iterations, .* run \S+$/);
+      const runId = runIdOf(res.out);
+      const steps = server.requests.filter((r) => (r.body?.response_format as { json_schema?: unknown } | undefined)?.json_schema !== undefined);
+      const priors = server.requests.filter((r) => r.body?.logprobs === true);
+      expect(steps.length).toBeGreaterThan(0);
+      expect(priors.length).toBeGreaterThan(0);
+      expect(server.requests.every((r) => r.path === '/v1/models' || r.path === '/v1/chat/completions')).toBe(true);
+      expect(steps.every((r) => r.body?.model === 'scripted-model')).toBe(true);
+      // The experience model is grounded by real transitions retrieved from the offline data.
+      expect(steps.some((r) => JSON.stringify(r.body?.messages).includes('Transition 1:'))).toBe(true);
+      const recordText = await readFile(join(s, 'runs', runId, 'run.json'), 'utf8');
+      const record = JSON.parse(recordText) as Summary & { llm: unknown; config: { sim: string; prior: string } };
+      expect(record).toMatchObject({ status: 'done', realTransitions: 0, llm: { model: 'scripted-model' }, config: { sim: 'llm', prior: 'llm' } });
+      expect(record.syntheticSteps).toBeGreaterThan(0);
+      expect(recordText).not.toContain(server.url);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('resuming a run that used --llm-url needs --llm-url again; with it, the run continues', async () => {
+    const server = await startLlmServer(scriptedModel);
+    try {
+      const s = join(dir, 'llm-resume-store');
+      const first = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--llm-url', server.url, '--llm-model', 'scripted-model', '--iterations', '2', '--stop-after', '1', ...TINY, '--store', s);
+      expect(first.code).toBe(0);
+      const runId = /--resume (\S+)/.exec(first.out)?.[1] ?? '';
+      expect(runId).not.toBe('');
+      const before = await tree(s);
+      const refused = await cli('train', '--store', s, '--resume', runId);
+      expect(refused.code).toBe(1);
+      expect(refused.err.trim()).toBe(`dreamgym: error: run ${runId} used an LLM server (model scripted-model): resume it with --llm-url URL (the URL is not stored)`);
+      const other = await cli('train', '--store', s, '--resume', runId, '--llm-url', server.url, '--llm-model', 'other');
+      expect(other.err).toMatch(/used model scripted-model, not other/);
+      expect(await tree(s)).toEqual(before);
+      const resumed = await cli('train', '--store', s, '--resume', runId, '--llm-url', server.url);
+      expect(resumed.code).toBe(0);
+      expect(resumed.out).toMatch(/2 iterations/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('with the server down: one clear error line, exit 1, the store unchanged', async () => {
+    const s = join(dir, 'llm-down-store');
+    await mkdir(s, { recursive: true });
+    const before = await tree(s);
+    const url = await closedPort();
+    const started = performance.now();
+    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--llm-url', url, '--iterations', '1', ...TINY, '--store', s);
+    expect(res.code).toBe(1);
+    expect(res.out).toBe('');
+    const lines = res.err.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^dreamgym: error: cannot use the LLM server: no LLM server answers at ${url}/v1 \\(ECONNREFUSED\\): start it .* or check --llm-url$`));
+    expect(await tree(s)).toEqual(before);
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 });

@@ -6,6 +6,7 @@ import { parseTrainingConfig, PRESETS, TrainingConfigError, type TrainingConfigI
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
 import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
+import type { ChatCompletion, ChatCompletionRequestNonStreaming, ChatEngine } from '../src/llm/engine.ts';
 
 /** Tiny settings: every run takes a second or two. */
 const TINY: Partial<TrainingConfigInput> = {
@@ -149,6 +150,38 @@ describe('honesty: a synthetic-only run never touches the real environment', () 
     const run = await prepareRun(c);
     await expect(runTraining(c, { ...run.deps, experience: null })).rejects.toThrow(TrainingSetupError);
     run.dispose();
+  });
+});
+
+describe('prepareRun with an injected LLM', () => {
+  it('without one, sim llm and prior llm are refused naming --llm-url; with one, they and the generator use it', async () => {
+    await expect(prepareRun(config({ sim: 'llm' }))).rejects.toThrow(/needs an LLM: .*--llm-url/);
+    await expect(prepareRun(config({ prior: 'llm' }))).rejects.toThrow(/needs an LLM: .*--llm-url/);
+    const seen: ChatCompletionRequestNonStreaming[] = [];
+    const engine: ChatEngine = {
+      chatCompletion: async (request) => {
+        seen.push(request);
+        return { choices: [{ index: 0, message: { role: 'assistant', content: '{"tasks": []}' }, finish_reason: 'stop', logprobs: null }] } as unknown as ChatCompletion;
+      },
+    };
+    const run = await prepareRun(config({ sim: 'llm', prior: 'llm' }), { llm: { engine, model: 'm' } });
+    expect(run.deps.experience?.kind).toBe('llm');
+    expect(run.deps.prior?.kind).toBe('llm');
+    expect(run.deps.generator?.kind).toBe('llm');
+    expect(run.experience).toBeNull();
+    // Demonstrations come from the offline data's real transitions, most similar first.
+    const first = run.deps.offline.trajectories[0]!.steps[0]!;
+    const demos = await run.deps.demos!(first.observation, first.action, 3);
+    expect(demos).toHaveLength(3);
+    expect(demos[0]).toMatchObject({ state: first.observation.text, action: first.action });
+    expect(demos[0]!.score!).toBeGreaterThanOrEqual(demos[2]!.score!);
+    await run.deps.generator!.generate(run.deps.offline.tasks.slice(0, 1), 1);
+    expect(seen[0]?.model).toBe('m');
+    // The retrieval model stays the default, and needs no LLM.
+    const plain = await prepareRun(config({}));
+    expect(plain.deps.experience?.kind).toBe('retrieval');
+    expect(plain.deps.generator?.kind).toBe('recombination');
+    plain.dispose();
   });
 });
 

@@ -1,14 +1,16 @@
 import type { EnvSpec } from '../envs/spec.ts';
 import { useFastestNodeBackend } from './tf-node.ts';
 import { FIDELITY_MEASURES, fidelityMargin, measureFidelityTable, type FidelityTable } from '../train/fidelity.ts';
+import type { RunLLM } from '../train/setup.ts';
 
-/** Runs a fidelity measurement for the CLI on the fastest tfjs backend Node has. */
+/** Runs a fidelity measurement for the CLI on the fastest tfjs backend Node has (`llm`: the LLM experience model on that server). */
 export async function runFidelity(
   spec: EnvSpec,
-  opts: { sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; seed: number; policy: string; falseSuccessEpisodes?: number },
+  opts: { sim: 'retrieval' | 'llm'; trainEpisodes: number; testEpisodes: number; seed: number; policy: string; falseSuccessEpisodes?: number; llm?: RunLLM | null },
 ): Promise<FidelityTable & { backend: string }> {
   const backend = await useFastestNodeBackend();
-  const table = await measureFidelityTable(spec, opts);
+  const { sim: _sim, ...rest } = opts;
+  const table = await measureFidelityTable(spec, rest);
   return { ...table, backend };
 }
 

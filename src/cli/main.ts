@@ -13,7 +13,7 @@ import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
 import { fileError, writeOfflineData } from './data.ts';
 import { formatFidelity, runFidelity } from './fidelity.ts';
 import { installExitCleanup, resolveOutput, writeOutput } from './output.ts';
-import { addTrainingCommands, CliExit, countArg, seedArg } from './train.ts';
+import { addTrainingCommands, CliExit, CliUsageError, connectLlm, countArg, seedArg } from './train.ts';
 
 /** The most episodes one command generates: bounded so a typo cannot run for days. */
 const MAX_EPISODES = 1_000_000;
@@ -99,9 +99,9 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
         'and failures; and the success of a random and a noisy expert policy inside the simulator against the real environment.',
     )
     .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
-    .addOption(
-      new Option('--sim <model>', 'experience model (the LLM model runs only in the page, where WebLLM has WebGPU)').choices(['retrieval']).default('retrieval'),
-    )
+    .addOption(new Option('--sim <model>', 'experience model (llm: the LLM experience model on the --llm-url server)').choices(['retrieval', 'llm']).default('retrieval'))
+    .option('--llm-url <url>', 'an OpenAI-compatible server (llama.cpp, Ollama, vLLM) for --sim llm, e.g. http://127.0.0.1:8080')
+    .option('--llm-model <name>', 'model name sent to the --llm-url server (default: the one model it lists, if it lists one)')
     .option('--train-episodes <n>', 'real train-split episodes the model is built from', countArg(1, MAX_EPISODES), 300)
     .option('--test-episodes <n>', 'held-out real test-split episodes it is measured on', countArg(1, MAX_EPISODES), 100)
     .option('--false-success-episodes <n>', 'episodes per policy and task group for the sim-vs-real success rates (0 skips them)', countArg(0, MAX_EPISODES), 100)
@@ -110,9 +110,26 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .option('--json', 'print the report as JSON')
     .option('--out <file>', 'also write the report as JSON to this file (- for stdout)')
     .action(
-      async (opts: { env: string; sim: 'retrieval'; trainEpisodes: number; testEpisodes: number; falseSuccessEpisodes: number; seed: number; policy: string; json?: boolean; out?: string }) => {
+      async (opts: {
+        env: string;
+        sim: 'retrieval' | 'llm';
+        trainEpisodes: number;
+        testEpisodes: number;
+        falseSuccessEpisodes: number;
+        seed: number;
+        policy: string;
+        json?: boolean;
+        out?: string;
+        llmUrl?: string;
+        llmModel?: string;
+      }) => {
+        if (opts.llmModel !== undefined && opts.llmUrl === undefined) throw new CliUsageError('--llm-model names a model of the server at --llm-url: give --llm-url URL too');
+        if (opts.sim === 'llm' && opts.llmUrl === undefined) throw new CliUsageError('--sim llm needs an LLM: give --llm-url URL of an OpenAI-compatible server (llama.cpp, Ollama, vLLM), or use --sim retrieval');
+        if (opts.sim !== 'llm' && opts.llmUrl !== undefined) throw new CliUsageError('--llm-url applies to --sim llm here');
         const target = opts.out !== undefined ? await resolveOutput(opts.out) : null;
-        const report = await runFidelity(getEnvSpec(opts.env), opts);
+        const llm = opts.llmUrl !== undefined ? await connectLlm(opts.llmUrl, opts.llmModel) : null;
+        const { llmUrl: _url, llmModel: _model, ...rest } = opts;
+        const report = await runFidelity(getEnvSpec(opts.env), { ...rest, llm });
         const json = `${JSON.stringify(report, null, 2)}\n`;
         if (target) await writeOutput(target, json);
         if (target?.kind !== 'stdout') out(opts.json ? json : formatFidelity(report));

@@ -157,6 +157,11 @@ export const RunRecordSchema = z
     evalWallMs: z.number().min(0),
     /** What went wrong, for a failed run. */
     error: z.string().optional(),
+    /**
+     * The OpenAI-compatible LLM server a run used (`--llm-url`): only the model name, never the
+     * URL (it may hold credentials and can move), so resuming needs `--llm-url` again.
+     */
+    llm: z.object({ model: z.string().nullable() }).strict().optional(),
   })
   .strict();
 export type RunRecord = z.infer<typeof RunRecordSchema>;

@@ -15,6 +15,8 @@ import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ENV_NAMES, type EnvName } from '../core/types.ts';
 import { getEnvSpec } from '../envs/registry.ts';
+import { LLMServerError } from '../llm/errors.ts';
+import { HttpChatEngine } from '../llm/http-engine.ts';
 import { LexicalPrior } from '../llm/prior.ts';
 import { parseCheckpoint, CheckpointError, type Checkpoint } from '../policy/checkpoint.ts';
 import { Featurizer } from '../policy/features.ts';
@@ -26,7 +28,7 @@ import { parseTrainingConfig, PRESETS, TRAINING_MODES, TrainingConfigError, type
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
-import { evaluationTasks, prepareRun } from '../train/setup.ts';
+import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
 import { createProgress, type Progress } from './progress.ts';
 import { openOutput, resolveOutput, writeFileAtomic, writeOutput, type OutputTarget } from './output.ts';
 import {
@@ -179,26 +181,56 @@ interface TrainOptions {
   maxSteps?: number;
   sftEpochs?: number;
   embeddingScale?: number;
+  llmUrl?: string;
+  llmModel?: string;
 }
 
 /** Options that shape a run's config: not allowed with --resume (a run continues with its own). */
 const CONFIG_OPTIONS: readonly (keyof TrainOptions)[] = [
   'env', 'mode', 'warmStart', 'sim', 'preset', 'iterations', 'seed', 'realBudget', 'curriculum', 'prior', 'evalEpisodes',
-  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale',
+  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale', 'replay',
 ];
 
-const flag = (name: string): string => `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+const flag = (name: string): string => (name === 'replay' ? '--no-replay' : `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
 
-/** Refuses what only the page can run, with why. */
-function rejectPageOnly(opts: TrainOptions): void {
-  if (opts.replay === false) {
-    throw new CliUsageError('--no-replay applies to the LLM experience model (k = 0 retrieved real transitions in its prompt), which runs only in the page; the retrieval model here is its data');
-  }
+/** Refuses LLM options that cannot apply, with why (a new run; `--resume` checks against the run's own config). */
+function checkLlmOptions(opts: TrainOptions): void {
+  if (opts.llmModel !== undefined && opts.llmUrl === undefined) throw new CliUsageError('--llm-model names a model of the server at --llm-url: give --llm-url URL too');
   if (opts.reasoning === false) {
-    throw new CliUsageError('--no-reasoning applies to the LLM experience model (no reasoning before its prediction), which runs only in the page');
+    throw new CliUsageError('--no-reasoning applies to the LLM experience model (no reasoning before its prediction), which has no reasoning-free variant yet');
   }
-  if (opts.sim === 'llm') throw new CliUsageError('--sim llm needs WebLLM on WebGPU, which runs only in the page: use --sim retrieval here');
-  if (opts.prior === 'llm') throw new CliUsageError('--prior llm needs WebLLM on WebGPU, which runs only in the page: use --prior uniform or lexical here');
+  if (opts.resume !== undefined) return;
+  if (opts.replay === false && !(opts.sim === 'llm' && opts.llmUrl !== undefined)) {
+    throw new CliUsageError('--no-replay applies to the LLM experience model (--sim llm with --llm-url: k = 0 retrieved real transitions in its prompt); the retrieval model here is its data');
+  }
+  if (opts.llmUrl === undefined) {
+    if (opts.sim === 'llm') throw new CliUsageError('--sim llm needs an LLM: give --llm-url URL of an OpenAI-compatible server (llama.cpp, Ollama, vLLM), or use the page (WebLLM on WebGPU), or --sim retrieval');
+    if (opts.prior === 'llm') throw new CliUsageError('--prior llm needs an LLM: give --llm-url URL of an OpenAI-compatible server that returns logprobs (llama.cpp), or use the page, or --prior uniform or lexical');
+  } else if (opts.sim !== 'llm' && opts.prior !== 'llm' && !opts.curriculum) {
+    throw new CliUsageError('--llm-url serves --sim llm, --prior llm and the curriculum\'s task generator: with --no-curriculum and neither, nothing would use it');
+  }
+}
+
+/**
+ * Connects to the server at `url` before anything is written: one `GET /v1/models`, no retries.
+ * Without `--llm-model`, a server that lists exactly one model gets that one named in requests.
+ */
+export async function connectLlm(url: string, model: string | undefined): Promise<RunLLM & { engine: HttpChatEngine }> {
+  let engine: HttpChatEngine;
+  try {
+    engine = new HttpChatEngine(url);
+  } catch (e) {
+    throw new CliUsageError(`--llm-url: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  let models: string[];
+  try {
+    models = await new HttpChatEngine(url, { maxRetries: 0, timeoutMs: 30_000 }).listModels();
+  } catch (e) {
+    if (e instanceof LLMServerError) throw new CliUsageError(`cannot use the LLM server: ${e.message}`);
+    throw e;
+  }
+  const chosen = model ?? (models.length === 1 ? models[0] : undefined);
+  return { engine, ...(chosen !== undefined ? { model: chosen } : {}) };
 }
 
 /** The run's configuration from the command line (defaults < preset < options). */
@@ -207,7 +239,8 @@ function configFromOptions(opts: TrainOptions): TrainingConfig {
   if (!opts.mode) throw new CliUsageError(`--mode is required (${TRAINING_MODES.join(', ')}) unless --resume names a run`);
   const rl = opts.mode === 'real' || opts.mode === 'dreamgym' || opts.mode === 's2r';
   if (opts.warmStart === 'sft' && !rl) throw new CliUsageError(`--warm-start sft applies to the RL modes (real, dreamgym, s2r), not ${opts.mode}`);
-  const input: TrainingConfigInput = { env: opts.env, mode: opts.mode, sim: 'retrieval' };
+  const input: TrainingConfigInput = { env: opts.env, mode: opts.mode, sim: opts.sim ?? 'retrieval' };
+  if (opts.replay === false) input.demos = 0;
   if (opts.warmStart !== undefined) input.warmStart = opts.warmStart;
   if (opts.prior !== undefined) input.prior = opts.prior;
   if (opts.seed !== undefined) input.seed = opts.seed;
@@ -235,10 +268,11 @@ function configFromOptions(opts: TrainOptions): TrainingConfig {
 
 async function trainCommand(opts: TrainOptions, command: Command, out: Out, err: Out): Promise<void> {
   // 1. Everything checked before anything is written.
-  rejectPageOnly(opts);
+  checkLlmOptions(opts);
   const store = new RunStore(opts.store);
   let config: TrainingConfig;
   let expected: Awaited<ReturnType<RunStore['readSnapshot']>> = null;
+  let llmModel = opts.llmModel;
   if (opts.resume !== undefined) {
     const given = CONFIG_OPTIONS.filter((k) => command.getOptionValueSource(k) === 'cli');
     if (given.length > 0) throw new CliUsageError(`--resume continues run ${opts.resume} with its own configuration: drop ${given.map(flag).join(', ')}`);
@@ -251,6 +285,17 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     }
     expected = await store.readSnapshot(opts.resume);
     config = expected?.snapshot.config ?? record.config;
+    // The server's URL is not stored (see RunRecordSchema.llm): a run that used one needs it again.
+    const usedLlm = record.llm !== undefined || config.sim === 'llm' || config.prior === 'llm';
+    if (usedLlm && opts.llmUrl === undefined) {
+      throw new CliUsageError(`run ${record.id} used an LLM server${record.llm?.model ? ` (model ${record.llm.model})` : ''}: resume it with --llm-url URL (the URL is not stored)`);
+    }
+    if (!usedLlm && opts.llmUrl !== undefined) throw new CliUsageError(`run ${record.id} did not use an LLM server: drop --llm-url`);
+    const stored = record.llm?.model ?? undefined;
+    if (stored !== undefined && llmModel !== undefined && llmModel !== stored) {
+      throw new CliUsageError(`run ${record.id} used model ${stored}, not ${llmModel}: resume it with the same model (or drop --llm-model)`);
+    }
+    llmModel ??= stored;
   } else {
     config = configFromOptions(opts);
   }
@@ -261,11 +306,14 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
   }
   const target = opts.out !== undefined ? await resolveOutput(opts.out) : null;
 
+  // The LLM server answers before the run is created, or nothing is written.
+  const llm = opts.llmUrl !== undefined ? await connectLlm(opts.llmUrl, llmModel) : null;
+
   // 2. The run's dependencies (offline data, experience model), then the run itself.
   await useFastestNodeBackend();
   let prepared;
   try {
-    prepared = await prepareRun(config);
+    prepared = await prepareRun(config, { llm });
   } catch (e) {
     if (e instanceof TrainingSetupError) throw new CliUsageError(e.message);
     throw e;
@@ -286,8 +334,12 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     }
     const w = writer;
     const resume = expected?.snapshot;
-    err(`dreamgym: run ${w.id}: ${config.env} ${config.mode}, ${resume ? `resuming at iteration ${resume.iteration} of ${total}` : `${total} iterations`} (store ${opts.store})\n`);
-    await w.update({ status: 'running', totalIterations: total, error: undefined });
+    err(
+      `dreamgym: run ${w.id}: ${config.env} ${config.mode}, ${resume ? `resuming at iteration ${resume.iteration} of ${total}` : `${total} iterations`} (store ${opts.store})` +
+        (llm ? `; LLM server ${llm.engine.server}${llm.model !== undefined ? `, model ${llm.model}` : ''}` : '') +
+        '\n',
+    );
+    await w.update({ status: 'running', totalIterations: total, error: undefined, ...(llm ? { llm: { model: llm.model ?? null } } : {}) });
 
     bar = total > 0 ? createProgress(`${config.env} ${config.mode}`, total) : undefined;
     bar?.update(resume?.iteration ?? 0);
@@ -721,7 +773,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--env <name>', 'environment (required unless --resume)').choices([...ENV_NAMES]))
     .addOption(new Option('--mode <mode>', 'training mode (required unless --resume)').choices([...TRAINING_MODES]))
     .addOption(new Option('--warm-start <how>', 'start an RL mode from behaviour cloning on the offline expert data').choices(['none', 'sft']))
-    .addOption(new Option('--sim <model>', 'experience model of the synthetic modes (llm runs only in the page)').choices(['retrieval', 'llm']))
+    .addOption(new Option('--sim <model>', 'experience model of the synthetic modes (llm: with --llm-url, or in the page)').choices(['retrieval', 'llm']))
     .addOption(new Option('--preset <name>', 'sizes of the run').choices(Object.keys(PRESETS)).default('quick'))
     .option('--iterations <n>', 'RL iterations (synthetic ones for s2r)', countArg(0))
     .option('--seed <s>', 'seed of the run', seedArg)
@@ -730,11 +782,13 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--resume <run>', 'continue this run from its last snapshot (with its own configuration)')
     .option('--real-budget <n>', 'real transitions the real phase may use (s2r), or the run (real)', countArg(1))
     .option('--no-curriculum', 'no generated tasks (ablation)')
-    .addOption(new Option('--prior <prior>', 'prior over candidate actions (llm runs only in the page)').choices(['uniform', 'lexical', 'llm']))
+    .addOption(new Option('--prior <prior>', 'prior over candidate actions (llm: with --llm-url on a server that returns logprobs, or in the page)').choices(['uniform', 'lexical', 'llm']))
     .option('--eval-episodes <n>', 'held-out test tasks evaluated at the end', countArg(1, 100_000))
     .option('--stop-after <n>', 'stop cleanly after N completed iterations, leaving a resumable run (for tests and scripts)', countArg(1))
-    .option('--no-replay', 'LLM experience model only (the page): no retrieved demonstrations')
-    .option('--no-reasoning', 'LLM experience model only (the page): no reasoning before predicting')
+    .option('--no-replay', 'LLM experience model only (--sim llm): no retrieved demonstrations')
+    .option('--no-reasoning', 'LLM experience model only: no reasoning before predicting (not available yet)')
+    .option('--llm-url <url>', 'an OpenAI-compatible server (llama.cpp, Ollama, vLLM) for --sim llm, --prior llm and the curriculum\'s task generator, e.g. http://127.0.0.1:8080')
+    .option('--llm-model <name>', 'model name sent to the --llm-url server (default: the one model it lists, if it lists one)')
     .addOption(hidden('--offline-episodes <n>', 'expert and noisy offline episodes (each)', countArg(1, 1_000_000)))
     .addOption(hidden('--group-size <n>', 'rollouts per task', countArg(2, 10_000)))
     .addOption(hidden('--tasks-per-iteration <n>', 'tasks per iteration', countArg(1, 100_000)))

@@ -99,3 +99,40 @@ export function classifyLoadError(error: unknown, modelId: string): LLMUnavailab
   }
   return new LLMUnavailableError('load-failed', `Model ${modelId} could not be loaded: ${detail}`, opts);
 }
+
+/**
+ * Why a request to an OpenAI-compatible server failed:
+ * - `unreachable`: nothing answers at the address (connection refused, unknown host);
+ * - `timeout`: no complete reply within the per-request time limit;
+ * - `dropped`: the connection closed before a complete reply, on every try;
+ * - `http`: the server answered with an error status (5xx or 429 on every try, or another 4xx);
+ * - `malformed-reply`: the reply is not JSON, or not a chat completion (or embedding list);
+ * - `unsupported`: the server lacks a feature the request needs (it rejected `response_format`,
+ *   or sent no `logprobs` when they were asked for).
+ */
+export type LLMServerErrorReason = 'unreachable' | 'timeout' | 'dropped' | 'http' | 'malformed-reply' | 'unsupported';
+
+/**
+ * Thrown by the HTTP engine (`http-engine.ts`) when an OpenAI-compatible server cannot answer a
+ * request. An {@link LLMRequestError}, so callers that handle engine failures handle it too; the
+ * message names the server and says what to do.
+ */
+export class LLMServerError extends LLMRequestError {
+  override name = 'LLMServerError';
+  /** The HTTP status, when the server answered with one. */
+  readonly status: number | undefined;
+  /** The feature the server lacks, for `unsupported` (e.g. `logprobs`, `response_format`). */
+  readonly feature: string | undefined;
+  /** Requests sent (1 + retries). */
+  readonly attempts: number;
+  constructor(
+    readonly reason: LLMServerErrorReason,
+    message: string,
+    options: { cause?: unknown; status?: number; feature?: string; attempts?: number } = {},
+  ) {
+    super(message, options.cause === undefined ? {} : { cause: options.cause });
+    this.status = options.status;
+    this.feature = options.feature;
+    this.attempts = options.attempts ?? 1;
+  }
+}

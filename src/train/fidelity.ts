@@ -33,11 +33,17 @@ import { isAdmissible } from '../experience/admissible.ts';
 import { EchoExperienceModel, MajorityRuleExperienceModel } from '../experience/baselines.ts';
 import { RetrievalExperienceModel, transitionsFromTrajectories, type RetrievalModelConfig } from '../experience/retrieval.ts';
 import { withoutInstruction } from '../experience/evidence.ts';
-import type { ExperienceModel, HistoryStep } from '../experience/types.ts';
+import { DemonstrationIndex } from '../experience/demos.ts';
+import { LLMExperienceModel } from '../experience/llm.ts';
+import type { Demonstration, ExperienceModel, HistoryStep } from '../experience/types.ts';
 import { generateOfflineData } from '../envs/offline.ts';
 import { parsePolicy, runEpisode } from '../envs/episode.ts';
 import type { EnvSpec } from '../envs/spec.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
+import type { RunLLM } from './setup.ts';
+
+/** Top-k real transitions for (observation, action), given to an experience model with each step. */
+export type DemoSource = (observation: Observation, action: string, k: number) => Promise<Demonstration[]>;
 
 /** Fidelity figures of one model; rates in [0, 1] (NaN when there was nothing to measure). */
 export interface FidelityMeasures {
@@ -84,7 +90,7 @@ export interface FalseSuccessRow {
   realSuccess: number;
 }
 
-/** Fidelity of the retrieval model next to the baselines, with false-success rates. */
+/** Fidelity of the retrieval (or LLM) model next to the baselines, with false-success rates. */
 export interface FidelityTable {
   env: string;
   rows: FidelityReport[];
@@ -109,6 +115,11 @@ export interface FidelityOptions {
   falseSuccessEpisodes: number;
   /** Which trivial simulators to measure next to the model. */
   baselines: readonly ('echo' | 'majority')[];
+  /**
+   * Measure the LLM experience model on this LLM instead of the retrieval model, grounded by the
+   * top-3 real transitions of the train data retrieved for each step.
+   */
+  llm?: RunLLM | null;
 }
 
 export const DEFAULT_FIDELITY_OPTIONS: FidelityOptions = {
@@ -172,7 +183,13 @@ export async function measureFidelityTable(spec: EnvSpec, options: Partial<Fidel
   const tasks = train.map((p) => p.task);
   const trajectories = train.map((p) => p.trajectory);
   const embedder = opts.embedder ?? new HashedEmbedder({ dim: 256 });
-  const model = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, embedder, opts.model);
+  const retrieval = opts.llm ? null : await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, embedder, opts.model);
+  let demos: DemoSource | undefined;
+  if (opts.llm) {
+    const index = await DemonstrationIndex.fromTrajectories(trajectories, embedder);
+    demos = (observation, action, k) => index.top(observation, action, k);
+  }
+  const model: ExperienceModel = retrieval ?? new LLMExperienceModel((opts.llm as RunLLM).engine, opts.llm?.model !== undefined ? { model: opts.llm.model } : {});
   const transitions = transitionsFromTrajectories(tasks, trajectories);
   const sims: ExperienceModel[] = [model];
   for (const b of opts.baselines) sims.push(b === 'echo' ? new EchoExperienceModel() : new MajorityRuleExperienceModel(transitions));
@@ -180,7 +197,7 @@ export async function measureFidelityTable(spec: EnvSpec, options: Partial<Fidel
     const rows: FidelityReport[] = [];
     for (const sim of sims) {
       const t0 = performance.now();
-      const measured = await measureFidelity(sim, test);
+      const measured = await measureFidelity(sim, test, sim === model ? demos : undefined);
       rows.push({
         ...measured,
         env: spec.name,
@@ -199,13 +216,13 @@ export async function measureFidelityTable(spec: EnvSpec, options: Partial<Fidel
       } as const;
       for (const policy of ['random', 'noisy:0.3']) {
         for (const group of ['grounded', 'held-out'] as const) {
-          falseSuccess.push(...(await measureFalseSuccess(spec, model, groups[group], policy, opts.seed, group)));
+          falseSuccess.push(...(await measureFalseSuccess(spec, model, groups[group], policy, opts.seed, group, demos)));
         }
       }
     }
     return { env: spec.name, rows, falseSuccess, ms: performance.now() - started };
   } finally {
-    model.dispose();
+    retrieval?.dispose();
   }
 }
 
@@ -229,8 +246,12 @@ export function mixedOfflineData(spec: EnvSpec, policy: string, episodes: number
 const sameScreen = (a: Observation, b: Observation, instruction: string): boolean =>
   jaccard(a.actions, b.actions) === 1 && withoutInstruction(a.text, instruction) === withoutInstruction(b.text, instruction);
 
-/** Measures any experience model against held-out real episodes. Models see only `agentView(task)`. */
-export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[]): Promise<FidelityMeasures> {
+/**
+ * Measures any experience model against held-out real episodes. Models see only `agentView(task)`
+ * and, when `demos` is given, the top-3 retrieved real transitions of each step.
+ */
+export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[], demos?: DemoSource): Promise<FidelityMeasures> {
+  const retrieved = async (observation: Observation, action: string): Promise<Demonstration[]> => (demos ? demos(observation, action, 3) : []);
   const agreement: number[] = [];
   const stateMatch: number[] = [];
   const rewardOk: number[] = [];
@@ -257,7 +278,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     const history: HistoryStep[] = [];
     for (let i = 0; i < steps.length; i++) {
       const step = steps[i] as (typeof steps)[number];
-      const pred = await model.step({ task, history: history.slice(), observation: step.observation, action: step.action, demos: [] });
+      const pred = await model.step({ task, history: history.slice(), observation: step.observation, action: step.action, demos: await retrieved(step.observation, step.action) });
       transitions++;
       const next = steps[i + 1]?.observation;
       if (next) {
@@ -282,7 +303,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     let state = first.observation;
     for (const step of steps) {
       if (!step.valid || !isAdmissible(state, step.action)) break;
-      const pred = await model.step({ task, history: simHistory.slice(), observation: state, action: step.action, demos: [] });
+      const pred = await model.step({ task, history: simHistory.slice(), observation: state, action: step.action, demos: await retrieved(state, step.action) });
       predicted.push(pred.observation);
       simHistory.push({ observation: state, action: step.action });
       if (pred.done) break;
@@ -330,6 +351,7 @@ export async function measureFalseSuccess(
   policy: string,
   seed: number,
   group: FalseSuccessRow['tasks'],
+  demos?: DemoSource,
 ): Promise<FalseSuccessRow[]> {
   const eps = policy === 'random' ? 1 : Number(/^noisy:(.+)$/.exec(policy)?.[1]);
   if (!(eps >= 0 && eps <= 1)) throw new RangeError(`policy must be "random" or "noisy:EPS", got ${JSON.stringify(policy)}`);
@@ -353,7 +375,7 @@ export async function measureFalseSuccess(
         if (isAdmissible(state, expert)) action = expert;
       }
       if (!shadowDone) shadowDone = shadow.step(action).done;
-      const pred = await model.step({ task: visible, history: history.slice(), observation: state, action, demos: [] });
+      const pred = await model.step({ task: visible, history: history.slice(), observation: state, action, demos: demos ? await demos(state, action, 3) : [] });
       history.push({ observation: state, action });
       if (pred.done) {
         simSuccess = pred.reward >= 0.999;

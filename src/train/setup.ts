@@ -2,15 +2,21 @@
  * Builds what a run needs from its configuration, with no download: offline seed data from the
  * built-in environment's rule-based policies, the retrieval experience model grounded on it, the
  * hashed-embedding featurizer, the prior and the recombination task generator. The page builds
- * the same from IndexedDB and WebLLM instead.
+ * the same from IndexedDB and WebLLM instead. Given an LLM (`options.llm`: the Node CLI passes an
+ * OpenAI-compatible server through `HttpChatEngine`), it also builds the LLM experience model
+ * (grounded by demonstrations retrieved from the offline data), the logprobs prior and the LLM
+ * task generator.
  */
 import type { Task, Trajectory } from '../core/types.ts';
-import { RecombinationTaskGenerator } from '../curriculum/generator.ts';
+import { LLMTaskGenerator, RecombinationTaskGenerator } from '../curriculum/generator.ts';
 import { generateOfflineData } from '../envs/offline.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import type { EnvSpec } from '../envs/spec.ts';
+import { DemonstrationIndex } from '../experience/demos.ts';
+import { LLMExperienceModel } from '../experience/llm.ts';
 import { RetrievalExperienceModel } from '../experience/retrieval.ts';
-import { LexicalPrior } from '../llm/prior.ts';
+import type { ChatEngine } from '../llm/engine.ts';
+import { LexicalPrior, LLMPrior } from '../llm/prior.ts';
 import { Featurizer } from '../policy/features.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import type { TrainingConfig } from './config.ts';
@@ -53,25 +59,47 @@ export function offlineSeedData(spec: EnvSpec, config: Pick<TrainingConfig, 'see
 export interface PreparedRun {
   deps: TrainingDeps;
   evalTasks: Task[];
+  /** The retrieval experience model, when the run uses it. */
   experience: RetrievalExperienceModel | null;
   dispose(): void;
 }
 
-/** Builds the dependencies of `config` (Node and page alike; no LLM: `sim: 'llm'` and `prior: 'llm'` need the page). */
-export async function prepareRun(config: TrainingConfig): Promise<PreparedRun> {
-  if (config.sim === 'llm') throw new TrainingSetupError('the LLM experience model needs WebLLM on WebGPU: use --sim retrieval here, or the page');
-  if (config.prior === 'llm') throw new TrainingSetupError('the LLM prior needs WebLLM on WebGPU: use --prior uniform or lexical here, or the page');
+/** An LLM for a run's LLM parts: `sim: 'llm'`, `prior: 'llm'` and the curriculum's task generator. */
+export interface RunLLM {
+  engine: ChatEngine;
+  /** Model name sent with every request (omitted when undefined). */
+  model?: string;
+}
+
+/** Options of {@link prepareRun}. */
+export interface PrepareRunOptions {
+  /**
+   * The LLM, if there is one. Without it, `sim: 'llm'` and `prior: 'llm'` are refused (WebLLM needs
+   * the page); with it, they run through `engine`, and the curriculum uses the LLM task generator.
+   */
+  llm?: RunLLM | null;
+}
+
+/** Builds the dependencies of `config` (Node and page alike; `sim: 'llm'` and `prior: 'llm'` need `options.llm`). */
+export async function prepareRun(config: TrainingConfig, options: PrepareRunOptions = {}): Promise<PreparedRun> {
+  const llm = options.llm ?? null;
+  if (config.sim === 'llm' && !llm) throw new TrainingSetupError('the LLM experience model needs an LLM: WebLLM on WebGPU (the page) or an OpenAI-compatible server (--llm-url); or use --sim retrieval');
+  if (config.prior === 'llm' && !llm) throw new TrainingSetupError('the LLM prior needs an LLM: WebLLM on WebGPU (the page) or an OpenAI-compatible server with logprobs (--llm-url); or use --prior uniform or lexical');
   const spec = getEnvSpec(config.env);
   const offline = offlineSeedData(spec, config);
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
-  const experience = synthetic ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
+  const model = llm?.model !== undefined ? { model: llm.model } : {};
+  const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
+  // The LLM experience model is grounded by the offline data's real transitions, retrieved per step.
+  const demoIndex = synthetic && config.sim === 'llm' ? await DemonstrationIndex.fromTrajectories(offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
   const deps: TrainingDeps = {
     spec,
     featurizer: new Featurizer(new HashedEmbedder({ dim: config.policy.embeddingDim }), { embeddingScale: config.policy.embeddingScale }),
     offline,
-    experience,
-    prior: config.prior === 'lexical' ? new LexicalPrior() : null,
-    generator: config.curriculum.enabled ? new RecombinationTaskGenerator({ seed: config.seed }) : null,
+    experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, model) : null),
+    prior: config.prior === 'lexical' ? new LexicalPrior() : config.prior === 'llm' && llm ? new LLMPrior(llm.engine, null, { readout: 'logprobs', ...model }) : null,
+    generator: !config.curriculum.enabled ? null : llm ? new LLMTaskGenerator(llm.engine, model) : new RecombinationTaskGenerator({ seed: config.seed }),
+    ...(demoIndex ? { demos: (observation, action, k) => demoIndex.top(observation, action, k) } : {}),
   };
   return { deps, evalTasks: evaluationTasks(spec, config.evalEpisodes), experience, dispose: () => experience?.dispose() };
 }
