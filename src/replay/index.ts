@@ -19,6 +19,8 @@ export type {
   CheckpointInput,
   CheckpointInfo,
   MetricInput,
+  ReadOptions,
+  SkippedRecord,
 } from './types.ts';
 export {
   SCHEMA_VERSION,
@@ -76,5 +78,6 @@ export {
   DatabaseBlockedError,
   SchemaTooNewError,
   CheckpointNotFoundError,
+  CorruptRecordError,
   isQuotaError,
 } from './errors.ts';
