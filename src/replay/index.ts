@@ -33,6 +33,7 @@ export {
   type TransitionRecord,
   type CheckpointRecord,
   type MetricRecord,
+  type QuarantineRecord,
   type NamedTensor,
   type TensorDtype,
   type TensorData,

@@ -69,6 +69,7 @@ import {
   runRange,
   type CheckpointRecord,
   type MetricRecord,
+  type QuarantineRecord,
   type ReplayDB,
   type ReplayStoreName,
   type RunRecord,
@@ -1512,6 +1513,11 @@ export class ReplayStore {
   async isRunLocked(runId: string): Promise<boolean> {
     checkId('run id', runId);
     return isRunLocked(this.settings.locks, this.name, runId);
+  }
+
+  /** The records upgrades set aside (`quarantine` store), oldest first. */
+  async listQuarantine(): Promise<QuarantineRecord[]> {
+    return this.read(['quarantine'], (tx) => tx.objectStore('quarantine').getAll());
   }
 
   /**
