@@ -3,6 +3,7 @@
  * Node callers add `src/replay/node.ts` (fake-indexeddb).
  */
 export { openReplayStore, ReplayStore, DEFAULT_MAX_TRANSITIONS } from './store.ts';
+export { repairStore, type RepairOptions, type RepairFinding, type RepairReport } from './repair.ts';
 export type {
   OpenReplayStoreOptions,
   RunInit,

@@ -64,6 +64,7 @@ import {
   DEFAULT_DB_NAME,
   SCHEMA_VERSION,
   SOURCES,
+  STORE_NAMES,
   emptyCounters,
   evictRankOf,
   runRange,
@@ -130,6 +131,9 @@ export interface EvictionPlan {
 type RW = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readwrite'>;
 type RO = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readonly'>;
 type AnyTx = RW | RO;
+
+/** The transaction `repairStore` works in: every store, readwrite (readonly for a dry run). */
+export type MaintenanceTx = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readwrite' | 'readonly'>;
 
 /**
  * The stores a run record's counters and sequence numbers are rebuilt from. Every transaction
@@ -1361,6 +1365,7 @@ export class ReplayStore {
         break;
       case 'run-deleted':
       case 'run-created':
+      case 'run-repaired':
         this.indexes.drop(change.runId);
         this.runMeta.delete(change.runId);
         break;
@@ -1513,6 +1518,29 @@ export class ReplayStore {
   async isRunLocked(runId: string): Promise<boolean> {
     checkId('run id', runId);
     return isRunLocked(this.settings.locks, this.name, runId);
+  }
+
+  /** Whether another context (not this store) holds the run's trainer lock. */
+  async lockedElsewhere(runId: string): Promise<boolean> {
+    checkId('run id', runId);
+    return !this.heldLocks.has(runId) && (await isRunLocked(this.settings.locks, this.name, runId));
+  }
+
+  /**
+   * @internal For `repairStore`: runs `body` in one transaction over every store (readonly for a
+   * dry run; a failure rolls all of it back). After a write, forgets what this store cached of the
+   * runs `body` returns as changed and tells other contexts to do the same.
+   */
+  async maintain<T extends { changedRuns: readonly string[] }>(dryRun: boolean, body: (tx: MaintenanceTx) => Promise<T>): Promise<T> {
+    const stores = [...STORE_NAMES];
+    if (dryRun) return this.read(stores, (tx) => body(tx as MaintenanceTx));
+    const result = await this.write(stores, 'repairStore', (tx) => body(tx as MaintenanceTx));
+    for (const runId of result.changedRuns) {
+      this.indexes.drop(runId);
+      this.runMeta.delete(runId);
+      this.notifier.publish({ type: 'run-repaired', runId });
+    }
+    return result;
   }
 
   /** The records upgrades set aside (`quarantine` store), oldest first. */
