@@ -138,7 +138,7 @@ describe('whole-run operations skip and count corrupt records', () => {
     await store.appendMetrics('run', [{ iteration: 0, values: { loss: 1 } }, { iteration: 1, values: { loss: 2 } }]);
     await store.saveCheckpoint('run', { name: 'c1', iteration: 1, tensors: [] });
     await store.saveCheckpoint('run', { name: 'c2', iteration: 2, tensors: [] });
-    await editRecord(factory, name, 'tasks', ['run', 't1'], (r) => ({ ...r, task: null }));
+    await editRecord(factory, name, 'tasks', ['run', 't1'], (r) => ({ ...r, task: null, stats: null }));
     await editRecord(factory, name, 'metrics', ['run', 0], (r) => ({ ...r, values: 'x' }));
     await editRecord(factory, name, 'checkpoints', ['run', 'c1'], (r) => ({ ...r, iteration: -1 }));
     const skipped: SkippedRecord[] = [];
@@ -147,6 +147,11 @@ describe('whole-run operations skip and count corrupt records', () => {
     expect((await store.readMetrics('run', {}, { onSkip })).map((m) => m.iteration)).toEqual([1]);
     expect((await store.listCheckpoints('run', { onSkip })).map((c) => c.name)).toEqual(['c2']);
     expect(skipped.map((s) => s.store)).toEqual(['tasks', 'metrics', 'checkpoints']);
+    // Putting the task again replaces the damaged record (it is not kept as the "existing" one).
+    await store.putTasks('run', [makeTask('t1')]);
+    const later: SkippedRecord[] = [];
+    expect((await store.getTasks('run', {}, { onSkip: (s) => later.push(s) })).map((t) => t.id)).toEqual(['t0', 't1']);
+    expect(later).toEqual([]);
   });
 });
 

@@ -547,7 +547,8 @@ export class ReplayStore {
       const wanted = new Set<string>(parsed.map((t) => t.id));
       for (const t of parsed) if (t.parentId !== undefined) wanted.add(t.parentId);
       const found = await Promise.all([...wanted].map((id) => store.get([runId, id])));
-      for (const r of found) if (r) existing.set(r.id, r);
+      // A damaged stored task is replaced as if new (its stats and seq cannot be trusted).
+      for (const r of found) if (r && taskProblem(r) === null) existing.set(r.id, r);
 
       const generation = new Map<string, number>();
       const generationOf = (id: string, path: string[]): number => {
