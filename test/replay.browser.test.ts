@@ -6,8 +6,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng.ts';
-import { openReplayStore, RunLockedError, StorageFullError, type ReplayEvent, type ReplayStore } from '../src/replay/index.ts';
+import { CorruptRecordError, openReplayStore, repairStore, RunLockedError, StorageFullError, type ReplayEvent, type ReplayStore, type SkippedRecord } from '../src/replay/index.ts';
 import { HashEmbedder, makeTask, makeTrajectory, randomUnitVector } from './fixtures/replay-data.ts';
+import { editRecord } from './fixtures/replay-corrupt.ts';
 
 /** The part of the Storage Buckets API used here (not yet in TypeScript's DOM types). */
 interface StorageBucketManagerLike {
@@ -207,5 +208,41 @@ describe('quota failures', () => {
       expect(calls, mode).toBeGreaterThanOrEqual(5); // 'abort': the next put finds the transaction inactive
       await expectNothingWritten(store, before);
     }
+  });
+});
+
+describe('corrupt records in real IndexedDB', () => {
+  it('a damaged embedding, a deleted step and a run without counters: reads go on, repairStore removes them, the store recovers', async () => {
+    const name = dbName();
+    const store = await storeWithRun(name);
+    await store.putTrajectories('run', [makeTrajectory('a', 't0', 'offline', 3), makeTrajectory('b', 't1', 'synthetic', 3, 0), makeTrajectory('c', 't0', 'real', 3)], { embedder });
+    // Edited behind the store's back, as in devtools: b's step 1 loses its embedding, c's step 0 goes, the run its counters.
+    await editRecord(indexedDB, name, 'transitions', ['run', 4], ({ embedding: _, ...rest }) => rest);
+    await editRecord(indexedDB, name, 'transitions', ['run', 6], () => undefined);
+    await editRecord(indexedDB, name, 'runs', 'run', ({ counters: _, ...rest }) => rest);
+    const fresh = await openReplayStore({ name });
+    cleanup.push(() => fresh.close());
+    const skipped: SkippedRecord[] = [];
+    const onSkip = (r: SkippedRecord): number => skipped.push(r);
+    await expect(fresh.getTransition('run', 4)).rejects.toThrow(CorruptRecordError);
+    const hits = await fresh.retrieve(await embedder.embed(['page 1 of b']).then((v) => v[0] as Float32Array), 20, { runId: 'run' }, { onSkip });
+    expect(hits.map((h) => h.transition.seq)).not.toContain(4);
+    expect((await fresh.getTrajectories({ runId: 'run' }, { onSkip })).map((t) => t.id)).toEqual(['a']);
+    expect(skipped.map((r) => `${r.store} ${JSON.stringify(r.key)}`)).toEqual(['transitions ["run",4]', 'transitions ["run",4]', 'trajectories ["run","c"]']);
+    expect(await fresh.counts('run')).toMatchObject({ trajectories: 3, transitions: 9 });
+
+    const dry = await repairStore(fresh, { dryRun: true });
+    expect(dry.removed.length).toBeGreaterThan(0);
+    const report = await repairStore(fresh);
+    expect(report.removed.map((r) => `${r.store} ${JSON.stringify(r.key)}`).sort()).toEqual(
+      ['trajectories ["run","b"]', 'trajectories ["run","c"]', 'transitions ["run",3]', 'transitions ["run",4]', 'transitions ["run",5]', 'transitions ["run",7]', 'transitions ["run",8]'].sort(),
+    );
+    const after: SkippedRecord[] = [];
+    expect((await fresh.getTrajectories({ runId: 'run' }, { onSkip: (r) => after.push(r) })).map((t) => t.id)).toEqual(['a']);
+    expect(await fresh.retrieve(randomUnitVector(new Rng(1), DIM), 20, { runId: 'run' }, { onSkip: (r) => after.push(r) })).toHaveLength(3);
+    expect(after).toEqual([]);
+    expect(await fresh.counts('run')).toMatchObject({ trajectories: 1, transitions: 3 });
+    await fresh.putTrajectories('run', [makeTrajectory('d', 't1', 'real', 2)], { embedder });
+    expect((await fresh.counts('run')).transitions).toBe(5);
   });
 });

@@ -276,9 +276,24 @@ describe('ReplayStore.retrieve', () => {
 });
 
 describe('IndexCache', () => {
-  /** A transition record with just what the index reads. */
-  const record = (seq: number): TransitionRecord =>
-    ({ runId: 'run', seq, trajectoryId: `t${seq}`, taskId: 'task', source: 'synthetic', embedding: Float32Array.from([1, seq + 1]) }) as unknown as TransitionRecord;
+  /** A (valid: the index leaves damaged records out) transition record. */
+  const record = (seq: number): TransitionRecord => ({
+    runId: 'run',
+    seq,
+    trajectoryId: `t${seq}`,
+    taskId: 'task',
+    source: 'synthetic',
+    step: 0,
+    state: 's',
+    actions: ['a'],
+    action: 'a',
+    nextState: null,
+    nextActions: null,
+    reward: 0,
+    done: true,
+    valid: true,
+    embedding: Float32Array.from([1, seq + 1]),
+  });
 
   it('reloads instead of losing rows when its own commit lands while a remote range is being fetched', async () => {
     // The database: seqs 0..1 at load; another context then adds 2..3; this store then commits 4.

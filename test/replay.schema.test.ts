@@ -96,11 +96,11 @@ let n = 0;
 const uniqueName = (): string => `replay-schema-${process.pid}-${n++}`;
 
 describe('schema upgrade', () => {
-  it('is at version 2', () => {
-    expect(SCHEMA_VERSION).toBe(2);
+  it('is at version 3', () => {
+    expect(SCHEMA_VERSION).toBe(3);
   });
 
-  it('opens a version-1 database at version 2 keeping every record', async () => {
+  it('opens a version-1 database at the current version keeping every record', async () => {
     const factory = createMemoryIndexedDB();
     const name = uniqueName();
     const v1 = await openAtVersion(factory, name, 1);
@@ -112,11 +112,12 @@ describe('schema upgrade', () => {
     v1.close();
 
     const store = await openNodeReplayStore({ name, indexedDB: factory, maxTransitions: 8 });
-    expect(store.version).toBe(2);
+    expect(store.version).toBe(3);
     // Every version-1 record is still there, field for field (version 2 only adds fields).
-    const raw = await openAtVersion(factory, name, 2);
+    const raw = await openAtVersion(factory, name, 3);
     const after = await dumpAll(raw);
     raw.close();
+    expect(after.quarantine).toEqual([]);
     for (const [storeName, records] of Object.entries(before)) {
       expect(after[storeName]).toHaveLength(records.length);
       records.forEach((record, i) => expect(after[storeName]?.[i]).toMatchObject(record as object));
@@ -148,6 +149,44 @@ describe('schema upgrade', () => {
     // Sequence numbers continue after the migrated ones.
     expect((await store.getTrajectoryRecords({ runId: 'run', ids: ['new'] }))[0]?.firstStep).toBe(7);
     await store.close();
+  });
+
+  it('an upgrade that meets a bad record quarantines it (with its steps) and completes; later opens work', async () => {
+    const factory = createMemoryIndexedDB();
+    const name = uniqueName();
+    const v1 = await openAtVersion(factory, name, 1);
+    const { trajectories } = await writeVersion1(v1, 'run');
+    // An unknown source on 'syn' (seqs 3-4) used to fail the upgrade, and with it every later open.
+    await new Promise<void>((resolve, reject) => {
+      const tx = v1.transaction('trajectories', 'readwrite');
+      const os = tx.objectStore('trajectories');
+      const get = os.get(['run', 'syn']);
+      get.onsuccess = () => os.put({ ...get.result, source: 'dreamt' });
+      tx.oncomplete = () => resolve();
+      tx.onerror = () => reject(tx.error);
+    });
+    v1.close();
+
+    const store = await openNodeReplayStore({ name, indexedDB: factory });
+    expect(store.version).toBe(SCHEMA_VERSION);
+    expect((await store.getTrajectories({ runId: 'run' })).map((t) => t.id)).toEqual(['off', 'real']);
+    expect(await store.getTrajectories({ runId: 'run' })).toEqual([trajectories[0], trajectories[2]]);
+    expect(await store.counts('run')).toMatchObject({ trajectories: 2, transitions: 5 });
+    const quarantined = await store.listQuarantine();
+    expect(quarantined.map((q) => [q.store, q.key])).toEqual([
+      ['trajectories', ['run', 'syn']],
+      ['transitions', ['run', 3]],
+      ['transitions', ['run', 4]],
+    ]);
+    expect(quarantined[0]?.problem).toMatch(/source/);
+    expect(quarantined[0]?.record).toMatchObject({ id: 'syn', source: 'dreamt' });
+    expect(quarantined[0]?.version).toBe(2);
+    expect((await store.getTransitions({ runId: 'run' })).map((t) => t.seq)).toEqual([0, 1, 2, 5, 6]);
+    await store.close();
+    // Later opens work (the database is at the current version).
+    const again = await openNodeReplayStore({ name, indexedDB: factory });
+    expect((await again.counts('run')).trajectories).toBe(2);
+    await again.close();
   });
 
   it('a database from a newer build is a typed error', async () => {
@@ -185,12 +224,12 @@ describe('blocked and versionchange', () => {
     const err = await openNodeReplayStore({ name, indexedDB: factory, blockedTimeoutMs: 150, onBlocked: (info) => blocked.push(info) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DatabaseBlockedError);
     expect(Date.now() - started).toBeGreaterThanOrEqual(140);
-    expect(blocked).toEqual([{ oldVersion: 1, newVersion: 2 }]);
+    expect(blocked).toEqual([{ oldVersion: 1, newVersion: 3 }]);
     // The old tab goes away: the abandoned open completes in the background and closes itself,
     // so a new attempt is not blocked by it.
     old.close();
     const store = await openNodeReplayStore({ name, indexedDB: factory, blockedTimeoutMs: 1000 });
-    expect(store.version).toBe(2);
+    expect(store.version).toBe(3);
     expect((await store.counts('run')).transitions).toBe(7);
     await store.close();
   });

@@ -11,6 +11,8 @@ import { ENV_NAMES } from '../core/types.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
 import { fileError, writeOfflineData } from './data.ts';
+import { doctorStore, formatDoctor } from './doctor.ts';
+import { DEFAULT_STORE_DIR } from './run-store.ts';
 import { formatFidelity, runFidelity } from './fidelity.ts';
 import { installExitCleanup, resolveOutput, writeOutput } from './output.ts';
 import { addTrainingCommands, CliExit, CliUsageError, connectLlm, countArg, seedArg } from './train.ts';
@@ -149,6 +151,24 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
 
   // Training: train, eval, runs, export, experiment (src/cli/train.ts).
   addTrainingCommands(program, out, err);
+
+  program
+    .command('doctor')
+    .description(
+      'Check every run of the run store: run.json, snapshot.json and the checkpoint it names, and the committed rollouts.jsonl ' +
+        'lines, one report line per problem. Removes only debris no command reads (a dead process\'s lock, rollouts after the ' +
+        'committed length, an unnamed checkpoint.next.bin, temporary files of dead processes); a damaged run is reported and left ' +
+        'in place. Runs a live process trains are not touched. Exit status 1 when a damaged run remains. (The page\'s IndexedDB ' +
+        'replay store has its own repair, repairStore in src/replay.)',
+    )
+    .showHelpAfterError(false)
+    .addOption(new Option('--store <dir>', 'run store directory').default(DEFAULT_STORE_DIR))
+    .option('--dry-run', 'list what would be removed; change nothing')
+    .action(async (opts: { store: string; dryRun?: boolean }) => {
+      const report = await doctorStore(opts.store, opts.dryRun === true);
+      out(printable(formatDoctor(report)));
+      if (report.runs.some((r) => r.damaged.length > 0)) throw new CliExit(1);
+    });
 
   return program;
 }

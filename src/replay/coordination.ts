@@ -147,7 +147,9 @@ export type ReplayChange =
       seqRanges: [number, number][];
     }
   | { type: 'checkpoint-saved'; runId: string; name: string; iteration: number }
-  | { type: 'metrics-appended'; runId: string; iterations: number[] };
+  | { type: 'metrics-appended'; runId: string; iterations: number[] }
+  /** `repairStore` removed corrupt records of the run or rebuilt its counters: reload what is cached. */
+  | { type: 'run-repaired'; runId: string };
 
 /** A change as delivered: `local` when this store made it, `remote` when another context did. */
 export type ReplayEvent = ReplayChange & { origin: 'local' | 'remote' };

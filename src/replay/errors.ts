@@ -201,3 +201,32 @@ export function toReplayError(operation: string, ...candidates: unknown[]): unkn
   const typed = present.find((c) => c instanceof ReplayError);
   return typed ?? present[0] ?? new ReplayError(`${operation} failed for an unknown reason`);
 }
+
+/** Renders an IndexedDB key for a message: JSON where it can be, else its string form. */
+export function formatKey(key: IDBValidKey): string {
+  try {
+    return JSON.stringify(key) ?? String(key);
+  } catch {
+    return String(key);
+  }
+}
+
+/**
+ * A stored record is damaged (edited behind the store's back, written by a faulty build, or
+ * half-lost): it fails its kind's validation (`src/replay/records.ts`). Thrown by reads of one
+ * record; operations that walk a run skip such records and report them (`onSkip`) instead.
+ * `repairStore` lists and removes them.
+ */
+export class CorruptRecordError extends ReplayError {
+  override name = 'CorruptRecordError';
+  constructor(
+    /** The object store holding the record (e.g. `transitions`). */
+    readonly store: string,
+    /** The record's key in that store (e.g. `["run-1", 42]`). */
+    readonly key: IDBValidKey,
+    /** What is wrong with it, in words. */
+    readonly problem: string,
+  ) {
+    super(`Corrupt record in store ${JSON.stringify(store)} at key ${formatKey(key)}: ${problem}`);
+  }
+}

@@ -3,8 +3,10 @@
  * by this store's committed writes and evictions, and brought up to date with other contexts'
  * writes (announced over BroadcastChannel) before the next search.
  */
+import { transitionProblem } from './records.ts';
 import { RetrievalIndex } from './retrieval.ts';
 import type { TransitionRecord } from './schema.ts';
+import type { SkippedRecord } from './types.ts';
 
 /** What the cache reads from the database. */
 export interface IndexSource {
@@ -22,12 +24,24 @@ interface IndexState {
   /** Seq ranges other contexts added since the index was loaded, fetched before the next search. */
   missing: [number, number][];
   syncing: Promise<void> | null;
+  /** Damaged transitions left out of the index (reported with every search). */
+  skipped: SkippedRecord[];
 }
 
 /** Records fetched per request when loading an index. */
 const LOAD_PAGE = 4096;
 
-function addRecord(index: RetrievalIndex, r: TransitionRecord): boolean {
+/**
+ * Adds a stored transition to the index. A damaged one (no embedding, a wrong length, a NaN, an
+ * unknown source) is left out and recorded instead of failing the whole index; it counts as
+ * handled (true) so that loading goes on.
+ */
+function addRecord(index: RetrievalIndex, r: TransitionRecord, state: IndexState): boolean {
+  const problem = transitionProblem(r, index.dim);
+  if (problem !== null) {
+    state.skipped.push({ store: 'transitions', key: [r.runId, r.seq], problem });
+    return true;
+  }
   return index.add({ seq: r.seq, source: r.source, taskId: r.taskId, vector: r.embedding });
 }
 
@@ -46,7 +60,7 @@ export class IndexCache {
       state = undefined; // Dropped while syncing: load afresh.
     }
     if (!state) {
-      const fresh: IndexState = { index: null, loading: null, pending: [], missing: [], syncing: null };
+      const fresh: IndexState = { index: null, loading: null, pending: [], missing: [], syncing: null, skipped: [] };
       this.states.set(runId, fresh);
       fresh.loading = this.load(runId, fresh);
       state = fresh;
@@ -80,6 +94,11 @@ export class IndexCache {
     for (const [from, to] of ranges) state.index.removeRange(from, to);
   }
 
+  /** The damaged transitions the run's loaded index left out (empty when it is not loaded). */
+  skipped(runId: string): readonly SkippedRecord[] {
+    return this.states.get(runId)?.skipped ?? [];
+  }
+
   /** Forgets a run's index (it reloads on next use). */
   drop(runId: string): void {
     this.states.delete(runId);
@@ -96,7 +115,7 @@ export class IndexCache {
       let from = 0;
       for (;;) {
         const page = await this.source.read(runId, from, Number.POSITIVE_INFINITY, LOAD_PAGE);
-        for (const r of page) addRecord(index, r);
+        for (const r of page) addRecord(index, r, state);
         const last = page[page.length - 1];
         if (page.length < LOAD_PAGE || last === undefined) break;
         from = last.seq + 1;
@@ -132,7 +151,7 @@ export class IndexCache {
           for (const r of await this.source.read(runId, from, to)) {
             // This store's own commits may have appended later seqs while the read was pending:
             // an earlier row can no longer go in order, so reload instead of losing it.
-            if (!addRecord(index, r) && !index.has(r.seq)) {
+            if (!addRecord(index, r, state) && !index.has(r.seq)) {
               if (this.states.get(runId) === state) this.states.delete(runId);
               return;
             }

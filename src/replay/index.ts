@@ -3,6 +3,7 @@
  * Node callers add `src/replay/node.ts` (fake-indexeddb).
  */
 export { openReplayStore, ReplayStore, DEFAULT_MAX_TRANSITIONS } from './store.ts';
+export { repairStore, type RepairOptions, type RepairFinding, type RepairReport } from './repair.ts';
 export type {
   OpenReplayStoreOptions,
   RunInit,
@@ -19,6 +20,8 @@ export type {
   CheckpointInput,
   CheckpointInfo,
   MetricInput,
+  ReadOptions,
+  SkippedRecord,
 } from './types.ts';
 export {
   SCHEMA_VERSION,
@@ -31,6 +34,7 @@ export {
   type TransitionRecord,
   type CheckpointRecord,
   type MetricRecord,
+  type QuarantineRecord,
   type NamedTensor,
   type TensorDtype,
   type TensorData,
@@ -76,5 +80,6 @@ export {
   DatabaseBlockedError,
   SchemaTooNewError,
   CheckpointNotFoundError,
+  CorruptRecordError,
   isQuotaError,
 } from './errors.ts';

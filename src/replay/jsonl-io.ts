@@ -21,6 +21,7 @@ import { JsonlError, parseJsonlLine, taskLine, trajectoryLine, type JsonlIssue, 
 import { TrajectorySchema, type Task, type Trajectory, type TrajectorySource } from '../core/types.ts';
 import { EmbedderMismatchError, EmbeddingDimensionError, UnknownRunError } from './errors.ts';
 import type { PlannedTrajectory, ReplayStore } from './store.ts';
+import type { SkippedRecord } from './types.ts';
 import { HouseholdGoalSchema } from '../envs/household/goal.ts';
 import { ShopGoalSchema } from '../envs/shop/goal.ts';
 import { checkId, checkPositive } from './validate.ts';
@@ -488,6 +489,8 @@ export interface ExportJsonlOptions {
   onProgress?: (progress: { trajectories: number; totalTrajectories: number; skipped: number }) => void;
   /** Called for each trajectory left out, with why. */
   onSkip?: (trajectoryId: string, reason: string) => void;
+  /** Called for each corrupt stored record left out (a task, a trajectory header, a transition), with its store and key. */
+  onSkipRecord?: (record: SkippedRecord) => void;
 }
 
 /**
@@ -502,23 +505,41 @@ export async function* exportJsonl(store: ReplayStore, runId: string, options: E
   const pageSize = options.pageSize ?? 256;
   checkPositive('pageSize', pageSize);
   if (!(await store.getRun(runId))) throw new UnknownRunError(runId);
-  if (options.includeTasks ?? true) {
-    for (const record of await store.getTasks(runId)) yield `${taskLine(record.task)}\n`;
-  }
-  const filter = options.source === undefined ? { runId } : { runId, source: options.source };
-  const headers = await store.getTrajectoryRecords(filter);
   let done = 0;
   let skipped = 0;
+  const skipTrajectory = (id: string, reason: string): void => {
+    skipped++;
+    options.onSkip?.(id, reason);
+  };
+  // Corrupt stored records are left out and reported; a trajectory left out for one of its own
+  // records is counted as skipped like one import would refuse.
+  const onSkip = (record: SkippedRecord): void => {
+    options.onSkipRecord?.(record);
+    const id = record.store === 'trajectories' && Array.isArray(record.key) ? record.key[1] : record.trajectoryId;
+    if (typeof id === 'string') skipTrajectory(id, `corrupt record in ${record.store} at ${JSON.stringify(record.key)}: ${record.problem}`);
+  };
+  // A task left out (corrupt) takes its generated tasks and its trajectories with it: import
+  // would refuse them without it.
+  const exported = new Set<string>();
+  for (const record of await store.getTasks(runId, {}, { onSkip })) {
+    if (record.parentId !== undefined && !exported.has(record.parentId)) {
+      options.onSkipRecord?.({ store: 'tasks', key: [runId, record.id], problem: `its parent task ${JSON.stringify(record.parentId)} is not exported` });
+      continue;
+    }
+    exported.add(record.id);
+    if (options.includeTasks ?? true) yield `${taskLine(record.task)}\n`;
+  }
+  const filter = options.source === undefined ? { runId } : { runId, source: options.source };
+  const headers = await store.getTrajectoryRecords(filter, { onSkip });
   for (let i = 0; i < headers.length; i += pageSize) {
     const ids = headers.slice(i, i + pageSize).map((h) => h.id);
-    const page = await store.getTrajectories({ runId, ids });
+    const page = await store.getTrajectories({ runId, ids }, { onSkip });
     for (const t of page) {
       // What import would refuse is left out and counted, never written: a damaged record (a NaN
-      // reward would become `null` in JSON) or an episode without steps.
-      const reason = t.steps.length === 0 ? 'no steps' : exportProblem(t);
+      // reward would become `null` in JSON), an episode without steps, one whose task is not exported.
+      const reason = t.steps.length === 0 ? 'no steps' : !exported.has(t.taskId) ? `its task ${JSON.stringify(t.taskId)} is not exported (a corrupt record)` : exportProblem(t);
       if (reason !== null) {
-        skipped++;
-        options.onSkip?.(t.id, reason);
+        skipTrajectory(t.id, reason);
         continue;
       }
       yield `${trajectoryLine(t)}\n`;

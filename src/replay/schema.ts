@@ -1,7 +1,7 @@
 /**
  * The replay database: record types, object stores, indexes and the versioned upgrades.
  *
- * Layout (schema version 2):
+ * Layout (schema version 3):
  * - `runs`         key `id`.                    One record per training run (embedding settings, counters).
  * - `tasks`        key `[runId, id]`.           Tasks with lineage and reward statistics.
  *                  indexes `by-run-seq` [runId, seq], `by-run-origin` [runId, origin].
@@ -12,16 +12,21 @@
  *                  steps have consecutive seqs, so "by run" and "by trajectory" are key ranges.
  * - `checkpoints`  key `[runId, name]`.         Named tensors, optimizer state, iteration, config.
  * - `metrics`      key `[runId, iteration]`.    Per-iteration figures.
+ * - `quarantine`   auto-increment key.          Records an upgrade could not migrate, set aside with
+ *                                               their store, key and what was wrong (version 3).
  *
  * Every key starts with the run id, so everything of a run is one key range per store.
  * Upgrades are a list of steps (`MIGRATIONS`); opening at version N applies the steps above the
- * database's current version inside the version-change transaction, keeping every record.
+ * database's current version inside the version-change transaction, keeping every record it can
+ * read; one it cannot (a damaged record: an unknown source, a missing field) is moved to
+ * `quarantine` instead of failing the upgrade, which would leave every later open failing too.
  */
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import type { JsonValue, Task, TrajectorySource } from '../core/types.ts';
+import { trajectoryV1Problem } from './records.ts';
 
 /** The schema version this build writes. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** The default database name (one database per origin). */
 export const DEFAULT_DB_NAME = 'dreamgym-replay';
@@ -170,7 +175,23 @@ export interface MetricRecord {
   values: Record<string, number>;
 }
 
-/** The idb schema of version 2 (the current one). */
+/** A record an upgrade set aside because it could not be migrated. */
+export interface QuarantineRecord {
+  /** The store it was in. */
+  store: string;
+  /** Its key there. */
+  key: IDBValidKey;
+  /** What was wrong with it. */
+  problem: string;
+  /** The upgrade step (schema version) that set it aside. */
+  version: number;
+  /** When (ms since epoch). */
+  at: number;
+  /** The record as it was. */
+  record: unknown;
+}
+
+/** The idb schema of version 3 (the current one). */
 export interface ReplayDB extends DBSchema {
   runs: { key: string; value: RunRecord };
   tasks: {
@@ -191,11 +212,12 @@ export interface ReplayDB extends DBSchema {
   transitions: { key: [string, number]; value: TransitionRecord };
   checkpoints: { key: [string, string]; value: CheckpointRecord };
   metrics: { key: [string, number]; value: MetricRecord };
+  quarantine: { key: number; value: QuarantineRecord };
 }
 
 /** Names of the object stores. */
 export type ReplayStoreName = StoreNames<ReplayDB>;
-export const STORE_NAMES: readonly ReplayStoreName[] = ['runs', 'tasks', 'trajectories', 'transitions', 'checkpoints', 'metrics'];
+export const STORE_NAMES: readonly ReplayStoreName[] = ['runs', 'tasks', 'trajectories', 'transitions', 'checkpoints', 'metrics', 'quarantine'];
 
 /** Version 1's run record: no capacity, no counters (they were counted on demand). */
 export interface RunRecordV1 {
@@ -245,6 +267,35 @@ export function runRange(runId: string): IDBKeyRange {
 /** Records read per request when a migration walks a store. */
 const MIGRATION_PAGE = 2000;
 
+/** Creates the quarantine store unless it exists (an upgrade may need it before step 3 runs). */
+function ensureQuarantine(db: IDBPDatabase<ReplayDB>): void {
+  if (!db.objectStoreNames.contains('quarantine')) db.createObjectStore('quarantine', { autoIncrement: true });
+}
+
+/**
+ * Moves a record an upgrade cannot migrate out of the way: deletes it from its store and keeps
+ * it, with why, in `quarantine` (inside the version-change transaction).
+ */
+async function quarantine(db: IDBPDatabase<ReplayDB>, tx: UpgradeTx, store: ReplayStoreName, key: IDBValidKey, record: unknown, problem: string, version: number): Promise<void> {
+  ensureQuarantine(db);
+  await Promise.all([
+    tx.objectStore('quarantine').add({ store, key, problem, version, at: Date.now(), record }),
+    (tx.objectStore(store) as unknown as { delete(k: IDBValidKey): Promise<void> }).delete(key),
+  ]);
+}
+
+/** A version-1 header's transitions (by its key range), quarantined with it when the range can be read. */
+async function quarantineSteps(db: IDBPDatabase<ReplayDB>, tx: UpgradeTx, header: unknown, version: number): Promise<void> {
+  const h = header as { runId?: unknown; id?: unknown; firstStep?: unknown; length?: unknown };
+  if (typeof h.runId !== 'string' || !Number.isInteger(h.firstStep) || !Number.isInteger(h.length) || (h.length as number) <= 0) return;
+  const first = h.firstStep as number;
+  const range = IDBKeyRange.bound([h.runId, first], [h.runId, first + (h.length as number) - 1]);
+  const rows = await tx.objectStore('transitions').getAll(range);
+  for (const row of rows) {
+    await quarantine(db, tx, 'transitions', [row.runId, row.seq], row, `a step of trajectory ${JSON.stringify(h.id)}, which was quarantined`, version);
+  }
+}
+
 /** The upgrade steps, in order. Never edit a shipped step; add a new one. */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -266,7 +317,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     describe: 'capacity and eviction: pin offline trajectories, eviction index, counters in the run record, tasks by origin',
-    async migrate(_db, tx) {
+    async migrate(db, tx) {
       const tasks = tx.objectStore('tasks');
       tasks.createIndex('by-run-origin', ['runId', 'origin']);
       const trajectories = tx.objectStore('trajectories');
@@ -285,6 +336,15 @@ export const MIGRATIONS: readonly Migration[] = [
         const page = (await trajectories.getAll(range, MIGRATION_PAGE)) as unknown as TrajectoryRecordV1[];
         const writes: Promise<unknown>[] = [];
         for (const old of page) {
+          // Added after this step shipped: a damaged header used to throw here (an unknown source
+          // has no counters), abort the upgrade and leave the database unopenable. Quarantining it
+          // gives the same result as before for every sound record.
+          const problem = trajectoryV1Problem(old);
+          if (problem !== null) {
+            await quarantine(db, tx, 'trajectories', [old.runId, old.id], old, problem, 2);
+            await quarantineSteps(db, tx, old, 2);
+            continue;
+          }
           const pinned = old.source === 'offline';
           const record: TrajectoryRecord = { ...old, pinned };
           const rank = evictRankOf(old.source, pinned);
@@ -306,10 +366,21 @@ export const MIGRATIONS: readonly Migration[] = [
       const oldRuns = (await runs.getAll()) as unknown as RunRecordV1[];
       const taskStore = tx.objectStore('tasks');
       for (const old of oldRuns) {
+        if (typeof old.id !== 'string') {
+          await quarantine(db, tx, 'runs', old.id as IDBValidKey, old, 'id: expected a string', 2);
+          continue;
+        }
         const c = countersOf(old.id);
         c.tasks = await taskStore.count(runRange(old.id));
         await runs.put({ ...old, counters: c });
       }
+    },
+  },
+  {
+    version: 3,
+    describe: 'quarantine: records an upgrade could not migrate, kept with what was wrong',
+    async migrate(db) {
+      ensureQuarantine(db);
     },
   },
 ];

@@ -33,6 +33,7 @@ import { assertIdbGlobals, openDatabase } from './database.ts';
 import {
   CapacityError,
   CheckpointNotFoundError,
+  CorruptRecordError,
   DuplicateTrajectoryError,
   EmbedderMismatchError,
   EmbeddingDimensionError,
@@ -44,18 +45,32 @@ import {
   UnknownTaskError,
   toReplayError,
 } from './errors.ts';
-import { toTransitionRecords, trajectoryOf } from './records.ts';
+import {
+  assemblyProblem,
+  checkpointProblem,
+  derivedRunProblem,
+  metricProblem,
+  runProblem,
+  taskProblem,
+  toTransitionRecords,
+  trajectoryOf,
+  trajectoryProblem,
+  transitionProblem,
+  usableEvicted,
+} from './records.ts';
 import { IndexCache } from './index-cache.ts';
 import type { RetrievalIndex } from './retrieval.ts';
 import {
   DEFAULT_DB_NAME,
   SCHEMA_VERSION,
   SOURCES,
+  STORE_NAMES,
   emptyCounters,
   evictRankOf,
   runRange,
   type CheckpointRecord,
   type MetricRecord,
+  type QuarantineRecord,
   type ReplayDB,
   type ReplayStoreName,
   type RunRecord,
@@ -70,12 +85,14 @@ import type {
   OpenReplayStoreOptions,
   PutTrajectoriesOptions,
   PutTrajectoriesResult,
+  ReadOptions,
   ReplayFilter,
   RetrievalHit,
   RunCounts,
   RunInit,
   RunStats,
   SampleOptions,
+  SkippedRecord,
   SourceCounts,
   TrajectoryFilter,
   TransitionFilter,
@@ -114,6 +131,72 @@ export interface EvictionPlan {
 type RW = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readwrite'>;
 type RO = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readonly'>;
 type AnyTx = RW | RO;
+
+/** The transaction `repairStore` works in: every store, readwrite (readonly for a dry run). */
+export type MaintenanceTx = IDBPTransaction<ReplayDB, ReplayStoreName[], 'readwrite' | 'readonly'>;
+
+/**
+ * The stores a run record's counters and sequence numbers are rebuilt from. Every transaction
+ * that reads a run record for a write includes them, so a damaged record is repaired in place.
+ */
+const RUN_DATA: ReplayStoreName[] = ['runs', 'tasks', 'trajectories', 'transitions'];
+
+/** `RUN_DATA` plus other stores. */
+function withRunData(...more: ReplayStoreName[]): ReplayStoreName[] {
+  return [...RUN_DATA, ...more.filter((m) => !RUN_DATA.includes(m))];
+}
+
+/** Calls `onSkip`, if any, for a record that failed validation. */
+function skip(options: ReadOptions | undefined, record: SkippedRecord): void {
+  options?.onSkip?.(record);
+}
+
+/**
+ * A run record whose identity and settings are sound but whose counters, next sequence numbers
+ * or times are damaged, rebuilt from the records of the run that validate (inside `tx`, which
+ * must include `RUN_DATA`). The eviction history is kept when it is readable, else restarts at 0.
+ */
+async function rebuildRun(tx: AnyTx, raw: RunRecord): Promise<RunRecord> {
+  const runId = raw.id;
+  const range = runRange(runId);
+  const counters = emptyCounters();
+  counters.evicted = usableEvicted(raw.counters) ?? counters.evicted;
+  const [tasks, headers, lastCursor] = await Promise.all([
+    tx.objectStore('tasks').getAll(range),
+    tx.objectStore('trajectories').getAll(range),
+    tx.objectStore('transitions').openKeyCursor(range, 'prev'),
+  ]);
+  const lastKey = lastCursor?.key[1];
+  const lastSeq = typeof lastKey === 'number' && Number.isFinite(lastKey) ? lastKey : -1;
+  let nextTask = 0;
+  for (const t of tasks) {
+    if (typeof t.seq === 'number' && Number.isFinite(t.seq)) nextTask = Math.max(nextTask, t.seq + 1);
+    if (taskProblem(t) === null) counters.tasks += 1;
+  }
+  let nextTrajectory = 0;
+  let nextTransition = lastSeq + 1;
+  for (const h of headers) {
+    if (trajectoryProblem(h) !== null) continue;
+    nextTrajectory = Math.max(nextTrajectory, h.seq + 1);
+    nextTransition = Math.max(nextTransition, h.firstStep + h.length);
+    const c = counters.bySource[h.source];
+    c.trajectories += 1;
+    c.transitions += h.length;
+    c.rewardSum += h.reward;
+    if (h.success) c.successes += 1;
+  }
+  const old = raw.next as Partial<RunRecord['next']> | undefined;
+  const keep = (n: unknown, floor: number): number => (typeof n === 'number' && Number.isInteger(n) && n >= floor ? n : floor);
+  const now = Date.now();
+  return {
+    ...raw,
+    createdAt: Number.isFinite(raw.createdAt) ? raw.createdAt : now,
+    updatedAt: Number.isFinite(raw.updatedAt) ? raw.updatedAt : now,
+    // Never hand out a sequence number some record still uses.
+    next: { task: keep(old?.task, nextTask), trajectory: keep(old?.trajectory, nextTrajectory), transition: keep(old?.transition, nextTransition) },
+    counters,
+  };
+}
 
 /** Eviction candidates fetched per request. */
 const EVICT_PAGE = 256;
@@ -309,10 +392,24 @@ export class ReplayStore {
     return result;
   }
 
+  /**
+   * The run record, validated: `CorruptRecordError` when its identity or embedding settings are
+   * damaged; damaged counters, sequence numbers or times are rebuilt from the data (and saved
+   * when `tx` is readwrite), so that a write goes on with correct counts.
+   */
   private async requireRun(tx: AnyTx, runId: string): Promise<RunRecord> {
     const run = await tx.objectStore('runs').get(runId);
     if (!run) throw new UnknownRunError(runId);
-    return run;
+    const problem = runProblem(run);
+    if (problem) throw new CorruptRecordError('runs', runId, problem);
+    const derived = derivedRunProblem(run as unknown as Record<string, unknown>);
+    if (derived === null) return run;
+    const names = tx.objectStoreNames as unknown as DOMStringList;
+    if (!RUN_DATA.every((n) => names.contains(n))) throw new CorruptRecordError('runs', runId, `${derived} (read the run with getRun to rebuild it)`);
+    const rebuilt = await rebuildRun(tx, run);
+    if (tx.mode === 'readwrite') await (tx as RW).objectStore('runs').put(rebuilt);
+    this.indexes.drop(runId);
+    return rebuilt;
   }
 
   private async meta(runId: string): Promise<{ embeddingDim: number; embedderId: string }> {
@@ -357,15 +454,31 @@ export class ReplayStore {
     return run;
   }
 
-  /** The run record, or undefined. */
+  /**
+   * The run record, or undefined. Throws `CorruptRecordError` when the record's identity or
+   * embedding settings are damaged; damaged counters (or sequence numbers) are rebuilt from the
+   * run's records and saved first.
+   */
   async getRun(runId: string): Promise<RunRecord | undefined> {
     checkId('run id', runId);
-    return this.read(['runs'], (tx) => tx.objectStore('runs').get(runId));
+    const run = await this.read(['runs'], (tx) => tx.objectStore('runs').get(runId));
+    if (run === undefined) return undefined;
+    const problem = runProblem(run);
+    if (problem) throw new CorruptRecordError('runs', runId, problem);
+    if (derivedRunProblem(run as unknown as Record<string, unknown>) === null) return run;
+    return this.write(RUN_DATA, `rebuilding the counters of run ${runId}`, (tx) => this.requireRun(tx, runId));
   }
 
-  /** Every run, by id. */
-  async listRuns(): Promise<RunRecord[]> {
-    return this.read(['runs'], (tx) => tx.objectStore('runs').getAll());
+  /** Every run, by id; a corrupt run record is left out and reported (`options.onSkip`). */
+  async listRuns(options: ReadOptions = {}): Promise<RunRecord[]> {
+    const runs = await this.read(['runs'], (tx) => tx.objectStore('runs').getAll());
+    const out: RunRecord[] = [];
+    for (const run of runs) {
+      const problem = runProblem(run);
+      if (problem) skip(options, { store: 'runs', key: (run as { id?: IDBValidKey }).id ?? '', problem });
+      else out.push((await this.getRun(run.id)) as RunRecord);
+    }
+    return out;
   }
 
   /**
@@ -426,7 +539,7 @@ export class ReplayStore {
       await this.meta(runId);
       return [];
     }
-    const records = await this.write(['runs', 'tasks'], `putTasks(${runId}, ${parsed.length} tasks)`, async (tx) => {
+    const records = await this.write(RUN_DATA, `putTasks(${runId}, ${parsed.length} tasks)`, async (tx) => {
       const run = await this.requireRun(tx, runId);
       const store = tx.objectStore('tasks');
       const batch = new Map(parsed.map((t) => [t.id, t]));
@@ -434,7 +547,8 @@ export class ReplayStore {
       const wanted = new Set<string>(parsed.map((t) => t.id));
       for (const t of parsed) if (t.parentId !== undefined) wanted.add(t.parentId);
       const found = await Promise.all([...wanted].map((id) => store.get([runId, id])));
-      for (const r of found) if (r) existing.set(r.id, r);
+      // A damaged stored task is replaced as if new (its stats and seq cannot be trusted).
+      for (const r of found) if (r && taskProblem(r) === null) existing.set(r.id, r);
 
       const generation = new Map<string, number>();
       const generationOf = (id: string, path: string[]): number => {
@@ -485,8 +599,8 @@ export class ReplayStore {
     return records;
   }
 
-  /** Tasks of a run in insertion order; optionally only some ids or one origin. */
-  async getTasks(runId: string, filter: { ids?: readonly string[]; origin?: Task['origin'] } = {}): Promise<TaskRecord[]> {
+  /** Tasks of a run in insertion order; optionally only some ids or one origin. Corrupt ones are left out and reported. */
+  async getTasks(runId: string, filter: { ids?: readonly string[]; origin?: Task['origin'] } = {}, options: ReadOptions = {}): Promise<TaskRecord[]> {
     checkId('run id', runId);
     const ids = idList('task id', filter.ids);
     return this.read(['tasks'], async (tx) => {
@@ -495,6 +609,7 @@ export class ReplayStore {
       if (ids) records = (await Promise.all(ids.map((id) => store.get([runId, id])))).filter((r): r is TaskRecord => r !== undefined);
       else if (filter.origin !== undefined) records = await store.index('by-run-origin').getAll([runId, filter.origin]);
       else records = await store.index('by-run-seq').getAll(runRange(runId));
+      records = valid(records, 'tasks', (r) => [runId, r.id], taskProblem, options);
       if (filter.origin !== undefined) records = records.filter((r) => r.origin === filter.origin);
       return records.sort((a, b) => a.seq - b.seq);
     });
@@ -558,6 +673,10 @@ export class ReplayStore {
       } else {
         for (const t of await Promise.all(taskIds.map((id) => taskStore.get([runId, id])))) if (t) taskById.set(t.id, t);
       }
+      for (const [id, t] of taskById) {
+        const problem = taskProblem(t);
+        if (problem) throw new CorruptRecordError('tasks', [runId, id], problem);
+      }
       for (const id of taskIds) {
         if (!taskById.has(id)) {
           const user = todo.find((d) => d.trajectory.taskId === id) as { trajectory: Trajectory };
@@ -583,6 +702,8 @@ export class ReplayStore {
           const page = await index.getAll(lower, EVICT_PAGE);
           for (const victim of page) {
             if (total <= max) break;
+            // A damaged header cannot be evicted correctly (its length may be wrong); repairStore removes it.
+            if (trajectoryProblem(victim) !== null) continue;
             evicted.push(victim);
             total -= victim.length;
           }
@@ -698,7 +819,7 @@ export class ReplayStore {
       const run = await this.requireRun(tx, runId);
       const trajStore = tx.objectStore('trajectories');
       const taskStore = tx.objectStore('tasks');
-      const headers = (await Promise.all(list.map((id) => trajStore.get([runId, id])))).filter((h): h is TrajectoryRecord => h !== undefined);
+      const headers = (await Promise.all(list.map((id) => trajStore.get([runId, id])))).filter((h): h is TrajectoryRecord => h !== undefined && trajectoryProblem(h) === null);
       const taskIds = [...new Set(headers.map((h) => h.taskId))];
       const tasks = new Map<string, TaskRecord>();
       for (const t of await Promise.all(taskIds.map((id) => taskStore.get([runId, id])))) if (t) tasks.set(t.id, t);
@@ -749,7 +870,7 @@ export class ReplayStore {
       });
     });
     if (options.pinned !== undefined && typeof options.pinned !== 'boolean') throw new TypeError(`options.pinned must be a boolean, got ${JSON.stringify(options.pinned)}`);
-    return this.read(['runs', 'trajectories'], async (tx) => {
+    return this.read(RUN_DATA, async (tx) => {
       const run = await this.requireRun(tx, runId);
       const max = run.maxTransitions ?? this.settings.maxTransitions;
       const index = tx.objectStore('trajectories').index('by-evict');
@@ -760,11 +881,13 @@ export class ReplayStore {
       let lower: IDBKeyRange = IDBKeyRange.bound([runId], [runId, []]);
       const storedHead = async (): Promise<TrajectoryRecord | undefined> => {
         if (at < page.length || exhausted) return page[at];
-        page = await index.getAll(lower, EVICT_PAGE);
+        const fetched = await index.getAll(lower, EVICT_PAGE);
+        page = fetched.filter((h) => trajectoryProblem(h) === null);
         at = 0;
-        const last = page[page.length - 1];
-        if (page.length < EVICT_PAGE || last === undefined) exhausted = true;
+        const last = fetched[fetched.length - 1];
+        if (fetched.length < EVICT_PAGE || last === undefined) exhausted = true;
         else lower = IDBKeyRange.bound([runId, last.evictRank as number, last.seq], [runId, []], true, false);
+        if (page.length === 0 && !exhausted) return storedHead();
         return page[0];
       };
       // This write's own evictable trajectories by rank; each comes after every stored one of its
@@ -810,10 +933,10 @@ export class ReplayStore {
     await this.refuseIfLockedElsewhere(runId);
     const list = idList('trajectory id', ids) ?? [];
     if (list.length === 0) return { trajectoryIds: [], transitions: 0 };
-    const evicted = await this.write(['runs', 'trajectories', 'transitions'], `evictTrajectories(${runId}, ${list.length} ids)`, async (tx) => {
+    const evicted = await this.write(RUN_DATA, `evictTrajectories(${runId}, ${list.length} ids)`, async (tx) => {
       const run = await this.requireRun(tx, runId);
       const trajStore = tx.objectStore('trajectories');
-      const headers = (await Promise.all(list.map((id) => trajStore.get([runId, id])))).filter((h): h is TrajectoryRecord => h !== undefined);
+      const headers = (await Promise.all(list.map((id) => trajStore.get([runId, id])))).filter((h): h is TrajectoryRecord => h !== undefined && trajectoryProblem(h) === null);
       const pinned = headers.find((h) => h.pinned);
       if (pinned) throw new ReplayValidationError(`trajectory ${JSON.stringify(pinned.id)} of run ${JSON.stringify(runId)} is pinned and cannot be evicted`);
       const rawTraj = unwrap(trajStore);
@@ -865,7 +988,7 @@ export class ReplayStore {
     const list = idList('task id', ids) ?? [];
     if (list.length === 0) return [];
     const gone = new Set(list);
-    const deleted = await this.write(['runs', 'tasks', 'trajectories'], `deleteTasks(${runId}, ${list.length} ids)`, async (tx) => {
+    const deleted = await this.write(RUN_DATA, `deleteTasks(${runId}, ${list.length} ids)`, async (tx) => {
       const run = await this.requireRun(tx, runId);
       const taskStore = tx.objectStore('tasks');
       const byTask = tx.objectStore('trajectories').index('by-run-task');
@@ -939,8 +1062,8 @@ export class ReplayStore {
     return trajectories.map((t) => t.steps.map(() => vectors[k++] as Float32Array));
   }
 
-  /** Trajectory headers matching a filter, oldest first (within one transaction). */
-  private async headers(tx: AnyTx, filter: TrajectoryFilter): Promise<TrajectoryRecord[]> {
+  /** Trajectory headers matching a filter, oldest first (within one transaction); damaged ones are reported and left out. */
+  private async headers(tx: AnyTx, filter: TrajectoryFilter, options?: ReadOptions): Promise<TrajectoryRecord[]> {
     const { runId } = filter;
     const sources = sourceList(filter.source);
     const taskIds = idList('task id', filter.taskId);
@@ -951,6 +1074,7 @@ export class ReplayStore {
     else if (taskIds) headers = (await Promise.all(taskIds.map((id) => store.index('by-run-task').getAll([runId, id])))).flat();
     else if (sources) headers = (await Promise.all(sources.map((s) => store.index('by-run-source').getAll([runId, s])))).flat();
     else headers = await store.index('by-run-seq').getAll(runRange(runId));
+    headers = valid(headers, 'trajectories', (h) => [runId, h.id], trajectoryProblem, options);
     if (sources) headers = headers.filter((h) => sources.includes(h.source));
     if (taskIds) headers = headers.filter((h) => taskIds.includes(h.taskId));
     headers.sort((a, b) => a.seq - b.seq);
@@ -963,103 +1087,172 @@ export class ReplayStore {
     if (filter.limit !== undefined) checkCount('filter.limit', filter.limit);
   }
 
-  /** Trajectory headers (no steps) matching the filter, oldest first. */
-  async getTrajectoryRecords(filter: TrajectoryFilter): Promise<TrajectoryRecord[]> {
+  /** The run's embedding dimension read in `tx` (undefined for an unknown or damaged run: nothing to check against). */
+  private async dimIn(tx: AnyTx, runId: string): Promise<number | undefined> {
+    const run = await tx.objectStore('runs').get(runId);
+    return run !== undefined && runProblem(run) === null ? run.embeddingDim : undefined;
+  }
+
+  /** Trajectory headers (no steps) matching the filter, oldest first; damaged headers are left out and reported. */
+  async getTrajectoryRecords(filter: TrajectoryFilter, options: ReadOptions = {}): Promise<TrajectoryRecord[]> {
     this.checkFilter(filter);
-    const headers = await this.read(['trajectories'], (tx) => this.headers(tx, filter));
+    const headers = await this.read(['trajectories'], (tx) => this.headers(tx, filter, options));
     return filter.limit === undefined ? headers : headers.slice(0, filter.limit);
   }
 
-  /** Whole trajectories matching the filter, oldest first. */
-  async getTrajectories(filter: TrajectoryFilter): Promise<Trajectory[]> {
+  /**
+   * Whole trajectories matching the filter, oldest first. A trajectory that cannot be assembled
+   * (a damaged header, a step missing, a damaged transition) is left out and its bad record
+   * reported to `options.onSkip`; the others are returned. `limit` counts what is returned.
+   */
+  async getTrajectories(filter: TrajectoryFilter, options: ReadOptions = {}): Promise<Trajectory[]> {
     this.checkFilter(filter);
-    return this.read(['trajectories', 'transitions'], async (tx) => {
-      let headers = await this.headers(tx, filter);
-      if (filter.limit !== undefined) headers = headers.slice(0, filter.limit);
-      return this.assemble(tx, headers);
-    });
-  }
-
-  private async assemble(tx: AnyTx, headers: readonly TrajectoryRecord[]): Promise<Trajectory[]> {
-    const store = tx.objectStore('transitions');
-    const steps = await Promise.all(headers.map((h) => (h.length === 0 ? Promise.resolve([]) : store.getAll(transitionsRange(h.runId, h.firstStep, h.length)))));
-    return headers.map((h, i) => trajectoryOf(h, steps[i] as TransitionRecord[]));
-  }
-
-  /** Transitions matching the filter, in storage order. */
-  async getTransitions(filter: TransitionFilter): Promise<TransitionRecord[]> {
-    this.checkFilter(filter);
-    if (filter.trajectoryId !== undefined) checkId('filter.trajectoryId', filter.trajectoryId);
-    const ids = filter.trajectoryId === undefined ? undefined : [filter.trajectoryId];
-    return this.read(['trajectories', 'transitions'], async (tx) => {
-      const headers = await this.headers(tx, { ...filter, ids, limit: undefined });
-      const store = tx.objectStore('transitions');
-      const out: TransitionRecord[] = [];
+    return this.read(['runs', 'trajectories', 'transitions'], async (tx) => {
+      const headers = await this.headers(tx, filter, options);
+      const dim = await this.dimIn(tx, filter.runId);
+      const out: Trajectory[] = [];
       const limit = filter.limit ?? Number.POSITIVE_INFINITY;
-      for (const h of headers) {
-        if (out.length >= limit) break;
-        if (h.length === 0) continue;
-        const want = Math.min(h.length, limit - out.length);
-        out.push(...(await store.getAll(transitionsRange(h.runId, h.firstStep, want))));
+      // Assembled a page at a time, so that a limit stops reading early.
+      for (let i = 0; i < headers.length && out.length < limit; i += 256) {
+        for (const { trajectory } of await this.assemble(tx, headers.slice(i, i + 256), dim, options)) {
+          if (out.length < limit) out.push(trajectory);
+        }
       }
       return out;
     });
   }
 
-  /** One transition by its seq in the run, or undefined. */
+  /** The trajectories of `headers` that assemble (with their transitions), in order; the others are reported. */
+  private async assemble(tx: AnyTx, headers: readonly TrajectoryRecord[], dim: number | undefined, options: ReadOptions | undefined): Promise<{ trajectory: Trajectory; transitions: TransitionRecord[] }[]> {
+    const store = tx.objectStore('transitions');
+    const steps = await Promise.all(headers.map((h) => (h.length === 0 ? Promise.resolve([]) : store.getAll(transitionsRange(h.runId, h.firstStep, h.length)))));
+    const out: { trajectory: Trajectory; transitions: TransitionRecord[] }[] = [];
+    headers.forEach((h, i) => {
+      const rows = steps[i] as TransitionRecord[];
+      const problem = assemblyProblem(h, rows, dim);
+      if (problem === null) out.push({ trajectory: trajectoryOf(h, rows), transitions: rows });
+      else skip(options, problem.store === 'transitions' ? { ...problem, trajectoryId: h.id } : problem);
+    });
+    return out;
+  }
+
+  /**
+   * Transitions matching the filter, in storage order. Only those of trajectories that assemble:
+   * a trajectory with a damaged or missing record is left out and reported (`options.onSkip`).
+   */
+  async getTransitions(filter: TransitionFilter, options: ReadOptions = {}): Promise<TransitionRecord[]> {
+    this.checkFilter(filter);
+    if (filter.trajectoryId !== undefined) checkId('filter.trajectoryId', filter.trajectoryId);
+    const ids = filter.trajectoryId === undefined ? undefined : [filter.trajectoryId];
+    return this.read(['runs', 'trajectories', 'transitions'], async (tx) => {
+      const headers = await this.headers(tx, { ...filter, ids, limit: undefined }, options);
+      const dim = await this.dimIn(tx, filter.runId);
+      const out: TransitionRecord[] = [];
+      const limit = filter.limit ?? Number.POSITIVE_INFINITY;
+      for (const h of headers) {
+        if (out.length >= limit) break;
+        if (h.length === 0) continue;
+        const [whole] = await this.assemble(tx, [h], dim, options);
+        if (whole) out.push(...whole.transitions.slice(0, limit - out.length));
+      }
+      return out;
+    });
+  }
+
+  /** One transition by its seq in the run, or undefined. Throws `CorruptRecordError` when it is damaged. */
   async getTransition(runId: string, seq: number): Promise<TransitionRecord | undefined> {
     checkId('run id', runId);
     checkCount('seq', seq);
-    return this.read(['transitions'], (tx) => tx.objectStore('transitions').get([runId, seq]));
+    return this.read(['runs', 'transitions'], async (tx) => {
+      const record = await tx.objectStore('transitions').get([runId, seq]);
+      if (record === undefined) return undefined;
+      const problem = transitionProblem(record, await this.dimIn(tx, runId));
+      if (problem) throw new CorruptRecordError('transitions', [runId, seq], problem);
+      return record;
+    });
   }
 
   /**
    * `n` distinct transitions drawn uniformly from those matching the filter (all of them, in
-   * random order, when fewer match).
+   * random order, when fewer match). A trajectory found damaged while sampling (a wrong length,
+   * a missing or damaged step) is reported (`options.onSkip`) and its transitions are not
+   * drawn; the sample is made up from the others.
    */
   async sampleTransitions(filter: ReplayFilter, n: number, options: SampleOptions = {}): Promise<TransitionRecord[]> {
     this.checkFilter(filter);
     checkCount('n', n);
     const rng = options.rng ?? new Rng(Date.now());
-    return this.read(['trajectories', 'transitions'], async (tx) => {
-      const headers = await this.headers(tx, filter);
-      const starts: number[] = [];
-      let total = 0;
-      for (const h of headers) {
-        starts.push(total);
-        total += h.length;
-      }
-      const picks = sampleIndices(rng, total, Math.min(n, total));
+    return this.read(['runs', 'trajectories', 'transitions'], async (tx) => {
+      let headers = await this.headers(tx, filter, options);
+      const dim = await this.dimIn(tx, filter.runId);
       const store = tx.objectStore('transitions');
-      const keys = picks.map((p): [string, number] => {
-        // The header whose range holds p (binary search over the prefix sums).
-        let lo = 0;
-        let hi = starts.length - 1;
-        while (lo < hi) {
-          const mid = (lo + hi + 1) >>> 1;
-          if ((starts[mid] as number) <= p) lo = mid;
-          else hi = mid - 1;
+      const out: TransitionRecord[] = [];
+      const taken = new Set<number>();
+      // Normally one round. A damaged trajectory met in a round is checked whole, dropped, and
+      // the shortfall drawn again from the rest (never the same transition twice).
+      for (;;) {
+        const starts: number[] = [];
+        let total = 0;
+        for (const h of headers) {
+          starts.push(total);
+          total += h.length;
         }
-        const h = headers[lo] as TrajectoryRecord;
-        return [filter.runId, h.firstStep + (p - (starts[lo] as number))];
-      });
-      const records = await Promise.all(keys.map((k) => store.get(k)));
-      return records.filter((r): r is TransitionRecord => r !== undefined);
+        const need = n - out.length;
+        const picks = sampleIndices(rng, total, Math.min(need + taken.size, total));
+        const keys: { header: TrajectoryRecord; seq: number }[] = [];
+        for (const p of picks) {
+          // The header whose range holds p (binary search over the prefix sums).
+          let lo = 0;
+          let hi = starts.length - 1;
+          while (lo < hi) {
+            const mid = (lo + hi + 1) >>> 1;
+            if ((starts[mid] as number) <= p) lo = mid;
+            else hi = mid - 1;
+          }
+          const h = headers[lo] as TrajectoryRecord;
+          const seq = h.firstStep + (p - (starts[lo] as number));
+          if (!taken.has(seq)) keys.push({ header: h, seq });
+          if (keys.length >= need) break;
+        }
+        const records = await Promise.all(keys.map((k) => store.get([filter.runId, k.seq])));
+        const suspects = new Set<TrajectoryRecord>();
+        records.forEach((r, i) => {
+          const { header, seq } = keys[i] as { header: TrajectoryRecord; seq: number };
+          if (r === undefined || transitionProblem(r, dim) !== null || r.trajectoryId !== header.id || r.step !== seq - header.firstStep) suspects.add(header);
+        });
+        const damaged = new Set<TrajectoryRecord>();
+        for (const h of suspects) if ((await this.assemble(tx, [h], dim, options)).length === 0) damaged.add(h);
+        records.forEach((r, i) => {
+          const { header, seq } = keys[i] as { header: TrajectoryRecord; seq: number };
+          if (r !== undefined && !damaged.has(header) && !taken.has(seq)) {
+            out.push(r);
+            taken.add(seq);
+          }
+        });
+        if (damaged.size === 0 || out.length >= n) return out;
+        headers = headers.filter((h) => !damaged.has(h));
+      }
     });
   }
 
-  /** `n` distinct whole trajectories drawn uniformly from those matching the filter. */
+  /** `n` distinct whole trajectories drawn uniformly from those matching the filter; damaged ones are reported and replaced by others. */
   async sampleTrajectories(filter: ReplayFilter, n: number, options: SampleOptions = {}): Promise<Trajectory[]> {
     this.checkFilter(filter);
     checkCount('n', n);
     const rng = options.rng ?? new Rng(Date.now());
-    return this.read(['trajectories', 'transitions'], async (tx) => {
-      const headers = await this.headers(tx, filter);
-      const picks = sampleIndices(rng, headers.length, Math.min(n, headers.length));
-      return this.assemble(
-        tx,
-        picks.map((i) => headers[i] as TrajectoryRecord),
-      );
+    return this.read(['runs', 'trajectories', 'transitions'], async (tx) => {
+      let headers = await this.headers(tx, filter, options);
+      const dim = await this.dimIn(tx, filter.runId);
+      const out: Trajectory[] = [];
+      while (out.length < n && headers.length > 0) {
+        const picks = sampleIndices(rng, headers.length, Math.min(n - out.length, headers.length));
+        const chosen = picks.map((i) => headers[i] as TrajectoryRecord);
+        const whole = await this.assemble(tx, chosen, dim, options);
+        out.push(...whole.map((w) => w.trajectory));
+        const used = new Set(chosen);
+        headers = headers.filter((h) => !used.has(h));
+      }
+      return out;
     });
   }
 
@@ -1102,14 +1295,16 @@ export class ReplayStore {
   /**
    * The k stored transitions most similar to `query` (cosine similarity of embeddings), best
    * first, ties to the older transition. `query` must have the run's embedding dimension.
+   * Damaged transitions (no embedding, a wrong length, a NaN...) are not in the index: each is
+   * reported to `options.onSkip` on every call, and never returned.
    */
-  async retrieve(query: Float32Array, k: number, filter: ReplayFilter): Promise<RetrievalHit[]> {
-    const [hits] = await this.retrieveBatch([query], k, filter);
+  async retrieve(query: Float32Array, k: number, filter: ReplayFilter, options: ReadOptions = {}): Promise<RetrievalHit[]> {
+    const [hits] = await this.retrieveBatch([query], k, filter, options);
     return hits as RetrievalHit[];
   }
 
   /** `retrieve` for several queries in one pass over the index (cheaper than one call each). */
-  async retrieveBatch(queries: readonly Float32Array[], k: number, filter: ReplayFilter): Promise<RetrievalHit[][]> {
+  async retrieveBatch(queries: readonly Float32Array[], k: number, filter: ReplayFilter, options: ReadOptions = {}): Promise<RetrievalHit[][]> {
     this.checkFilter(filter);
     checkPositive('k', k);
     if (!Array.isArray(queries)) throw new TypeError(`queries must be an array of Float32Array, got ${String(queries)}`);
@@ -1125,6 +1320,8 @@ export class ReplayStore {
     if (sources) searchFilter.sources = sources;
     if (taskIds) searchFilter.taskIds = taskIds;
     const found = index.search(queries, k, searchFilter);
+    for (const s of this.indexes.skipped(filter.runId)) skip(options, s);
+    const reported = new Set<number>();
     return this.read(['transitions'], async (tx) => {
       const store = tx.objectStore('transitions');
       return Promise.all(
@@ -1133,7 +1330,15 @@ export class ReplayStore {
           const out: RetrievalHit[] = [];
           records.forEach((r, i) => {
             // A transition evicted by another context since the index was built is skipped.
-            if (r) out.push({ score: (hits[i] as { score: number }).score, transition: r });
+            if (!r) return;
+            // One damaged since it was indexed is skipped and reported (once per call).
+            const problem = transitionProblem(r, meta.embeddingDim);
+            if (problem !== null) {
+              if (!reported.has(r.seq)) skip(options, { store: 'transitions', key: [filter.runId, r.seq], problem });
+              reported.add(r.seq);
+              return;
+            }
+            out.push({ score: (hits[i] as { score: number }).score, transition: r });
           });
           return out;
         }),
@@ -1161,6 +1366,7 @@ export class ReplayStore {
         break;
       case 'run-deleted':
       case 'run-created':
+      case 'run-repaired':
         this.indexes.drop(change.runId);
         this.runMeta.delete(change.runId);
         break;
@@ -1191,7 +1397,7 @@ export class ReplayStore {
     };
     if (input.optimizer?.config !== undefined) record.optimizer.config = input.optimizer.config;
     if (input.config !== undefined) record.config = input.config;
-    await this.write(['runs', 'checkpoints'], `saveCheckpoint(${runId}, ${input.name})`, async (tx) => {
+    await this.write(withRunData('checkpoints'), `saveCheckpoint(${runId}, ${input.name})`, async (tx) => {
       const run = await this.requireRun(tx, runId);
       run.latestCheckpoint = input.name;
       run.updatedAt = record.createdAt;
@@ -1205,21 +1411,23 @@ export class ReplayStore {
   async loadCheckpoint(runId: string, name?: string): Promise<CheckpointRecord> {
     checkId('run id', runId);
     if (name !== undefined) checkId('checkpoint name', name);
-    return this.read(['runs', 'checkpoints'], async (tx) => {
+    return this.read(withRunData('checkpoints'), async (tx) => {
       const run = await this.requireRun(tx, runId);
       const wanted = name ?? run.latestCheckpoint;
       if (wanted === undefined) throw new CheckpointNotFoundError(runId, undefined);
       const record = await tx.objectStore('checkpoints').get([runId, wanted]);
       if (!record) throw new CheckpointNotFoundError(runId, wanted);
+      const problem = checkpointProblem(record);
+      if (problem) throw new CorruptRecordError('checkpoints', [runId, wanted], problem);
       return record;
     });
   }
 
-  /** The run's checkpoints (without tensors), by name. */
-  async listCheckpoints(runId: string): Promise<CheckpointInfo[]> {
+  /** The run's checkpoints (without tensors), by name; corrupt ones are left out and reported. */
+  async listCheckpoints(runId: string, options: ReadOptions = {}): Promise<CheckpointInfo[]> {
     checkId('run id', runId);
     const records = await this.read(['checkpoints'], (tx) => tx.objectStore('checkpoints').getAll(runRange(runId)));
-    return records.map(infoOf);
+    return valid(records, 'checkpoints', (r) => [runId, r.name], checkpointProblem, options).map(infoOf);
   }
 
   /** Deletes a checkpoint; returns whether it existed. */
@@ -1227,7 +1435,7 @@ export class ReplayStore {
     checkId('run id', runId);
     await this.refuseIfLockedElsewhere(runId);
     checkId('checkpoint name', name);
-    return this.write(['runs', 'checkpoints'], `deleteCheckpoint(${runId}, ${name})`, async (tx) => {
+    return this.write(withRunData('checkpoints'), `deleteCheckpoint(${runId}, ${name})`, async (tx) => {
       const run = await this.requireRun(tx, runId);
       const store = tx.objectStore('checkpoints');
       if ((await store.getKey([runId, name])) === undefined) return false;
@@ -1261,7 +1469,7 @@ export class ReplayStore {
       return { runId, iteration: m.iteration, time: m.time ?? now, values };
     });
     if (rows.length === 0) return;
-    await this.write(['runs', 'metrics'], `appendMetrics(${runId}, ${rows.length} records)`, async (tx) => {
+    await this.write(withRunData('metrics'), `appendMetrics(${runId}, ${rows.length} records)`, async (tx) => {
       await this.requireRun(tx, runId);
       const store = unwrap(tx.objectStore('metrics'));
       for (const row of rows) store.put(row);
@@ -1269,14 +1477,15 @@ export class ReplayStore {
     this.notifier.publish({ type: 'metrics-appended', runId, iterations: rows.map((r) => r.iteration) });
   }
 
-  /** Metric records of a run in iteration order, optionally within [from, to]. */
-  async readMetrics(runId: string, range: { from?: number; to?: number } = {}): Promise<MetricRecord[]> {
+  /** Metric records of a run in iteration order, optionally within [from, to]; corrupt ones are left out and reported. */
+  async readMetrics(runId: string, range: { from?: number; to?: number } = {}, options: ReadOptions = {}): Promise<MetricRecord[]> {
     checkId('run id', runId);
     const from = range.from ?? 0;
     const to = range.to ?? Number.POSITIVE_INFINITY;
     if (!(Number.isFinite(from) && from >= 0)) throw new RangeError(`from must be a non-negative number, got ${from}`);
     if (!(to >= from)) throw new RangeError(`to must be >= from, got from ${from}, to ${to}`);
-    return this.read(['metrics'], (tx) => tx.objectStore('metrics').getAll(IDBKeyRange.bound([runId, from], [runId, to])));
+    const records = await this.read(['metrics'], (tx) => tx.objectStore('metrics').getAll(IDBKeyRange.bound([runId, from], [runId, to])));
+    return valid(records, 'metrics', (r) => [runId, r.iteration], metricProblem, options);
   }
 
   // ---------------------------------------------------------------- coordination
@@ -1312,6 +1521,34 @@ export class ReplayStore {
     return isRunLocked(this.settings.locks, this.name, runId);
   }
 
+  /** Whether another context (not this store) holds the run's trainer lock. */
+  async lockedElsewhere(runId: string): Promise<boolean> {
+    checkId('run id', runId);
+    return !this.heldLocks.has(runId) && (await isRunLocked(this.settings.locks, this.name, runId));
+  }
+
+  /**
+   * @internal For `repairStore`: runs `body` in one transaction over every store (readonly for a
+   * dry run; a failure rolls all of it back). After a write, forgets what this store cached of the
+   * runs `body` returns as changed and tells other contexts to do the same.
+   */
+  async maintain<T extends { changedRuns: readonly string[] }>(dryRun: boolean, body: (tx: MaintenanceTx) => Promise<T>): Promise<T> {
+    const stores = [...STORE_NAMES];
+    if (dryRun) return this.read(stores, (tx) => body(tx as MaintenanceTx));
+    const result = await this.write(stores, 'repairStore', (tx) => body(tx as MaintenanceTx));
+    for (const runId of result.changedRuns) {
+      this.indexes.drop(runId);
+      this.runMeta.delete(runId);
+      this.notifier.publish({ type: 'run-repaired', runId });
+    }
+    return result;
+  }
+
+  /** The records upgrades set aside (`quarantine` store), oldest first. */
+  async listQuarantine(): Promise<QuarantineRecord[]> {
+    return this.read(['quarantine'], (tx) => tx.objectStore('quarantine').getAll());
+  }
+
   /**
    * Listens to changes: this store's own (`origin: 'local'`) and, over BroadcastChannel, those of
    * other tabs and workers (`origin: 'remote'`). Returns the unsubscribe function.
@@ -1320,6 +1557,17 @@ export class ReplayStore {
     this.assertOpen();
     return this.notifier.subscribe(listener);
   }
+}
+
+/** The records that validate; the others are reported to `options.onSkip`. */
+function valid<T>(records: readonly T[], store: ReplayStoreName, keyOf: (r: T) => IDBValidKey, problemOf: (r: unknown) => string | null, options: ReadOptions | undefined): T[] {
+  const out: T[] = [];
+  for (const r of records) {
+    const problem = problemOf(r);
+    if (problem === null) out.push(r);
+    else skip(options, { store, key: keyOf(r), problem });
+  }
+  return out;
 }
 
 function countsOf(run: RunRecord): RunCounts {

@@ -89,7 +89,7 @@ export interface TransitionFilter extends ReplayFilter {
 }
 
 /** Options of the samplers. */
-export interface SampleOptions {
+export interface SampleOptions extends ReadOptions {
   /** Source of randomness (default: seeded from the clock). */
   rng?: Rng;
 }
@@ -153,4 +153,22 @@ export interface MetricInput {
   /** Default: now. */
   time?: number;
   values: Record<string, number>;
+}
+
+/** A stored record a read left out because it failed validation (see `CorruptRecordError`). */
+export interface SkippedRecord {
+  /** The object store holding it. */
+  store: string;
+  /** Its key there. */
+  key: IDBValidKey;
+  /** What is wrong with it. */
+  problem: string;
+  /** For a damaged transition: the trajectory left out with it. */
+  trajectoryId?: string;
+}
+
+/** Options of the reads that walk a run: they skip corrupt records and report each one here. */
+export interface ReadOptions {
+  /** Called once per corrupt record left out (count them to know how many). */
+  onSkip?: (record: SkippedRecord) => void;
 }
