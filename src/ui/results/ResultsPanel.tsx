@@ -71,6 +71,7 @@ export function ResultsPanel({ evaluation, runs }: ResultsPanelProps) {
                   <td>
                     {r.iteration}
                     {r.stoppedBy === 'user' ? ' (stopped)' : ''}
+                    {r.imported ? ' (checkpoint)' : ''}
                   </td>
                   <td>{formatInterval(r.evaluation.success)}</td>
                   <td>{r.evaluation.meanReward.toFixed(3)}</td>
