@@ -10,6 +10,7 @@ import { userEvent } from 'vitest/browser';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
 import type { StorageNames } from '../workers/training.protocol.ts';
+import { wrapTrainingWorker } from '../workers/training.client.ts';
 
 const mounted: TrainingPageHandle[] = [];
 const hosts: HTMLElement[] = [];
@@ -161,5 +162,31 @@ describe('training page (browser)', () => {
     const at = first.page.store.state.value.iteration;
     await expect.poll(() => first.page.store.state.value.iteration, { timeout: 30_000, interval: 50 }).toBeGreaterThan(at);
     expect(first.page.store.state.value.status).toBe('running');
+  });
+
+  it('does not hang on "Starting" when the training worker cannot load (404): it fails with a message, Start works again', async () => {
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    hosts.push(host);
+    let workers = 0;
+    const page = mountTrainingPage(host, {
+      storage: storage(),
+      startWorker: async () => {
+        workers++;
+        return wrapTrainingWorker(new Worker(new URL('/no-such-training-worker-404.js', location.href), { type: 'module' }));
+      },
+    });
+    mounted.push(page);
+    await page.ready;
+    const byTestId = <T extends HTMLElement = HTMLElement>(id: string): T => host.querySelector<T>(`[data-testid="${id}"]`) as T;
+    await setUpTinyRun(byTestId, 2);
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 15_000, interval: 50 }).toBe('failed');
+    expect(byTestId('train-status').textContent).toMatch(/the training worker failed: .*Reload the page/);
+    expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+    // A second try starts a fresh worker rather than waiting on the dead one.
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => workers, { timeout: 15_000 }).toBe(2);
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 15_000, interval: 50 }).toBe('failed');
   });
 });

@@ -130,11 +130,21 @@ export class TrainingController {
         worker.terminate();
         return worker;
       }
-      worker.onEvent((event) => this.store.dispatch(event));
+      worker.onEvent((event) => {
+        this.store.dispatch(event);
+        if (event.kind === 'failed' && event.runId === '') this.dropWorker(worker);
+      });
       this.worker = worker;
       return worker;
     });
     return this.workerStarting;
+  }
+
+  /** Forgets a worker that failed, so that the next command starts a fresh one. */
+  private dropWorker(worker: TrainingWorkerHandle): void {
+    worker.terminate();
+    if (this.worker === worker) this.worker = null;
+    this.workerStarting = null;
   }
 
   private openIndex(): Promise<RunIndex> {
