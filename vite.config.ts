@@ -16,7 +16,7 @@ export default defineConfig({
   // Preact's JSX (automatic runtime), as tsconfig.json's jsxImportSource says for the type checker.
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   // Pre-bundle up front so the browser test runner never reloads mid-run on a late discovery.
-  optimizeDeps: { include: ['zod', 'minisearch', 'idb', 'comlink', '@mlc-ai/web-llm', 'preact', 'preact/hooks', 'preact/jsx-runtime', '@preact/signals', 'uplot'] },
+  optimizeDeps: { include: ['zod', 'minisearch', 'idb', 'comlink', '@mlc-ai/web-llm', 'preact', 'preact/hooks', 'preact/compat', 'preact/jsx-runtime', '@preact/signals', 'uplot'] },
   // No minification: tfjs-backend-wasm starts its pthreads from its factory's source text
   // (`factory.toString()`), which a minifier breaks by renaming what the function refers to.
   build: { target: 'es2022', sourcemap: true, minify: false },

@@ -31,7 +31,7 @@ export function TrainingPage({ store, controller, data }: TrainingPageProps) {
       <TrainPanel state={state} onPause={() => controller.pause()} onResume={() => void controller.resume()} onStop={() => controller.stop()} />
       <ChartsPanel metrics={state.metrics} />
       <ResultsPanel evaluation={state.evaluation} runs={state.runs} />
-      <InspectPanel training={state} data={dataState} controller={data} />
+      <InspectPanel shownRunId={state.runId} status={state.status} runs={state.runs} data={dataState} controller={data} />
       <DataPanel training={state} data={dataState} controller={data} />
     </div>
   );

@@ -4,21 +4,25 @@
  * (tasks in lineage order with generation, V_tau and mean reward). Everything stored is shown as
  * text nodes only: task instructions, states and reasoning come from users, files and LLMs.
  */
-import { useEffect } from 'preact/hooks';
+import { memo } from 'preact/compat';
+import { useEffect, useState } from 'preact/hooks';
 import type { TrajectorySource } from '../../core/types.ts';
 import type { DataController } from '../data/controller.ts';
 import type { OutcomeFilter } from '../data/run-data.ts';
 import type { DataViewState } from '../state/data-state.ts';
-import type { TrainingViewState } from '../state/training-state.ts';
+import { isActive, type TrainingStatus, type TrainingViewState } from '../state/training-state.ts';
 
-/** Rows listed at most (the filter narrows a large buffer). */
-export const MAX_LISTED = 200;
+/** Rows listed at first, and added by each "Show more" (rendering hundreds of rows costs frames). */
+export const PAGE_ROWS = 100;
 
 const SOURCES: readonly TrajectorySource[] = ['offline', 'synthetic', 'real'];
 
-/** Props of {@link InspectPanel}. */
+/** Props of {@link InspectPanel}: only what it shows, so that worker events of a training run do not re-render it. */
 export interface InspectPanelProps {
-  training: TrainingViewState;
+  /** The run the training view shows. */
+  shownRunId: string | null;
+  status: TrainingStatus;
+  runs: TrainingViewState['runs'];
   data: DataViewState;
   controller: DataController;
 }
@@ -26,12 +30,16 @@ export interface InspectPanelProps {
 const fmt = (x: number | null, digits = 3): string => (x === null ? 'n/a' : x.toFixed(digits));
 
 /** The inspector panel. */
-export function InspectPanel({ training, data, controller }: InspectPanelProps) {
-  const runId = data.selectedRunId ?? training.runId;
-  // Reload as the inspected run grows (an iteration ended, the run finished).
+export const InspectPanel = memo(function InspectPanel({ shownRunId, status, runs, data, controller }: InspectPanelProps) {
+  const runId = data.selectedRunId ?? shownRunId;
+  const active = isActive(status);
+  const [bufferRows, setBufferRows] = useState(PAGE_ROWS);
+  const [taskRows, setTaskRows] = useState(PAGE_ROWS);
+  // Reload when the run comes to rest (done, paused, failed) or another is picked. Not on every
+  // iteration: reading the buffer on the main thread cost frames of up to 400 ms while training.
   useEffect(() => {
-    void controller.refresh();
-  }, [runId, training.iteration, training.status, controller]);
+    if (!active) void controller.refresh();
+  }, [runId, active, status, controller]);
 
   const listed = data.trajectories ?? [];
   const tasks = data.curriculum ?? [];
@@ -43,8 +51,8 @@ export function InspectPanel({ training, data, controller }: InspectPanelProps) 
         <div class="field">
           <label for="inspect-run">Run</label>
           <select id="inspect-run" data-testid="inspect-run" value={data.selectedRunId ?? ''} onChange={(e) => void controller.select((e.currentTarget as HTMLSelectElement).value || null)}>
-            <option value="">The run shown above{training.runId ? ` (${training.runId})` : ''}</option>
-            {training.runs.map((r) => (
+            <option value="">The run shown above{shownRunId ? ` (${shownRunId})` : ''}</option>
+            {runs.map((r) => (
               <option value={r.id} key={r.id}>
                 {r.id}
               </option>
@@ -105,10 +113,16 @@ export function InspectPanel({ training, data, controller }: InspectPanelProps) 
       ) : (
         <>
           <h3>Replay buffer</h3>
-          <p class="help" data-testid="inspect-count">
-            {listed.length} trajector{listed.length === 1 ? 'y' : 'ies'} match{listed.length > MAX_LISTED ? `; the first ${MAX_LISTED} are listed` : ''}.
+          <p class="help">
+            <button type="button" data-testid="inspect-refresh" onClick={() => void controller.refresh()}>
+              Refresh
+            </button>{' '}
+            {active ? 'The run is training: Refresh reads what it has stored so far (the view updates by itself when it stops).' : ''}
           </p>
-          <div class="table-wrap">
+          <p class="help" data-testid="inspect-count">
+            {listed.length} trajector{listed.length === 1 ? 'y' : 'ies'} match{listed.length > bufferRows ? `; the first ${bufferRows} are listed` : ''}.
+          </p>
+          <div class="table-wrap" tabIndex={0} role="region" aria-label="Stored trajectories (scrolls sideways)">
             <table data-testid="buffer-table">
               <caption>Stored trajectories</caption>
               <thead>
@@ -122,7 +136,7 @@ export function InspectPanel({ training, data, controller }: InspectPanelProps) 
                 </tr>
               </thead>
               <tbody>
-                {listed.slice(0, MAX_LISTED).map((t) => (
+                {listed.slice(0, bufferRows).map((t) => (
                   <tr key={t.id} data-trajectory-id={t.id} data-source={t.source} aria-current={opened?.id === t.id ? 'true' : undefined}>
                     <th scope="row">
                       <button type="button" class="link" data-testid="open-trajectory" onClick={() => void controller.open(t.id)}>
@@ -139,6 +153,11 @@ export function InspectPanel({ training, data, controller }: InspectPanelProps) 
               </tbody>
             </table>
           </div>
+          {listed.length > bufferRows && (
+            <button type="button" data-testid="buffer-more" onClick={() => setBufferRows((n) => n + PAGE_ROWS)}>
+              Show {Math.min(PAGE_ROWS, listed.length - bufferRows)} more trajectories
+            </button>
+          )}
           {opened && (
             <article class="trajectory" data-testid="trajectory-view" aria-labelledby="trajectory-heading">
               <h3 id="trajectory-heading">
@@ -180,7 +199,7 @@ export function InspectPanel({ training, data, controller }: InspectPanelProps) 
             Tasks in lineage order: a generated task sits under the task it was varied from. V_tau is the reward variance of the task’s last group in the loop (generated
             tasks); the stored variance is over all its stored episodes.
           </p>
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0} role="region" aria-label="Tasks of the run (scrolls sideways)">
             <table data-testid="curriculum-table">
               <caption>Tasks of the run</caption>
               <thead>
@@ -195,7 +214,7 @@ export function InspectPanel({ training, data, controller }: InspectPanelProps) 
                 </tr>
               </thead>
               <tbody>
-                {tasks.map((t) => (
+                {tasks.slice(0, taskRows).map((t) => (
                   <tr key={t.id} data-task-id={t.id} data-depth={t.depth} data-parent-id={t.parentId ?? ''}>
                     <th scope="row" style={{ paddingLeft: `${0.5 + 1.25 * t.depth}rem` }}>
                       {t.depth > 0 ? '↳ ' : ''}
@@ -213,8 +232,13 @@ export function InspectPanel({ training, data, controller }: InspectPanelProps) 
               </tbody>
             </table>
           </div>
+          {tasks.length > taskRows && (
+            <button type="button" data-testid="curriculum-more" onClick={() => setTaskRows((n) => n + PAGE_ROWS)}>
+              Show {Math.min(PAGE_ROWS, tasks.length - taskRows)} more of {tasks.length} tasks
+            </button>
+          )}
         </>
       )}
     </section>
   );
-}
+});
