@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { userEvent } from 'vitest/browser';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
+import { chartData } from '../src/ui/charts/MetricChart.tsx';
 import type { StorageNames } from '../workers/training.protocol.ts';
 import { wrapTrainingWorker } from '../workers/training.client.ts';
 
@@ -75,6 +76,11 @@ describe('training page (browser)', () => {
     for (const chart of CHARTS) expect(points(byTestId, chart.id), chart.id).toBe(3);
     // uPlot drew into its canvas.
     expect(byTestId('chart-success').querySelector('canvas')).not.toBeNull();
+    // The V_tau distribution: mean and max per iteration, with a legend naming both.
+    const vtau = CHARTS.find((c) => c.id === 'vtau');
+    const metrics = page.store.state.value.metrics;
+    expect(chartData(vtau as (typeof CHARTS)[number], metrics)).toEqual([[1, 2, 3], metrics.map((x) => x.vTauMean), metrics.map((x) => x.vTauMax)]);
+    expect(byTestId('chart-vtau').querySelector('.u-legend')?.textContent).toMatch(/mean.*max/s);
     expect(byTestId('iteration-count').textContent).toBe('3 / 3');
     expect(byTestId('evaluation').textContent).toMatch(/Held-out success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 3 test tasks/);
     const rows = byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]');
