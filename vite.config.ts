@@ -9,9 +9,33 @@ const isolationHeaders = {
   'Cross-Origin-Embedder-Policy': 'require-corp',
 };
 
+/**
+ * The Content-Security-Policy of the served page (vite preview, which `npm start` runs): its own
+ * scripts, styles, workers and data only, plus
+ * - 'wasm-unsafe-eval': tfjs's WebAssembly backend compiles its module;
+ * - blob: workers and scripts: threaded tfjs-wasm starts its pthreads from a Blob of its own code;
+ * - the hosts WebLLM downloads from (model weights on Hugging Face and its CDNs, model libraries
+ *   on raw.githubusercontent.com), only when a person asks for a model;
+ * and nothing inline, no eval, no plugins, no framing. Not on the dev server, whose hot reload
+ * injects inline styles.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval' blob:",
+  "worker-src 'self' blob:",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self' https://huggingface.co https://*.huggingface.co https://*.hf.co https://raw.githubusercontent.com",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 export default defineConfig({
   server: { host: '127.0.0.1', headers: isolationHeaders },
-  preview: { host: '127.0.0.1', headers: isolationHeaders },
+  preview: { host: '127.0.0.1', headers: { ...isolationHeaders, 'Content-Security-Policy': CONTENT_SECURITY_POLICY } },
   worker: { format: 'es' },
   // Preact's JSX (automatic runtime), as tsconfig.json's jsxImportSource says for the type checker.
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepResult, Task } from '../src/core/types.ts';
 import { ENVIRONMENTS, getEnvSpec } from '../src/envs/registry.ts';
 import { CHROMIUM_ARGS, chromiumExecutable } from '../src/bench/chromium.ts';
+import { CONTENT_SECURITY_POLICY } from '../vite.config.ts';
 
 const root = resolve(import.meta.dirname, '..');
 /** Screenshots of the page's views, kept as test artifacts (git-ignored). */
@@ -100,7 +101,9 @@ describe('the built page', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it('is served cross-origin isolated', async () => {
+  it('is served cross-origin isolated, under its Content-Security-Policy', async () => {
+    expect(mainHeaders['content-security-policy']).toBe(CONTENT_SECURITY_POLICY);
+    expect(mainHeaders['content-security-policy']).not.toMatch(/'unsafe-inline'|'unsafe-eval'/);
     expect(mainHeaders['cross-origin-opener-policy']).toBe('same-origin');
     expect(mainHeaders['cross-origin-embedder-policy']).toBe('require-corp');
     expect(await page.evaluate(() => globalThis.crossOriginIsolated)).toBe(true);
@@ -166,6 +169,11 @@ describe('the built page', () => {
   it('trains from the built page and, reloaded mid-run, resumes the run with its earlier metrics', async () => {
     const trainPage = await (browser as Browser).newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
+    // Every Content-Security-Policy violation, in the page and its workers' reports to it.
+    await trainPage.addInitScript(() => {
+      const seen: string[] = ((globalThis as unknown as { __csp: string[] }).__csp = []);
+      document.addEventListener('securitypolicyviolation', (e) => seen.push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
     trainPage.on('pageerror', (error) => errors.push(String(error)));
     trainPage.on('console', (msg) => {
       if (msg.type() === 'error') errors.push(msg.text());
@@ -191,13 +199,27 @@ describe('the built page', () => {
     expect(await trainPage.getByTestId('comparison-table').locator('tbody tr[data-run-id]').count()).toBe(1);
     expect(await trainPage.getByTestId('evaluation').textContent()).toMatch(/Held-out success .* on 3 test tasks/);
     if (process.env['UI_TRAINING_SCREENSHOT']) await trainPage.screenshot({ path: process.env['UI_TRAINING_SCREENSHOT'], fullPage: true });
+    // It trained under the page's Content-Security-Policy, which was never violated, and is in force: an injected inline script does not run.
+    expect(await trainPage.evaluate(() => document.querySelector('[data-testid="train-backend"]')?.textContent ?? '')).toContain('wasm');
+    expect(await trainPage.evaluate(() => (globalThis as unknown as { __csp: string[] }).__csp)).toEqual([]);
     expect(errors).toEqual([]);
+    const inline = await trainPage.evaluate(async () => {
+      const script = document.createElement('script');
+      script.textContent = 'globalThis.__inlineRan = true;';
+      document.head.append(script);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return { ran: (globalThis as unknown as { __inlineRan?: boolean }).__inlineRan === true, violations: (globalThis as unknown as { __csp: string[] }).__csp };
+    });
+    expect(inline.ran).toBe(false);
+    expect(inline.violations).toEqual([expect.stringMatching(/^script-src-elem inline/)]);
     await trainPage.close();
   }, 150_000);
 
   it('a quick run: no serious accessibility violations, screenshots of every view, and the longest main-thread frame gap', async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
-    const quick = await (browser as Browser).newPage({ viewport: { width: 1280, height: 800 } });
+    // axe-core is injected as an inline script, which the page's CSP rightly refuses: this page
+    // bypasses it (the reload test trains under it).
+    const quick = await (browser as Browser).newPage({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
     const errors: string[] = [];
     quick.on('pageerror', (error) => errors.push(String(error)));
     await quick.goto(`${baseUrl}?backend=wasm`, { waitUntil: 'load' });
