@@ -2,6 +2,7 @@
 import { defineConfig } from 'vite';
 import { playwright } from '@vitest/browser-playwright';
 import { CHROMIUM_ARGS, chromiumExecutable } from './src/bench/chromium.ts';
+import { appShellServiceWorker } from './src/sw/build-plugin.ts';
 
 /** Cross-origin isolation, so that SharedArrayBuffer and threaded tfjs-wasm work in the page. */
 const isolationHeaders = {
@@ -37,6 +38,8 @@ export default defineConfig({
   server: { host: '127.0.0.1', headers: isolationHeaders },
   preview: { host: '127.0.0.1', headers: { ...isolationHeaders, 'Content-Security-Policy': CONTENT_SECURITY_POLICY } },
   worker: { format: 'es' },
+  // The app-shell service worker (sw.js), so the page loads and trains offline after one visit.
+  plugins: [appShellServiceWorker()],
   // Preact's JSX (automatic runtime), as tsconfig.json's jsxImportSource says for the type checker.
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   // Pre-bundle up front so the browser test runner never reloads mid-run on a late discovery.

@@ -297,4 +297,49 @@ describe('the built page', () => {
     expect(errors).toEqual([]);
     await quick.close();
   }, 300_000);
+
+  it('after one visit, loads and trains a no-download run with the network cut (app-shell service worker)', async () => {
+    // Its own server, so that the network can really be cut: the server goes away.
+    const own = await preview({ root, logLevel: 'silent', build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
+    const address = own.httpServer.address() as AddressInfo;
+    const url = `http://127.0.0.1:${address.port}/`;
+    const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 800 } });
+    const offline = await context.newPage();
+    const errors: string[] = [];
+    offline.on('pageerror', (error) => errors.push(String(error)));
+    try {
+      await offline.goto(`${url}?backend=wasm`, { waitUntil: 'load' });
+      // Installed (every file of the build cached) and in control of the page.
+      await offline.evaluate(async () => {
+        await navigator.serviceWorker.ready;
+        if (!navigator.serviceWorker.controller) await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
+      });
+      await context.setOffline(true);
+      await own.close();
+      const served: string[] = [];
+      offline.on('response', (response) => served.push(`${response.fromServiceWorker() ? 'sw' : 'net'} ${response.url()}`));
+      await offline.reload({ waitUntil: 'load' });
+      await offline.getByTestId('training-page').waitFor();
+      expect(await offline.evaluate(() => navigator.onLine)).toBe(false);
+      expect(served.length).toBeGreaterThan(0);
+      expect(served.filter((s) => s.startsWith('net '))).toEqual([]);
+      // Still cross-origin isolated and under the CSP: the cached shell keeps its headers.
+      expect(await offline.evaluate(() => globalThis.crossOriginIsolated)).toBe(true);
+
+      await offline.getByTestId('setup-env').selectOption('shop');
+      await offline.getByTestId('setup-mode').selectOption('dreamgym');
+      await offline.getByTestId('setup-preset').selectOption('quick');
+      await offline.getByTestId('setup-advanced').locator('summary').click();
+      const fields: Record<string, string> = { iterations: '3', tasksPerIteration: '2', groupSize: '2', maxSteps: '5', expertEpisodes: '6', noisyEpisodes: '4', extraTasks: '2', evalEpisodes: '3' };
+      for (const [key, value] of Object.entries(fields)) await offline.getByTestId(`advanced-${key}`).fill(value);
+      await offline.getByTestId('train-start').click();
+      await expect.poll(() => offline.getByTestId('train-status').getAttribute('data-state'), { timeout: 90_000, interval: 200 }).toBe('done');
+      expect(await offline.getByTestId('iteration-count').textContent()).toBe('3 / 3');
+      expect(await offline.getByTestId('train-backend').textContent()).toContain('wasm');
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+      await own.close().catch(() => undefined);
+    }
+  }, 180_000);
 });
