@@ -30,7 +30,8 @@ export function DataPanel({ training, data, controller }: DataPanelProps) {
     void controller.refreshStorage();
   }, [controller]);
   const runId = data.selectedRunId ?? training.runId;
-  const training_ = runId !== null && runId === training.runId && isActive(training.status);
+  // The inspected run is the one this page trains right now: no import or delete then.
+  const inspectedTrains = runId !== null && runId === training.runId && isActive(training.status);
   const busy = data.busy !== null;
   const s = data.storage;
 
@@ -56,11 +57,11 @@ export function DataPanel({ training, data, controller }: DataPanelProps) {
       </div>
       <div class="field file-field">
         <label for="import-jsonl">Import dreamgym JSONL into this run’s replay buffer</label>
-        <input id="import-jsonl" data-testid="import-jsonl" type="file" accept=".jsonl,.ndjson,application/x-ndjson,text/plain" disabled={!runId || busy || training_} onChange={importFile} />
+        <input id="import-jsonl" data-testid="import-jsonl" type="file" accept=".jsonl,.ndjson,application/x-ndjson,text/plain" disabled={!runId || busy || inspectedTrains} onChange={importFile} />
         <span class="help">The whole file is checked first: a file with any bad line imports nothing.</span>
       </div>
       <div class="data-actions">
-        <button type="button" class="danger" data-testid="delete-run" disabled={!runId || busy || training_} onClick={() => setConfirming('delete')}>
+        <button type="button" class="danger" data-testid="delete-run" disabled={!runId || busy || inspectedTrains} onClick={() => setConfirming('delete')}>
           Delete this run…
         </button>
         <button type="button" class="danger" data-testid="clear-storage" disabled={busy || isActive(training.status)} onClick={() => setConfirming('clear')}>
