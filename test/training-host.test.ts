@@ -12,7 +12,9 @@ import { InProcessLockManager } from '../src/replay/index.ts';
 import { parseTrainingConfig, type TrainingConfigInput } from '../src/train/config.ts';
 import { RunIndex } from '../src/ui/runs/records.ts';
 import { SNAPSHOT_CHECKPOINT, snapshotFromCheckpoint } from '../src/ui/runs/snapshot.ts';
-import { TrainingHost } from '../workers/training-host.ts';
+import { fromRecord } from '../src/policy/replay-sink.ts';
+import { serializeCheckpoint } from '../src/policy/checkpoint.ts';
+import { IMPORTED_CHECKPOINT, TrainingHost } from '../workers/training-host.ts';
 import type { TrainingEvent } from '../workers/training.protocol.ts';
 
 installIdbGlobals();
@@ -132,5 +134,53 @@ describe('training host', () => {
     expect(events.at(-1)).toMatchObject({ kind: 'finished' });
     await host.handle({ kind: 'resume', runId: 'r4' });
     expect((events.at(-1) as { message: string }).message).toMatch(/is done: nothing to resume/);
+  });
+
+  it('evaluates an imported checkpoint file as a new run with the result of the run it came from', async () => {
+    const { host, events, indexedDB, locks } = setup();
+    const config = parseTrainingConfig(TINY);
+    await host.handle({ kind: 'start', runId: 'src', config });
+    const original = events.at(-1) as Extract<TrainingEvent, { kind: 'finished' }>;
+    expect(original.kind).toBe('finished');
+    const replay = await openReplayStore({ indexedDB, locks });
+    const snapshot = snapshotFromCheckpoint(await replay.loadCheckpoint('src', SNAPSHOT_CHECKPOINT));
+    const file = serializeCheckpoint(snapshot.checkpoint);
+    await replay.close();
+
+    events.length = 0;
+    await host.handle({ kind: 'evaluate-checkpoint', runId: 'imp', config, checkpoint: file, fileName: 'p.dgckpt' });
+    const finished = events.at(-1) as Extract<TrainingEvent, { kind: 'finished' }>;
+    expect(kinds(events)).toEqual(expect.arrayContaining(['backend', 'started', 'evaluating', 'finished']));
+    expect(finished.kind).toBe('finished');
+    expect(finished.record.imported).toEqual({ file: 'p.dgckpt', updates: snapshot.checkpoint.iteration });
+    expect(finished.evaluation.success).toEqual(original.evaluation.success);
+    expect(finished.evaluation.meanReward).toBe(original.evaluation.meanReward);
+    // The imported policy is kept with the new run, weight for weight.
+    const again = await openReplayStore({ indexedDB, locks });
+    const kept = fromRecord(await again.loadCheckpoint('imp', IMPORTED_CHECKPOINT));
+    expect(kept.weights.map((w) => Array.from(w.data))).toEqual(snapshot.checkpoint.weights.map((w) => Array.from(w.data)));
+    await again.close();
+  });
+
+  it('refuses a corrupt checkpoint file and a feature-width mismatch without leaving a run', async () => {
+    const { host, events, indexedDB } = setup();
+    const config = parseTrainingConfig(TINY);
+    await host.handle({ kind: 'evaluate-checkpoint', runId: 'bad', config, checkpoint: new Uint8Array([1, 2, 3]), fileName: 'junk.bin' });
+    const failed = events.at(-1) as Extract<TrainingEvent, { kind: 'failed' }>;
+    expect(failed.kind).toBe('failed');
+    expect(failed.message).toMatch(/bad magic/);
+
+    await host.handle({ kind: 'start', runId: 'src', config });
+    const replay = await openReplayStore({ indexedDB });
+    const file = serializeCheckpoint(snapshotFromCheckpoint(await replay.loadCheckpoint('src', SNAPSHOT_CHECKPOINT)).checkpoint);
+    await replay.close();
+    const wider = parseTrainingConfig({ ...TINY, policy: { hiddenDim: 8, embeddingDim: 64 } });
+    await host.handle({ kind: 'evaluate-checkpoint', runId: 'wide', config: wider, checkpoint: file, fileName: 'p.dgckpt' });
+    const mismatch = events.at(-1) as Extract<TrainingEvent, { kind: 'failed' }>;
+    expect(mismatch.kind).toBe('failed');
+    expect(mismatch.message).toMatch(/state\/action features of width/);
+    const index = await RunIndex.open({ indexedDB });
+    expect((await index.list()).map((r) => r.id)).toEqual(['src']);
+    index.close();
   });
 });

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { userEvent } from 'vitest/browser';
 import type { EnvName, Observation, RealEnvironment, StepResult, Task } from '../src/core/types.ts';
 import type { EnvSpec } from '../src/envs/spec.ts';
-import { mountPlayPanel, type PlayPanelHandle, type PlayPanelOptions } from '../src/ui/play.ts';
+import { MAX_ACTION_LENGTH, mountPlayPanel, type PlayPanelHandle, type PlayPanelOptions } from '../src/ui/play.ts';
 
 const EVIL = '<img src=x onerror="window.__pwned=1">';
 
@@ -190,6 +190,22 @@ describe('play panel with a fake environment', () => {
     expect(panel?.state().history[1]).toMatchObject({ action: 'jump', valid: false });
     expect(byTestId('message').textContent).toContain('unknown action');
     expect(byTestId('message').textContent).toContain('The episode continues');
+    // The environment's message has no full stop of its own: the panel adds one before the next sentence.
+    expect(byTestId('message').textContent).toMatch(/unknown action [^.]*\. The episode continues\.$/);
+  });
+
+  it('caps typed actions: the input takes at most MAX_ACTION_LENGTH characters and act refuses longer text', async () => {
+    const handle = mount();
+    const input = byTestId<HTMLInputElement>('action-input');
+    expect(input.maxLength).toBe(MAX_ACTION_LENGTH);
+    await userEvent.click(input);
+    await userEvent.keyboard('x'.repeat(MAX_ACTION_LENGTH + 20));
+    expect(input.value.length).toBe(MAX_ACTION_LENGTH);
+    const started = performance.now();
+    expect(handle.act('y'.repeat(1_000_000))).toBeNull();
+    expect(performance.now() - started).toBeLessThan(200);
+    expect(handle.state().steps).toBe(0);
+    expect(byTestId('message').textContent).toContain(`actions are at most ${MAX_ACTION_LENGTH}`);
   });
 
   it('keeps the picker on the running episode when switching environments cannot start a task', async () => {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountTrainerPanel, type TrainerPanelHandle } from '../src/ui/trainer-panel.ts';
+import { wrapTrainerWorker } from '../workers/trainer.client.ts';
 
 let panel: TrainerPanelHandle | null = null;
 afterEach(() => {
@@ -66,5 +67,32 @@ describe('trainer panel', () => {
     expect((q('trainer-start') as HTMLButtonElement).disabled).toBe(false);
     await panel.start('cpu');
     expect(calls).toBe(2);
+  });
+
+  it('does not hang on "Starting" when the worker file cannot load (404): it fails with a message and re-enables Start', async () => {
+    panel = mountTrainerPanel(document.body, {
+      url: 'http://localhost/',
+      startWorker: async () => wrapTrainerWorker(new Worker(new URL('/no-such-trainer-worker-404.js', location.href), { type: 'module' })),
+    });
+    const started = performance.now();
+    await panel.start('cpu');
+    expect(performance.now() - started).toBeLessThan(20_000);
+    expect(q('trainer-status').dataset['state']).toBe('failure');
+    expect(q('trainer-status').textContent).toMatch(/^The trainer could not start: the trainer worker failed/);
+    expect((q('trainer-start') as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it('gives up on a worker that never answers after its start timeout', async () => {
+    // A worker that loads but never replies to comlink.
+    const silent = URL.createObjectURL(new Blob(['self.onmessage = () => {};'], { type: 'text/javascript' }));
+    panel = mountTrainerPanel(document.body, {
+      url: 'http://localhost/',
+      startTimeoutMs: 300,
+      startWorker: async () => wrapTrainerWorker(new Worker(silent)),
+    });
+    await panel.start('cpu');
+    expect(q('trainer-status').textContent).toBe('The trainer could not start: the trainer worker did not answer within 0.3 s');
+    expect((q('trainer-start') as HTMLButtonElement).disabled).toBe(false);
+    URL.revokeObjectURL(silent);
   });
 });

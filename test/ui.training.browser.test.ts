@@ -9,7 +9,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { userEvent } from 'vitest/browser';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
+import { chartData } from '../src/ui/charts/MetricChart.tsx';
 import type { StorageNames } from '../workers/training.protocol.ts';
+import { wrapTrainingWorker } from '../workers/training.client.ts';
 
 const mounted: TrainingPageHandle[] = [];
 const hosts: HTMLElement[] = [];
@@ -74,6 +76,11 @@ describe('training page (browser)', () => {
     for (const chart of CHARTS) expect(points(byTestId, chart.id), chart.id).toBe(3);
     // uPlot drew into its canvas.
     expect(byTestId('chart-success').querySelector('canvas')).not.toBeNull();
+    // The V_tau distribution: mean and max per iteration, with a legend naming both.
+    const vtau = CHARTS.find((c) => c.id === 'vtau');
+    const metrics = page.store.state.value.metrics;
+    expect(chartData(vtau as (typeof CHARTS)[number], metrics)).toEqual([[1, 2, 3], metrics.map((x) => x.vTauMean), metrics.map((x) => x.vTauMax)]);
+    expect(byTestId('chart-vtau').querySelector('.u-legend')?.textContent).toMatch(/mean.*max/s);
     expect(byTestId('iteration-count').textContent).toBe('3 / 3');
     expect(byTestId('evaluation').textContent).toMatch(/Held-out success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 3 test tasks/);
     const rows = byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]');
@@ -161,5 +168,31 @@ describe('training page (browser)', () => {
     const at = first.page.store.state.value.iteration;
     await expect.poll(() => first.page.store.state.value.iteration, { timeout: 30_000, interval: 50 }).toBeGreaterThan(at);
     expect(first.page.store.state.value.status).toBe('running');
+  });
+
+  it('does not hang on "Starting" when the training worker cannot load (404): it fails with a message, Start works again', async () => {
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    hosts.push(host);
+    let workers = 0;
+    const page = mountTrainingPage(host, {
+      storage: storage(),
+      startWorker: async () => {
+        workers++;
+        return wrapTrainingWorker(new Worker(new URL('/no-such-training-worker-404.js', location.href), { type: 'module' }));
+      },
+    });
+    mounted.push(page);
+    await page.ready;
+    const byTestId = <T extends HTMLElement = HTMLElement>(id: string): T => host.querySelector<T>(`[data-testid="${id}"]`) as T;
+    await setUpTinyRun(byTestId, 2);
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 15_000, interval: 50 }).toBe('failed');
+    expect(byTestId('train-status').textContent).toMatch(/the training worker failed: .*Reload the page/);
+    expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+    // A second try starts a fresh worker rather than waiting on the dead one.
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => workers, { timeout: 15_000 }).toBe(2);
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 15_000, interval: 50 }).toBe('failed');
   });
 });

@@ -6,7 +6,9 @@
  * and stop at iteration boundaries, resumes from the last snapshot, and evaluates on held-out
  * tasks at the end. It reports through `post` (see ./training.protocol.ts).
  */
+import { parseCheckpoint } from '../src/policy/checkpoint.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
+import { ReplayCheckpointSink } from '../src/policy/replay-sink.ts';
 import type { BackendPreference, BackendReport } from '../src/policy/backend.ts';
 import { CheckpointNotFoundError, openReplayStore, RunLockedError, type LockManagerLike, type ReplayStore, type RunLock } from '../src/replay/index.ts';
 import type { Task, Trajectory } from '../src/core/types.ts';
@@ -38,6 +40,9 @@ export interface TrainingHostOptions {
 
 /** The embedder of stored transitions: the retrieval experience model's (hashed, no download). */
 const transitionEmbedder = (): HashedEmbedder => new HashedEmbedder({ dim: 256 });
+
+/** Name of the checkpoint record of a run made from an imported checkpoint file. */
+export const IMPORTED_CHECKPOINT = 'imported-policy';
 
 /** Trajectories per write while storing the seed data (each write reports progress). */
 const SEED_BATCH = 25;
@@ -73,7 +78,8 @@ export class TrainingHost {
         }
         return;
       case 'start':
-      case 'resume': {
+      case 'resume':
+      case 'evaluate-checkpoint': {
         if (this.active) {
           this.post({ kind: 'failed', runId: command.runId, message: `run ${this.active.runId} is already training here` });
           return;
@@ -81,7 +87,8 @@ export class TrainingHost {
         const active: Active = { runId: command.runId, controller: new AbortController(), request: null };
         this.active = active;
         try {
-          await this.run(command, active);
+          if (command.kind === 'evaluate-checkpoint') await this.evaluateCheckpoint(command);
+          else await this.run(command, active);
         } finally {
           this.active = null;
         }
@@ -169,6 +176,64 @@ export class TrainingHost {
     } finally {
       prepared?.dispose();
       await lock?.release().catch(() => undefined);
+      await replay?.close().catch(() => undefined);
+      index?.close();
+    }
+  }
+
+  /** Makes a run of an imported checkpoint file and evaluates it (see the command's comment). */
+  private async evaluateCheckpoint(command: Extract<TrainingCommand, { kind: 'evaluate-checkpoint' }>): Promise<void> {
+    const { runId, config } = command;
+    let replay: ReplayStore | null = null;
+    let index: RunIndex | null = null;
+    let prepared: PreparedRun | null = null;
+    let trainer: Trainer | null = null;
+    try {
+      // Parse before anything is written: a bad file leaves no run behind.
+      const checkpoint = parseCheckpoint(command.checkpoint);
+      const report = this.options.chooseBackend ? await this.options.chooseBackend(command.backend ?? 'auto') : null;
+      this.post({ kind: 'backend', report });
+      prepared = await prepareRun(config);
+      const policy = (checkpoint.config as { policy?: { stateDim?: unknown; actionDim?: unknown } }).policy;
+      const { featurizer } = prepared.deps;
+      if (policy?.stateDim !== featurizer.stateDim || policy?.actionDim !== featurizer.actionDim) {
+        throw new Error(
+          `${command.fileName} expects state/action features of width ${String(policy?.stateDim)}/${String(policy?.actionDim)}, but these settings give ` +
+            `${featurizer.stateDim}/${featurizer.actionDim}: set the embedding width it was trained with`,
+        );
+      }
+      trainer = Trainer.fromCheckpoint(checkpoint);
+      ({ replay, index } = await this.openStores(command.storage));
+      const now = Date.now();
+      let record: PageRunRecord = {
+        id: runId,
+        createdAt: now,
+        updatedAt: now,
+        config,
+        status: 'evaluating',
+        iteration: 0,
+        totalIterations: 0,
+        realTransitions: 0,
+        offlineTransitions: 0,
+        trainWallMs: 0,
+        imported: { file: command.fileName, updates: checkpoint.iteration },
+      };
+      await index.put(record);
+      const embedder = transitionEmbedder();
+      await replay.createRun({ id: runId, embedding: { id: embedder.id, dim: embedder.dim }, name: `checkpoint ${command.fileName}` });
+      // Kept with the run, so that it can be exported again.
+      await new ReplayCheckpointSink(replay, runId, () => IMPORTED_CHECKPOINT).save(checkpoint);
+      this.post({ kind: 'started', record, metrics: [] });
+      const evaluation = await this.evaluateRun(trainer, prepared, runId, 0);
+      record = await index.update(runId, { status: 'done', evaluation });
+      this.post({ kind: 'finished', record, evaluation });
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      const record = index ? await index.update(runId, { status: 'failed', error: message }).catch(() => undefined) : undefined;
+      this.post(record ? { kind: 'failed', runId, message, record } : { kind: 'failed', runId, message });
+    } finally {
+      trainer?.dispose();
+      prepared?.dispose();
       await replay?.close().catch(() => undefined);
       index?.close();
     }

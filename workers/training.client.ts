@@ -15,13 +15,23 @@ export interface TrainingWorkerHandle {
 
 /** Starts the training worker. */
 export function startTrainingWorker(): TrainingWorkerHandle {
-  const worker = new Worker(new URL('./training.worker.ts', import.meta.url), { type: 'module', name: 'dreamgym-training' });
+  return wrapTrainingWorker(new Worker(new URL('./training.worker.ts', import.meta.url), { type: 'module', name: 'dreamgym-training' }));
+}
+
+/**
+ * The handle of a worker running ./training.worker.ts (tests pass one that cannot load). A worker
+ * that fails, including one whose file cannot load (a 404 after a redeploy, the network gone),
+ * is reported as a `failed` event with runId '' (not tied to one run).
+ */
+export function wrapTrainingWorker(worker: Worker): TrainingWorkerHandle {
   const listeners = new Set<(event: TrainingEvent) => void>();
   worker.onmessage = (message: MessageEvent<TrainingEvent>) => {
     for (const listener of listeners) listener(message.data);
   };
   worker.onerror = (error) => {
-    const event: TrainingEvent = { kind: 'failed', runId: '', message: `the training worker crashed: ${error.message || 'unknown error'}` };
+    // A script that cannot load fires a plain Event (no message).
+    const why = error instanceof ErrorEvent && error.message ? error.message : 'its script could not be loaded or run';
+    const event: TrainingEvent = { kind: 'failed', runId: '', message: `the training worker failed: ${why}. Reload the page to try again.` };
     for (const listener of listeners) listener(event);
   };
   return {

@@ -21,6 +21,12 @@ export type TrainingCommand =
   | { kind: 'start'; runId: string; config: TrainingConfig; backend?: BackendPreference; storage?: StorageNames }
   /** Continues an unfinished run from its last snapshot (or re-seeds it when it has none). */
   | { kind: 'resume'; runId: string; backend?: BackendPreference; storage?: StorageNames }
+  /**
+   * Creates run `runId` from a policy checkpoint file (`serializeCheckpoint`, as the page exports it)
+   * and evaluates it on the held-out tasks of `config` (its environment, prior, features and
+   * number of evaluation tasks), without training.
+   */
+  | { kind: 'evaluate-checkpoint'; runId: string; config: TrainingConfig; checkpoint: Uint8Array; fileName: string; backend?: BackendPreference; storage?: StorageNames }
   /** Stops at the end of the current iteration, keeping the snapshot; the run stays resumable. */
   | { kind: 'pause' }
   /** Ends training at the end of the current iteration, then evaluates the policy as it stands. */

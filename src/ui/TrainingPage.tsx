@@ -7,6 +7,9 @@ import { SetupPanel } from './setup/SetupPanel.tsx';
 import { TrainPanel } from './train/TrainPanel.tsx';
 import { ChartsPanel } from './charts/ChartsPanel.tsx';
 import { ResultsPanel } from './results/ResultsPanel.tsx';
+import { InspectPanel } from './inspect/InspectPanel.tsx';
+import { DataPanel } from './data/DataPanel.tsx';
+import { DataController, type DataControllerOptions } from './data/controller.ts';
 import { createTrainingStore, type TrainingStore } from './state/store.ts';
 import { isActive } from './state/training-state.ts';
 import { TrainingController, type TrainingControllerOptions } from './train/controller.ts';
@@ -15,17 +18,21 @@ import { TrainingController, type TrainingControllerOptions } from './train/cont
 export interface TrainingPageProps {
   store: TrainingStore;
   controller: TrainingController;
+  data: DataController;
 }
 
 /** The panels of the training page. */
-export function TrainingPage({ store, controller }: TrainingPageProps) {
+export function TrainingPage({ store, controller, data }: TrainingPageProps) {
   const state = store.state.value;
+  const dataState = store.data.value;
   return (
     <div class="training-page" data-testid="training-page">
-      <SetupPanel busy={isActive(state.status)} onStart={(config) => void controller.start(config)} />
+      <SetupPanel busy={isActive(state.status)} onStart={(config) => void controller.start(config)} onEvaluateCheckpoint={(config, file) => void controller.evaluateCheckpoint(config, file)} />
       <TrainPanel state={state} onPause={() => controller.pause()} onResume={() => void controller.resume()} onStop={() => controller.stop()} />
       <ChartsPanel metrics={state.metrics} />
       <ResultsPanel evaluation={state.evaluation} runs={state.runs} />
+      <InspectPanel shownRunId={state.runId} status={state.status} runs={state.runs} data={dataState} controller={data} />
+      <DataPanel training={state} data={dataState} controller={data} />
     </div>
   );
 }
@@ -35,6 +42,7 @@ export interface TrainingPageHandle {
   readonly element: HTMLElement;
   readonly store: TrainingStore;
   readonly controller: TrainingController;
+  readonly data: DataController;
   /** Settles once stored runs are listed (and an interrupted one asked to resume). */
   readonly ready: Promise<void>;
   /** Unmounts the page and ends its worker (a run in progress stays resumable). */
@@ -42,14 +50,19 @@ export interface TrainingPageHandle {
 }
 
 /** Mounts the training page into `root`. */
-export function mountTrainingPage(root: HTMLElement, options: TrainingControllerOptions = {}): TrainingPageHandle {
+export function mountTrainingPage(root: HTMLElement, options: TrainingControllerOptions & Pick<DataControllerOptions, 'save' | 'storageManager'> = {}): TrainingPageHandle {
   const store = createTrainingStore();
   const controller = new TrainingController(store, options);
+  const data = new DataController(store, {
+    ...(options.storage ? { storage: options.storage } : {}),
+    ...(options.save ? { save: options.save } : {}),
+    ...(options.storageManager ? { storageManager: options.storageManager } : {}),
+  });
   const element = document.createElement('section');
   element.className = 'training-section';
   element.setAttribute('aria-label', 'Train an agent');
   root.appendChild(element);
-  render(<TrainingPage store={store} controller={controller} />, element);
+  render(<TrainingPage store={store} controller={controller} data={data} />, element);
   const ready = controller.init().catch((e: unknown) => {
     store.dispatch({ kind: 'failed', runId: '', message: `could not read the stored runs: ${e instanceof Error ? e.message : String(e)}` });
   });
@@ -57,6 +70,7 @@ export function mountTrainingPage(root: HTMLElement, options: TrainingController
     element,
     store,
     controller,
+    data,
     ready,
     destroy() {
       controller.destroy();

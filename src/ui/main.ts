@@ -1,6 +1,7 @@
 /**
  * Page entry: mounts the app into `#app` of index.html.
  */
+import './strict-csp.ts';
 import './style.css';
 import { ENVIRONMENTS } from '../envs/registry.ts';
 import { backendFromUrl } from '../policy/backend-preference.ts';
@@ -28,3 +29,12 @@ export function mountApp(root: HTMLElement): { training: TrainingPageHandle; pla
 
 const root = document.getElementById('app');
 if (root) mountApp(root);
+
+// The app-shell service worker, which only a build has (src/sw/build-plugin.ts defines its name).
+const serviceWorker = import.meta.env['APP_SHELL_SERVICE_WORKER'] as string | undefined;
+if (serviceWorker && 'serviceWorker' in navigator) {
+  navigator.serviceWorker.register(new URL(serviceWorker, document.baseURI), { scope: './' }).catch((e: unknown) => {
+    // The page works without it; it just will not load offline.
+    console.warn(`no offline support: ${e instanceof Error ? e.message : String(e)}`);
+  });
+}

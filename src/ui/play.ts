@@ -7,6 +7,9 @@ import type { EnvName, Observation, RealEnvironment, StepResult, Task } from '..
 import type { EnvSpec, Split } from '../envs/spec.ts';
 import { el, formatReward, replaceChildren, setText, uniqueId } from './dom.ts';
 
+/** Longest action the panel accepts (typed or passed to `act`): longer text is refused, not stepped. */
+export const MAX_ACTION_LENGTH = 500;
+
 /** Options for {@link mountPlayPanel}. */
 export interface PlayPanelOptions {
   /** The environments to offer, in menu order (normally `Object.values(ENVIRONMENTS)`). */
@@ -195,6 +198,8 @@ export function mountPlayPanel(root: HTMLElement, options: PlayPanelOptions): Pl
     autocomplete: 'off',
     spellcheck: 'false',
     placeholder: 'an action, then Enter',
+    // A megabyte of typed text once froze the page for seconds in the environment's parser.
+    maxlength: String(MAX_ACTION_LENGTH),
     'data-testid': 'action-input',
   });
   const actButton = el('button', { type: 'submit', class: 'primary', 'data-testid': 'act' }, ['Act']);
@@ -344,6 +349,10 @@ export function mountPlayPanel(root: HTMLElement, options: PlayPanelOptions): Pl
   function act(action: string): StepResult | null {
     const ep = episode;
     if (!ep || ep.done) return null;
+    if (action.length > MAX_ACTION_LENGTH) {
+      showMessage(`That action is ${action.length} characters long; actions are at most ${MAX_ACTION_LENGTH}.`, 'invalid');
+      return null;
+    }
     const focusWasOnAction = document.activeElement instanceof HTMLElement && actionsView.contains(document.activeElement);
     let result: StepResult;
     try {
@@ -365,7 +374,8 @@ export function mountPlayPanel(root: HTMLElement, options: PlayPanelOptions): Pl
     }
     clearHint();
     if (!result.info.valid) {
-      const why = entry.message ? `: ${entry.message}` : '.';
+      // The environment's message may lack its full stop; the sentence after it needs one.
+      const why = entry.message ? `: ${entry.message}${/[.!?…]$/.test(entry.message) ? '' : '.'}` : '.';
       showMessage(`Invalid action “${action}”${why}${result.done ? '' : ' The episode continues.'}`, 'invalid');
     } else if (result.done && entry.message) {
       showMessage(entry.message, 'info');

@@ -19,6 +19,8 @@ export interface TrainerPanelOptions {
   url?: string;
   /** Starts the worker. Default: the real trainer worker, loaded on first use. */
   startWorker?: () => Promise<TrainerWorkerHandle>;
+  /** How long starting may take before it fails (default {@link START_TIMEOUT_MS}). */
+  startTimeoutMs?: number;
 }
 
 /** Handle returned by {@link mountTrainerPanel}. */
@@ -28,6 +30,18 @@ export interface TrainerPanelHandle {
   start(backend?: BackendPreference): Promise<void>;
   /** Stops the worker. */
   destroy(): void;
+}
+
+/** How long the worker may take to report before the panel gives up on it. */
+export const START_TIMEOUT_MS = 60_000;
+
+/** `promise`, or a rejection after `ms` that says the worker did not answer. */
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the trainer worker did not answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 const defaultStartWorker = async (): Promise<TrainerWorkerHandle> => (await import('../../workers/trainer.client.ts')).startTrainerWorker();
@@ -82,7 +96,7 @@ export function mountTrainerPanel(root: HTMLElement, options: TrainerPanelOption
       const worker = await startWorker();
       if (mine !== generation) return worker.terminate();
       handle = worker;
-      const info = await worker.api.init({ ...DEFAULT_TRAINER_INIT, backend });
+      const info = await withDeadline(Promise.race([worker.api.init({ ...DEFAULT_TRAINER_INIT, backend }), worker.failed]), options.startTimeoutMs ?? START_TIMEOUT_MS);
       if (mine !== generation) return;
       const b = info.backend;
       status.dataset.state = 'success';

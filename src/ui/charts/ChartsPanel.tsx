@@ -12,6 +12,9 @@ export const CHARTS: readonly ChartSpec[] = [
   { id: 'kl', title: 'KL to reference', value: (m) => m.kl },
   { id: 'entropy', title: 'Entropy', value: (m) => m.entropy },
   { id: 'pool', title: 'Task pool size', value: (m) => m.poolSize },
+  // V_tau's distribution over the iteration's task groups: its mean and max, and how many groups were informative.
+  { id: 'vtau', title: 'V_tau over task groups (mean, max)', label: 'mean', value: (m) => m.vTauMean, more: [{ label: 'max', value: (m) => m.vTauMax, stroke: '#c2410c' }] },
+  { id: 'vtau-share', title: 'Task groups with V_tau > 0 (share)', value: (m) => m.vTauPositiveShare, range: [0, 1] },
   { id: 'sps', title: 'Synthetic steps / s', value: (m) => m.syntheticStepsPerSec },
   { id: 'real', title: 'Real transitions used', value: (m) => m.realTransitions },
 ];

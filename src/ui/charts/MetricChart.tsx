@@ -15,6 +15,10 @@ export interface ChartSpec {
   value: (m: IterationMetrics) => number;
   /** Axis range hint, e.g. [0, 1] for rates. */
   range?: [number, number];
+  /** Further lines on the same axes (e.g. the max next to the mean), with a legend. */
+  more?: readonly { label: string; value: (m: IterationMetrics) => number; stroke: string }[];
+  /** Label of the main line in the legend (default the title). */
+  label?: string;
 }
 
 /** Props of {@link MetricChart}. */
@@ -25,9 +29,9 @@ export interface MetricChartProps {
   height?: number;
 }
 
-/** x: the iteration number (1-based, as completed), y: the metric. */
-export function chartData(spec: ChartSpec, metrics: readonly IterationMetrics[]): [number[], number[]] {
-  return [metrics.map((m) => m.iteration + 1), metrics.map((m) => spec.value(m))];
+/** x: the iteration number (1-based, as completed), y: the metric, then the further lines. */
+export function chartData(spec: ChartSpec, metrics: readonly IterationMetrics[]): number[][] {
+  return [metrics.map((m) => m.iteration + 1), metrics.map((m) => spec.value(m)), ...(spec.more ?? []).map((line) => metrics.map((m) => line.value(m)))];
 }
 
 /** A uPlot line chart of one metric. */
@@ -44,13 +48,17 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
       {
         width,
         height,
-        legend: { show: false },
+        legend: { show: (spec.more?.length ?? 0) > 0 },
         cursor: { show: false },
         scales: { x: { time: false }, ...(range ? { y: { range: (_u, min, max) => [Math.min(range[0], min), Math.max(range[1], max)] } } : {}) },
         axes: [{ label: 'iteration', size: 36 }, { size: 48 }],
-        series: [{}, { label: spec.title, stroke: '#2f6fdf', width: 2, points: { show: true, size: 5 } }],
+        series: [
+          {},
+          { label: spec.label ?? spec.title, stroke: '#2f6fdf', width: 2, points: { show: true, size: 5 } },
+          ...(spec.more ?? []).map((line) => ({ label: line.label, stroke: line.stroke, width: 2, dash: [6, 3], points: { show: true, size: 4 } })),
+        ],
       },
-      data,
+      data as uPlot.AlignedData,
       target,
     );
     return () => {
@@ -60,7 +68,7 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
   }, [spec.id]);
 
   useEffect(() => {
-    plot.current?.setData(data);
+    plot.current?.setData(data as uPlot.AlignedData);
   }, [metrics]);
 
   const last = metrics.at(-1);

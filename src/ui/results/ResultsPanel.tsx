@@ -37,7 +37,7 @@ export function ResultsPanel({ evaluation, runs }: ResultsPanelProps) {
       ) : (
         <p class="empty">A run is evaluated greedily on held-out test tasks in the real environment when its training ends.</p>
       )}
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0} role="region" aria-label="Evaluated runs (scrolls sideways)">
         <table data-testid="comparison-table">
           <caption>Evaluated runs</caption>
           <thead>
@@ -71,6 +71,7 @@ export function ResultsPanel({ evaluation, runs }: ResultsPanelProps) {
                   <td>
                     {r.iteration}
                     {r.stoppedBy === 'user' ? ' (stopped)' : ''}
+                    {r.imported ? ' (checkpoint)' : ''}
                   </td>
                   <td>{formatInterval(r.evaluation.success)}</td>
                   <td>{r.evaluation.meanReward.toFixed(3)}</td>

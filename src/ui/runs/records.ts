@@ -53,6 +53,8 @@ export interface PageRunRecord {
   stoppedBy?: 'done' | 'real-budget' | 'wall-budget' | 'user';
   evaluation?: StoredRunEvaluation;
   error?: string;
+  /** Set for a run made from an imported checkpoint file (evaluated, never trained here). */
+  imported?: { file: string; updates: number };
 }
 
 /** Statuses of a run that has not reached its end. */

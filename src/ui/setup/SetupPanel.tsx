@@ -22,10 +22,12 @@ export interface SetupPanelProps {
   /** Whether a run is in progress (Start is disabled then). */
   busy: boolean;
   onStart: (config: TrainingConfig) => void;
+  /** Evaluates a checkpoint file with these settings (its environment, prior, features, evaluation tasks). */
+  onEvaluateCheckpoint?: (config: TrainingConfig, file: File) => void;
 }
 
 /** The setup panel. */
-export function SetupPanel({ busy, onStart }: SetupPanelProps) {
+export function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelProps) {
   const [form, setForm] = useState<SetupForm>(defaultSetupForm);
   const [error, setError] = useState<{ field: string; message: string } | null>(null);
   const update = (patch: Partial<SetupForm>): void => setForm((f) => ({ ...f, ...patch }));
@@ -37,6 +39,21 @@ export function SetupPanel({ busy, onStart }: SetupPanelProps) {
       const config = configFromForm(form);
       setError(null);
       onStart(config);
+    } catch (e) {
+      setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
+    }
+  };
+
+  const evaluateFile = (event: Event): void => {
+    const input = event.currentTarget as HTMLInputElement;
+    const file = input.files?.[0];
+    // Cleared, so that choosing the same file again is a new change.
+    input.value = '';
+    if (!file || !onEvaluateCheckpoint) return;
+    try {
+      const config = configFromForm(form);
+      setError(null);
+      onEvaluateCheckpoint(config, file);
     } catch (e) {
       setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
     }
@@ -151,6 +168,15 @@ export function SetupPanel({ busy, onStart }: SetupPanelProps) {
       <button type="submit" class="primary" data-testid="train-start" disabled={busy}>
         Start training
       </button>
+      {onEvaluateCheckpoint && (
+        <div class="field file-field">
+          <label for="setup-checkpoint">Or evaluate a checkpoint file with these settings</label>
+          <input id="setup-checkpoint" data-testid="setup-checkpoint" type="file" accept=".dgckpt,application/octet-stream" disabled={busy} onChange={evaluateFile} aria-describedby="setup-checkpoint-help" />
+          <span class="help" id="setup-checkpoint-help">
+            A policy checkpoint (.dgckpt, as exported below) becomes a new run, evaluated on the held-out tasks of the environment, prior and sizes set above.
+          </span>
+        </div>
+      )}
     </form>
   );
 }

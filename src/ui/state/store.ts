@@ -1,24 +1,33 @@
 /**
- * The training page's one store: a signal holding {@link TrainingViewState}, changed only by
- * {@link TrainingStore.dispatch} (worker events and page requests through the pure reducer), and
- * read by every panel; Preact components that read it re-render when it changes.
+ * The training page's one store: signals holding {@link TrainingViewState} (training, worker
+ * events) and {@link DataViewState} (inspector, exports, storage), changed only by
+ * {@link TrainingStore.dispatch} through the pure reducers, and read by every panel; Preact
+ * components that read them re-render when they change.
  */
 import { signal, type ReadonlySignal } from '@preact/signals';
+import { initialDataState, isDataAction, reduceData, type DataAction, type DataViewState } from './data-state.ts';
 import { initialTrainingState, reduceTraining, type TrainingAction, type TrainingViewState } from './training-state.ts';
+
+/** Everything the page's store takes. */
+export type PageAction = TrainingAction | DataAction;
 
 /** The store of the training page. */
 export interface TrainingStore {
   readonly state: ReadonlySignal<TrainingViewState>;
-  dispatch(action: TrainingAction): void;
+  readonly data: ReadonlySignal<DataViewState>;
+  dispatch(action: PageAction): void;
 }
 
 /** A new store in the initial state. */
 export function createTrainingStore(): TrainingStore {
   const state = signal<TrainingViewState>(initialTrainingState());
+  const data = signal<DataViewState>(initialDataState());
   return {
     state,
+    data,
     dispatch(action) {
-      state.value = reduceTraining(state.value, action);
+      if (isDataAction(action)) data.value = reduceData(data.value, action);
+      else state.value = reduceTraining(state.value, action);
     },
   };
 }

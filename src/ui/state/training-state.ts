@@ -48,7 +48,9 @@ export type TrainingAction =
   | { kind: 'request'; what: 'pause' | 'stop' }
   | { kind: 'runs'; runs: PageRunRecord[] }
   /** An unfinished run found in storage, with its stored metrics (shown before it resumes). */
-  | { kind: 'found'; record: PageRunRecord; metrics: IterationMetrics[] };
+  | { kind: 'found'; record: PageRunRecord; metrics: IterationMetrics[] }
+  /** A run was deleted (null: all storage was cleared); the view drops it. */
+  | { kind: 'forget'; runId: string | null };
 
 /** The state of a page that has not trained yet. */
 export function initialTrainingState(): TrainingViewState {
@@ -107,6 +109,12 @@ export function reduceTraining(state: TrainingViewState, action: TrainingAction)
       return { ...state, status: action.what === 'pause' ? 'pausing' : 'stopping' };
     case 'runs':
       return { ...state, runs: action.runs.slice() };
+    case 'forget': {
+      const runs = action.runId === null ? [] : state.runs.filter((r) => r.id !== action.runId);
+      // Only a run at rest is deleted: the view of the shown one starts over.
+      if (action.runId === null || action.runId === state.runId) return { ...initialTrainingState(), backend: state.backend, runs };
+      return { ...state, runs };
+    }
     case 'found':
       return {
         ...state,

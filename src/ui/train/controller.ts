@@ -74,6 +74,18 @@ export class TrainingController {
     return runId;
   }
 
+  /**
+   * Makes a new run of a checkpoint file and evaluates it with the held-out tasks, features and
+   * prior of `config` (the setup form's); returns the run id.
+   */
+  async evaluateCheckpoint(config: TrainingConfig, file: Blob & { name?: string }): Promise<string> {
+    const runId = newRunId(config).replace(`-${config.mode}-`, '-checkpoint-');
+    this.store.dispatch({ kind: 'request', what: 'start', runId });
+    const checkpoint = new Uint8Array(await file.arrayBuffer());
+    await this.send({ kind: 'evaluate-checkpoint', runId, config, checkpoint, fileName: file.name ?? 'checkpoint', ...this.common() });
+    return runId;
+  }
+
   /** Continues the paused (or interrupted) run `runId` (default: the one shown). */
   async resume(runId: string | null = this.store.state.value.runId): Promise<void> {
     if (!runId) return;
@@ -118,11 +130,21 @@ export class TrainingController {
         worker.terminate();
         return worker;
       }
-      worker.onEvent((event) => this.store.dispatch(event));
+      worker.onEvent((event) => {
+        this.store.dispatch(event);
+        if (event.kind === 'failed' && event.runId === '') this.dropWorker(worker);
+      });
       this.worker = worker;
       return worker;
     });
     return this.workerStarting;
+  }
+
+  /** Forgets a worker that failed, so that the next command starts a fresh one. */
+  private dropWorker(worker: TrainingWorkerHandle): void {
+    worker.terminate();
+    if (this.worker === worker) this.worker = null;
+    this.workerStarting = null;
   }
 
   private openIndex(): Promise<RunIndex> {

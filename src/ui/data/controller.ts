@@ -1,0 +1,204 @@
+/**
+ * Connects the inspector and the data panel to the stored runs ({@link RunData}): loads the
+ * selected run's buffer and curriculum into the store, opens trajectories, makes the export
+ * files and hands them to `save`, imports JSONL, deletes runs and clears storage. Errors go to
+ * the store as one sentence; nothing here throws at the panels.
+ */
+import { JsonlError } from '../../core/jsonl.ts';
+import { RunLockedError } from '../../replay/index.ts';
+import type { StorageNames } from '../../../workers/training.protocol.ts';
+import type { TrainingStore } from '../state/store.ts';
+import { isActive } from '../state/training-state.ts';
+import { RunData, requestPersistence, storageUse, type BufferFilter, type DownloadFile } from './run-data.ts';
+
+/** The export files a run offers. */
+export type ExportKind = 'checkpoint' | 'dataset' | 'chat' | 'report';
+
+/** Options of {@link DataController}. */
+export interface DataControllerOptions {
+  storage?: StorageNames;
+  /** Hands a file to the user (default: a download through a temporary link). */
+  save?: (file: DownloadFile) => void;
+  /** `navigator.storage` (tests pass a fake). */
+  storageManager?: StorageManager;
+}
+
+/** Saves a file through a temporary `<a download>` (the browser's download). */
+export function downloadFile(file: DownloadFile): void {
+  const url = URL.createObjectURL(file.data);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = file.name;
+  a.rel = 'noopener';
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  // After the click the browser has the blob; revoke later so a slow download still reads it.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+function messageOf(e: unknown): string {
+  if (e instanceof JsonlError) return e.message;
+  if (e instanceof RunLockedError) return 'the run is being trained (here or in another tab): stop it first';
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Drives the inspector and the data panel. */
+export class DataController {
+  readonly data: RunData;
+  private loadSeq = 0;
+
+  constructor(
+    readonly store: TrainingStore,
+    private readonly options: DataControllerOptions = {},
+  ) {
+    this.data = new RunData(options.storage ?? {});
+  }
+
+  /** The run inspected: the one selected, else the one the training view shows. */
+  get runId(): string | null {
+    return this.store.data.value.selectedRunId ?? this.store.state.value.runId;
+  }
+
+  /** Selects a run (null: follow the training view) and loads it. */
+  async select(runId: string | null): Promise<void> {
+    this.store.dispatch({ kind: 'data/select', runId });
+    await this.refresh();
+  }
+
+  /** Changes the buffer filter and reloads. */
+  async filter(filter: BufferFilter): Promise<void> {
+    this.store.dispatch({ kind: 'data/filter', filter });
+    await this.refresh();
+  }
+
+  /** Reloads the selected run's buffer headers and curriculum. */
+  async refresh(): Promise<void> {
+    const runId = this.runId;
+    const seq = ++this.loadSeq;
+    if (!runId) {
+      this.store.dispatch({ kind: 'data/loaded', runId: null, trajectories: [], curriculum: [] });
+      return;
+    }
+    try {
+      const [trajectories, curriculum] = await Promise.all([this.data.trajectories(runId, this.store.data.value.filter), this.data.curriculum(runId)]);
+      // A later refresh supersedes this one.
+      if (seq === this.loadSeq) this.store.dispatch({ kind: 'data/loaded', runId: this.store.data.value.selectedRunId === null ? null : runId, trajectories, curriculum });
+    } catch (e) {
+      if (seq === this.loadSeq) this.store.dispatch({ kind: 'data/error', message: `could not read run ${runId}: ${messageOf(e)}` });
+    }
+  }
+
+  /** Opens a trajectory of the selected run (null closes it). */
+  async open(trajectoryId: string | null): Promise<void> {
+    const runId = this.runId;
+    if (!trajectoryId || !runId) {
+      this.store.dispatch({ kind: 'data/opened', trajectory: null });
+      return;
+    }
+    try {
+      this.store.dispatch({ kind: 'data/opened', trajectory: (await this.data.trajectory(runId, trajectoryId)) ?? null });
+    } catch (e) {
+      this.store.dispatch({ kind: 'data/error', message: `could not read trajectory ${trajectoryId}: ${messageOf(e)}` });
+    }
+  }
+
+  /** Makes an export file of the selected run and saves it; returns it (null on error). */
+  async export(kind: ExportKind): Promise<DownloadFile | null> {
+    const runId = this.runId;
+    if (!runId) return null;
+    this.store.dispatch({ kind: 'data/busy', what: `Preparing the ${kind} file…` });
+    try {
+      const file =
+        kind === 'checkpoint' ? await this.data.checkpointFile(runId) : kind === 'dataset' ? await this.data.datasetFile(runId) : kind === 'chat' ? await this.data.chatFile(runId) : await this.data.reportFile(runId);
+      (this.options.save ?? downloadFile)(file);
+      this.store.dispatch({ kind: 'data/done', notice: `Saved ${file.name} (${file.data.size} bytes).` });
+      return file;
+    } catch (e) {
+      this.store.dispatch({ kind: 'data/error', message: `could not export the ${kind}: ${messageOf(e)}` });
+      return null;
+    }
+  }
+
+  /** Imports a dreamgym JSONL file into the selected run (all or nothing). Returns whether it was imported. */
+  async importDataset(file: Blob & { name?: string }): Promise<boolean> {
+    const runId = this.runId;
+    if (!runId) {
+      this.store.dispatch({ kind: 'data/error', message: 'no run to import into: start (or select) a run first' });
+      return false;
+    }
+    if (runId === this.store.state.value.runId && isActive(this.store.state.value.status)) {
+      this.store.dispatch({ kind: 'data/error', message: 'the run is training: pause or stop it before importing' });
+      return false;
+    }
+    const name = file.name ?? 'the file';
+    this.store.dispatch({ kind: 'data/busy', what: `Importing ${name}…` });
+    try {
+      const summary = await this.data.importDataset(runId, file);
+      this.store.dispatch({ kind: 'data/done', notice: `Imported ${name}: ${summary.tasks} tasks, ${summary.trajectories} trajectories, ${summary.transitions} transitions${summary.skipped.length ? ` (${summary.skipped.length} already stored)` : ''}.` });
+      await this.refresh();
+      return true;
+    } catch (e) {
+      this.store.dispatch({ kind: 'data/error', message: `${name} was not imported (nothing was written): ${messageOf(e)}` });
+      return false;
+    }
+  }
+
+  /** Deletes a run (not while it trains). Returns whether it was deleted. */
+  async deleteRun(runId: string): Promise<boolean> {
+    const training = this.store.state.value;
+    if (runId === training.runId && isActive(training.status)) {
+      this.store.dispatch({ kind: 'data/error', message: 'the run is training: stop it before deleting it' });
+      return false;
+    }
+    this.store.dispatch({ kind: 'data/busy', what: `Deleting run ${runId}…` });
+    try {
+      await this.data.deleteRun(runId);
+      this.store.dispatch({ kind: 'forget', runId });
+      this.store.dispatch({ kind: 'data/forgotten', runId });
+      this.store.dispatch({ kind: 'data/done', notice: `Deleted run ${runId}.` });
+      await this.refreshStorage();
+      return true;
+    } catch (e) {
+      this.store.dispatch({ kind: 'data/error', message: `could not delete run ${runId}: ${messageOf(e)}` });
+      return false;
+    }
+  }
+
+  /** Deletes every run and the page's databases (not while a run trains). */
+  async clearAll(): Promise<boolean> {
+    if (isActive(this.store.state.value.status)) {
+      this.store.dispatch({ kind: 'data/error', message: 'a run is training: stop it before clearing storage' });
+      return false;
+    }
+    this.store.dispatch({ kind: 'data/busy', what: 'Clearing all storage…' });
+    try {
+      await this.data.clearAll();
+      this.store.dispatch({ kind: 'forget', runId: null });
+      this.store.dispatch({ kind: 'data/forgotten', runId: null });
+      this.store.dispatch({ kind: 'data/done', notice: 'Cleared all stored runs.' });
+      await this.refreshStorage();
+      return true;
+    } catch (e) {
+      this.store.dispatch({ kind: 'data/error', message: `could not clear storage: ${messageOf(e)}` });
+      return false;
+    }
+  }
+
+  /** Reads storage use into the store. */
+  async refreshStorage(): Promise<void> {
+    try {
+      this.store.dispatch({ kind: 'data/storage', storage: await storageUse(this.options.storageManager ?? globalThis.navigator?.storage) });
+    } catch {
+      // Storage figures are informative only.
+    }
+  }
+
+  /** Asks for persistent storage and reports the answer. */
+  async persist(): Promise<boolean> {
+    const granted = await requestPersistence(this.options.storageManager ?? globalThis.navigator?.storage).catch(() => false);
+    this.store.dispatch({ kind: 'data/done', notice: granted ? 'Storage is persistent: the browser will not evict these runs under pressure.' : 'The browser did not grant persistent storage (it may under more use, or after bookmarking the page).' });
+    await this.refreshStorage();
+    return granted;
+  }
+}
