@@ -181,6 +181,7 @@ describe('the built page', () => {
     await trainPage.goto(`${baseUrl}?backend=wasm`, { waitUntil: 'load' });
     await trainPage.getByTestId('setup-env').selectOption('household');
     await trainPage.getByTestId('setup-mode').selectOption('dreamgym');
+    await trainPage.getByTestId('setup-warm-start').uncheck(); // the tiny run tests the mechanics, not behaviour cloning
     await trainPage.getByTestId('setup-advanced').locator('summary').click();
     const fields: Record<string, string> = { iterations: '8', tasksPerIteration: '2', groupSize: '2', maxSteps: '6', expertEpisodes: '6', noisyEpisodes: '4', extraTasks: '2', evalEpisodes: '3' };
     for (const [key, value] of Object.entries(fields)) await trainPage.getByTestId(`advanced-${key}`).fill(value);
@@ -225,6 +226,7 @@ describe('the built page', () => {
     await quick.goto(`${baseUrl}?backend=wasm`, { waitUntil: 'load' });
     await quick.getByTestId('setup-env').selectOption('shop');
     await quick.getByTestId('setup-mode').selectOption('dreamgym');
+    await quick.getByTestId('setup-warm-start').uncheck(); // the tiny run tests the mechanics, not behaviour cloning
     await quick.getByTestId('setup-preset').selectOption('quick');
     await quick.getByTestId('setup-advanced').locator('summary').click();
     // The quick preset with fewer held-out tasks and iterations, to keep the suite's time in bounds.
@@ -328,6 +330,7 @@ describe('the built page', () => {
 
       await offline.getByTestId('setup-env').selectOption('shop');
       await offline.getByTestId('setup-mode').selectOption('dreamgym');
+      await offline.getByTestId('setup-warm-start').uncheck(); // the tiny run tests the mechanics, not behaviour cloning
       await offline.getByTestId('setup-preset').selectOption('quick');
       await offline.getByTestId('setup-advanced').locator('summary').click();
       const fields: Record<string, string> = { iterations: '3', tasksPerIteration: '2', groupSize: '2', maxSteps: '5', expertEpisodes: '6', noisyEpisodes: '4', extraTasks: '2', evalEpisodes: '3' };

@@ -5,7 +5,7 @@ import { configFromForm, defaultSetupForm, presetValue, SetupFormError } from '.
 
 describe('setup form', () => {
   it('layers the preset under the fields filled in; blank fields keep the preset', () => {
-    const c = configFromForm({ ...defaultSetupForm(), env: 'household', mode: 's2r', preset: 'standard', seed: '7', advanced: { iterations: '4', noisyEpisodes: ' 3 ', sftEpochs: '2', groupSize: '' } });
+    const c = configFromForm({ ...defaultSetupForm(), warmStart: false, env: 'household', mode: 's2r', preset: 'standard', seed: '7', advanced: { iterations: '4', noisyEpisodes: ' 3 ', sftEpochs: '2', groupSize: '' } });
     expect(c).toMatchObject({ env: 'household', mode: 's2r', seed: 7, iterations: 4, sim: 'retrieval', warmStart: 'none' });
     expect(c.offline.noisyEpisodes).toBe(3);
     expect(c.offline.expertEpisodes).toBe(PRESETS.standard.offline.expertEpisodes);
@@ -13,7 +13,8 @@ describe('setup form', () => {
     expect(c.groupSize).toBe(PRESETS.standard.groupSize);
   });
 
-  it('warm-starts RL modes only', () => {
+  it('warm-starts RL modes only; the first form is dreamgym warm-started', () => {
+    expect(defaultSetupForm()).toMatchObject({ mode: 'dreamgym', warmStart: true });
     expect(configFromForm({ ...defaultSetupForm(), mode: 'dreamgym', warmStart: true }).warmStart).toBe('sft');
     expect(configFromForm({ ...defaultSetupForm(), mode: 'sft', warmStart: true }).warmStart).toBe('none');
   });

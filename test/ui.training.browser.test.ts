@@ -12,6 +12,7 @@ import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
 import { chartData } from '../src/ui/charts/MetricChart.tsx';
 import type { StorageNames } from '../workers/training.protocol.ts';
 import { wrapTrainingWorker } from '../workers/training.client.ts';
+import { setUpTinyRun } from './fixtures/training-page.ts';
 
 const mounted: TrainingPageHandle[] = [];
 const hosts: HTMLElement[] = [];
@@ -39,25 +40,6 @@ function mount(names: StorageNames): { page: TrainingPageHandle; byTestId: <T ex
     return node;
   };
   return { page, byTestId };
-}
-
-/** Fills the setup form for a tiny dreamgym run on shop. */
-async function setUpTinyRun(byTestId: <T extends HTMLElement = HTMLElement>(id: string) => T, iterations: number): Promise<void> {
-  await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-env'), 'shop');
-  await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-mode'), 'dreamgym');
-  await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-preset'), 'quick');
-  await userEvent.click(byTestId('setup-advanced').querySelector('summary') as HTMLElement);
-  const fields: Record<string, string> = {
-    iterations: String(iterations),
-    tasksPerIteration: '2',
-    groupSize: '2',
-    maxSteps: '5',
-    expertEpisodes: '6',
-    noisyEpisodes: '4',
-    extraTasks: '2',
-    evalEpisodes: '3',
-  };
-  for (const [key, value] of Object.entries(fields)) await userEvent.fill(byTestId<HTMLInputElement>(`advanced-${key}`), value);
 }
 
 const points = (byTestId: (id: string) => HTMLElement, id: string): number => Number(byTestId(`chart-${id}`).dataset['points']);

@@ -31,9 +31,13 @@ export interface SetupForm {
   advanced: Partial<Record<AdvancedField, string>>;
 }
 
-/** The form as a page shows it first. */
+/**
+ * The form as a page shows it first: dreamgym warm-started from behaviour cloning, the setting
+ * that learns visibly offline (from scratch no mode reaches real success in a quick run; see
+ * BENCHMARKS.md, "training").
+ */
 export function defaultSetupForm(): SetupForm {
-  return { env: ENV_NAMES[0], mode: 'dreamgym', preset: 'quick', warmStart: false, seed: '0', advanced: {} };
+  return { env: ENV_NAMES[0], mode: 'dreamgym', preset: 'quick', warmStart: true, seed: '0', advanced: {} };
 }
 
 /** Thrown for a form value that is not acceptable; `field` names the input. */
