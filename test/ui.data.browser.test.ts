@@ -2,7 +2,8 @@
  * The data panel in Chromium with the real training worker: a tiny run's exports (checkpoint
  * file, dreamgym JSONL, chat JSONL, run report), a malformed JSONL import refused with the line
  * named and nothing written, the exported checkpoint evaluated as a new run with the same result,
- * and deleting a run and clearing all storage after confirmation; storage use and persistence.
+ * and deleting a run and clearing all storage after confirmation; storage use and persistence;
+ * a corrupt record found by the check and removed after confirmation.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { userEvent } from 'vitest/browser';
@@ -10,6 +11,7 @@ import { parseJsonl } from '../src/core/jsonl.ts';
 import { parseCheckpoint } from '../src/policy/checkpoint.ts';
 import { parseChatJsonl } from '../src/train/chat.ts';
 import type { RunReport } from '../src/ui/data/run-data.ts';
+import { editRecord } from './fixtures/replay-corrupt.ts';
 import { freshStorage, mountPage, setUpTinyRun, unmountPage, type MountedPage } from './fixtures/training-page.ts';
 
 const mounted: MountedPage[] = [];
@@ -101,6 +103,41 @@ describe('data panel (browser)', () => {
     expect(await m.page.data.data.listRuns()).toEqual([]);
     expect(evaluatedRows(m)).toHaveLength(0);
     expect(m.byTestId('train-status').dataset['state']).toBe('idle');
+  });
+
+  it('finds a corrupt record, removes it after confirmation, and the run reads again', async () => {
+    const names = freshStorage();
+    const m = mountPage(names);
+    mounted.push(m);
+    await m.page.ready;
+    await userEvent.click(m.byTestId('check-storage'));
+    await expect.poll(() => m.byTestId('data-status').textContent, { timeout: 10_000 }).toBe('No corrupt records found.');
+    await setUpTinyRun(m.byTestId, 2);
+    await userEvent.click(m.byTestId('train-start'));
+    await expect.poll(() => m.byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
+    const runId = m.page.store.state.value.runId as string;
+    const before = await m.page.data.data.trajectories(runId);
+    // As an edit in devtools would: one stored step loses its embedding.
+    await editRecord(indexedDB, names.replay as string, 'transitions', [runId, 1], ({ embedding: _, ...rest }) => rest);
+
+    await userEvent.click(m.byTestId('check-storage'));
+    await expect.poll(() => m.byTestId('data-status').textContent, { timeout: 10_000 }).toMatch(/^Found \d+ corrupt record\(s\); nothing was changed\./);
+    expect(m.byTestId('repair-findings').textContent).toContain(`transitions ["${runId}",1]`);
+    // Cancel changes nothing.
+    await userEvent.click(m.byTestId('repair-storage'));
+    await userEvent.click(m.byTestId('confirm-no'));
+    await userEvent.click(m.byTestId('check-storage'));
+    await expect.poll(() => m.byTestId('data-status').textContent, { timeout: 10_000 }).toMatch(/^Found \d+ corrupt record/);
+
+    await userEvent.click(m.byTestId('repair-storage'));
+    expect(m.byTestId('confirm').textContent).toMatch(/Remove \d+ corrupt record/);
+    await userEvent.click(m.byTestId('confirm-yes'));
+    await expect.poll(() => m.byTestId('data-status').textContent, { timeout: 10_000 }).toMatch(/^Removed \d+ corrupt record\(s\)\./);
+    await userEvent.click(m.byTestId('check-storage'));
+    await expect.poll(() => m.byTestId('data-status').textContent, { timeout: 10_000 }).toMatch(/^No corrupt records found\./);
+    // The trajectory the damaged step belonged to is gone; the others read as before.
+    const after = await m.page.data.data.trajectories(runId);
+    expect(after.length).toBe(before.length - 1);
   });
 
   it('asks for persistent storage and reports the answer', async () => {

@@ -1,11 +1,13 @@
 /**
  * The data panel: export the inspected run (policy checkpoint, dreamgym JSONL, chat-messages
  * JSONL, run report), import a dreamgym JSONL file into its replay buffer, delete it or clear all
- * storage (each after an inline confirmation), and storage use with a request for persistence.
+ * storage (each after an inline confirmation), check for and remove corrupt stored records, and
+ * storage use with a request for persistence.
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { DataViewState } from '../state/data-state.ts';
 import { isActive, type TrainingViewState } from '../state/training-state.ts';
+import type { RepairReport } from '../../replay/index.ts';
 import type { DataController, ExportKind } from './controller.ts';
 import { formatBytes } from './run-data.ts';
 
@@ -25,7 +27,8 @@ const EXPORTS: readonly { kind: ExportKind; label: string }[] = [
 
 /** The data panel. */
 export function DataPanel({ training, data, controller }: DataPanelProps) {
-  const [confirming, setConfirming] = useState<'delete' | 'clear' | null>(null);
+  const [confirming, setConfirming] = useState<'delete' | 'clear' | 'repair' | null>(null);
+  const [check, setCheck] = useState<RepairReport | null>(null);
   useEffect(() => {
     void controller.refreshStorage();
   }, [controller]);
@@ -67,11 +70,31 @@ export function DataPanel({ training, data, controller }: DataPanelProps) {
         <button type="button" class="danger" data-testid="clear-storage" disabled={busy || isActive(training.status)} onClick={() => setConfirming('clear')}>
           Clear all storage…
         </button>
+        <button type="button" data-testid="check-storage" disabled={busy} onClick={() => void controller.repair(true).then(setCheck)}>
+          Check for corrupt records
+        </button>
       </div>
+      {check && check.removed.length > 0 && (
+        <div class="repair-findings" data-testid="repair-findings">
+          <ul>
+            {check.removed.slice(0, 20).map((f) => (
+              <li key={`${f.store} ${JSON.stringify(f.key)}`}>{`${f.store} ${JSON.stringify(f.key)}: ${f.problem}`}</li>
+            ))}
+          </ul>
+          {check.removed.length > 20 && <p class="help">{`…and ${check.removed.length - 20} more.`}</p>}
+          <button type="button" class="danger" data-testid="repair-storage" disabled={busy || isActive(training.status)} onClick={() => setConfirming('repair')}>
+            Remove these records…
+          </button>
+        </div>
+      )}
       {confirming && (
         <div class="confirm" role="alertdialog" aria-labelledby="confirm-text" data-testid="confirm">
           <p id="confirm-text">
-            {confirming === 'delete' ? `Delete run ${runId ?? ''} with its replay buffer, checkpoints and metrics? This cannot be undone.` : 'Delete every stored run, with all their data? This cannot be undone.'}
+            {confirming === 'delete'
+              ? `Delete run ${runId ?? ''} with its replay buffer, checkpoints and metrics? This cannot be undone.`
+              : confirming === 'repair'
+                ? `Remove ${check?.removed.length ?? 0} corrupt record(s) (with the trajectories they break)? This cannot be undone.`
+                : 'Delete every stored run, with all their data? This cannot be undone.'}
           </p>
           <button
             type="button"
@@ -82,9 +105,10 @@ export function DataPanel({ training, data, controller }: DataPanelProps) {
               setConfirming(null);
               if (what === 'delete' && runId) void controller.deleteRun(runId);
               if (what === 'clear') void controller.clearAll();
+              if (what === 'repair') void controller.repair(false).then(() => setCheck(null));
             }}
           >
-            {confirming === 'delete' ? 'Delete the run' : 'Clear all storage'}
+            {confirming === 'delete' ? 'Delete the run' : confirming === 'repair' ? 'Remove them' : 'Clear all storage'}
           </button>
           <button type="button" data-testid="confirm-no" onClick={() => setConfirming(null)}>
             Cancel

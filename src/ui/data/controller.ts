@@ -5,7 +5,7 @@
  * the store as one sentence; nothing here throws at the panels.
  */
 import { JsonlError } from '../../core/jsonl.ts';
-import { RunLockedError } from '../../replay/index.ts';
+import { RunLockedError, type RepairReport } from '../../replay/index.ts';
 import type { StorageNames } from '../../../workers/training.protocol.ts';
 import type { TrainingStore } from '../state/store.ts';
 import { isActive } from '../state/training-state.ts';
@@ -182,6 +182,38 @@ export class DataController {
     } catch (e) {
       this.store.dispatch({ kind: 'data/error', message: `could not clear storage: ${messageOf(e)}` });
       return false;
+    }
+  }
+
+  /**
+   * Checks the stored runs for corrupt records (`dryRun`: list only) or removes them. Returns the
+   * report (null on error); the notice says what was found or done.
+   */
+  async repair(dryRun: boolean): Promise<RepairReport | null> {
+    if (!dryRun && isActive(this.store.state.value.status)) {
+      this.store.dispatch({ kind: 'data/error', message: 'a run is training: stop it before repairing storage' });
+      return null;
+    }
+    this.store.dispatch({ kind: 'data/busy', what: dryRun ? 'Checking stored records…' : 'Removing corrupt records…' });
+    try {
+      const report = await this.data.repair(dryRun);
+      const n = report.removed.length;
+      const locked = report.lockedRuns.length > 0 ? ` ${report.lockedRuns.length} run(s) being trained elsewhere were not checked.` : '';
+      const rebuilt = report.rebuilt.length > 0 ? ` ${report.rebuilt.length} run record(s) ${dryRun ? 'need' : 'got'} their counters rebuilt.` : '';
+      const notice = dryRun
+        ? n === 0
+          ? `No corrupt records found.${rebuilt}${locked}`
+          : `Found ${n} corrupt record(s); nothing was changed.${rebuilt}${locked}`
+        : `Removed ${n} corrupt record(s).${rebuilt}${locked}`;
+      this.store.dispatch({ kind: 'data/done', notice });
+      if (!dryRun) {
+        await this.refresh();
+        await this.refreshStorage();
+      }
+      return report;
+    } catch (e) {
+      this.store.dispatch({ kind: 'data/error', message: `could not ${dryRun ? 'check' : 'repair'} storage: ${messageOf(e)}` });
+      return null;
     }
   }
 

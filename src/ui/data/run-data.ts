@@ -1,7 +1,7 @@
 /**
  * The page's access to a run's stored data on the main thread: the replay buffer and curriculum
  * for the inspector, the exports (checkpoint file, dreamgym JSONL, chat JSONL, run report), the
- * JSONL import, deleting a run and clearing all storage. Each call opens the databases, does its
+ * JSONL import, deleting a run, clearing all storage and repairing corrupt records. Each call opens the databases, does its
  * work and closes them again, so the page never holds a connection that would block the training
  * worker or a database deletion.
  */
@@ -15,7 +15,9 @@ import {
   exportJsonl,
   importJsonl,
   openReplayStore,
+  repairStore,
   type ImportSummary,
+  type RepairReport,
   type ReplayStore,
   type TaskRecord,
   type TrajectoryRecord,
@@ -237,6 +239,15 @@ export class RunData {
   async deleteRun(runId: string): Promise<void> {
     await this.withReplay((store) => store.deleteRun(runId));
     await this.withIndex((index) => index.delete(runId));
+  }
+
+  /**
+   * Finds corrupt records of the replay database (`repairStore`): with `dryRun` it only lists
+   * them; otherwise it removes them and rebuilds the counters of the runs they belonged to. Runs
+   * another context trains are left alone (listed in `lockedRuns`).
+   */
+  repair(dryRun: boolean): Promise<RepairReport> {
+    return this.withReplay((store) => repairStore(store, { dryRun }));
   }
 
   /** Deletes both databases of the page (every run). */
