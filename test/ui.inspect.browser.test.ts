@@ -9,6 +9,10 @@ import { userEvent } from 'vitest/browser';
 import { taskLine, trajectoryLine } from '../src/core/jsonl.ts';
 import type { Task, Trajectory } from '../src/core/types.ts';
 import { mountPage, freshStorage, setUpTinyRun, unmountPage, type MountedPage } from './fixtures/training-page.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+
+/** A goal that parses for shop (import validates goals of built-in environments). */
+const shopGoal = (): Task['goal'] => (getEnvSpec('shop').tasks({ split: 'train', count: 1, seed: 1 })[0] as Task).goal;
 
 const mounted: MountedPage[] = [];
 afterEach(() => {
@@ -94,7 +98,7 @@ describe('inspector (browser)', () => {
       reward: 0,
       success: false,
     };
-    const generatedTask: Task = { id: 'generated-markup', env: 'shop', instruction: hostile, goal: null, split: 'train', origin: 'generated', parentId: parent, generation: (parentTask?.generation ?? 0) + 1 };
+    const generatedTask: Task = { id: 'generated-markup', env: 'shop', instruction: hostile, goal: shopGoal(), split: 'train', origin: 'generated', parentId: parent, generation: (parentTask?.generation ?? 0) + 1 };
     const file = new File([`${taskLine(generatedTask)}\n${trajectoryLine(trajectory)}\n`], 'markup.jsonl', { type: 'application/x-ndjson' });
     await userEvent.upload(m.byTestId('import-jsonl'), file);
     await expect.poll(() => m.byTestId('data-status').textContent, { timeout: 10_000 }).toContain('Imported markup.jsonl');
