@@ -11,7 +11,7 @@ import type { Task, Trajectory } from '../core/types.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../curriculum/generator.ts';
 import { generateOfflineData } from '../envs/offline.ts';
 import { getEnvSpec } from '../envs/registry.ts';
-import type { EnvSpec } from '../envs/spec.ts';
+import type { AnyEnvSpec } from '../envs/spec.ts';
 import { DemonstrationIndex } from '../experience/demos.ts';
 import { LLMExperienceModel } from '../experience/llm.ts';
 import { RetrievalExperienceModel } from '../experience/retrieval.ts';
@@ -23,7 +23,7 @@ import type { TrainingConfig } from './config.ts';
 import { TrainingSetupError, type OfflineData, type TrainingDeps } from './loop.ts';
 
 /** The held-out tasks every run of an environment is evaluated on (the same for all seeds and modes, so comparisons are paired). */
-export function evaluationTasks(spec: EnvSpec, count: number): Task[] {
+export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
   return spec.tasks({ split: 'test', count, seed: 1 });
 }
 
@@ -32,7 +32,7 @@ export function evaluationTasks(spec: EnvSpec, count: number): Task[] {
  * data) and `noisyEpisodes` noisy ones, half `noisy:0.3` and half random, so that the
  * simulator's reward model has seen failures. Deterministic for the seed.
  */
-export function offlineSeedData(spec: EnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'>): OfflineData {
+export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'>): OfflineData {
   const tasks: Task[] = [];
   const trajectories: Trajectory[] = [];
   const expertIds = new Set<string>();
