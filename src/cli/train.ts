@@ -13,8 +13,9 @@
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { ENV_NAMES, type EnvName } from '../core/types.ts';
-import { getEnvSpec } from '../envs/registry.ts';
+import { ENV_NAMES, type DomainName, type EnvName } from '../core/types.ts';
+import { getEnvSpec, isBuiltinEnv } from '../envs/registry.ts';
+import { chooseEnv, timeoutArg, type CommandEnv } from './env-module.ts';
 import { LLMServerError } from '../llm/errors.ts';
 import { HttpChatEngine } from '../llm/http-engine.ts';
 import { LexicalPrior } from '../llm/prior.ts';
@@ -140,7 +141,7 @@ function greedyActor(agent: PolicyAgent): EvalActor {
 }
 
 /** Evaluates `agent` on held-out test tasks with a progress bar on a terminal. */
-async function evaluateHeldOut(agent: PolicyAgent, env: EnvName, episodes: number, signal: AbortSignal | undefined, iteration: number): Promise<StoredEvaluation> {
+async function evaluateHeldOut(agent: PolicyAgent, env: DomainName, episodes: number, signal: AbortSignal | undefined, iteration: number): Promise<StoredEvaluation> {
   const spec = getEnvSpec(env);
   const tasks = evaluationTasks(spec, episodes);
   const started = performance.now();
@@ -159,6 +160,8 @@ async function evaluateHeldOut(agent: PolicyAgent, env: EnvName, episodes: numbe
 
 interface TrainOptions {
   env?: EnvName;
+  envModule?: string;
+  envTimeout?: number;
   mode?: TrainingConfig['mode'];
   warmStart?: 'none' | 'sft';
   sim?: 'retrieval' | 'llm';
@@ -234,12 +237,11 @@ export async function connectLlm(url: string, model: string | undefined): Promis
 }
 
 /** The run's configuration from the command line (defaults < preset < options). */
-function configFromOptions(opts: TrainOptions): TrainingConfig {
-  if (!opts.env) throw new CliUsageError('--env is required (shop or household) unless --resume names a run');
+function configFromOptions(opts: TrainOptions, env: DomainName): TrainingConfig {
   if (!opts.mode) throw new CliUsageError(`--mode is required (${TRAINING_MODES.join(', ')}) unless --resume names a run`);
   const rl = opts.mode === 'real' || opts.mode === 'dreamgym' || opts.mode === 's2r';
   if (opts.warmStart === 'sft' && !rl) throw new CliUsageError(`--warm-start sft applies to the RL modes (real, dreamgym, s2r), not ${opts.mode}`);
-  const input: TrainingConfigInput = { env: opts.env, mode: opts.mode, sim: opts.sim ?? 'retrieval' };
+  const input: TrainingConfigInput = { env, mode: opts.mode, sim: opts.sim ?? 'retrieval' };
   if (opts.replay === false) input.demos = 0;
   if (opts.warmStart !== undefined) input.warmStart = opts.warmStart;
   if (opts.prior !== undefined) input.prior = opts.prior;
@@ -270,7 +272,11 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
   // 1. Everything checked before anything is written.
   checkLlmOptions(opts);
   const store = new RunStore(opts.store);
-  let config: TrainingConfig;
+  if (opts.resume === undefined && opts.env === undefined && opts.envModule === undefined) {
+    throw new CliUsageError('--env NAME (shop or household) or --env-module PATH is required unless --resume names a run');
+  }
+  if (opts.resume === undefined && !opts.mode) throw new CliUsageError(`--mode is required (${TRAINING_MODES.join(', ')}) unless --resume names a run`);
+  let config: TrainingConfig | undefined;
   let expected: Awaited<ReturnType<RunStore['readSnapshot']>> = null;
   let llmModel = opts.llmModel;
   if (opts.resume !== undefined) {
@@ -285,6 +291,11 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     }
     expected = await store.readSnapshot(opts.resume);
     config = expected?.snapshot.config ?? record.config;
+    // The module's path is not stored (a path can move): a run on a module needs it again.
+    if (!isBuiltinEnv(config.env) && opts.envModule === undefined) {
+      throw new CliUsageError(`run ${record.id} trained on the environment module ${JSON.stringify(config.env)}: resume it with --env-module PATH (the path is not stored)`);
+    }
+    if (isBuiltinEnv(config.env) && opts.envModule !== undefined) throw new CliUsageError(`run ${record.id} trained on the built-in ${config.env}: drop --env-module`);
     // The server's URL is not stored (see RunRecordSchema.llm): a run that used one needs it again.
     const usedLlm = record.llm !== undefined || config.sim === 'llm' || config.prior === 'llm';
     if (usedLlm && opts.llmUrl === undefined) {
@@ -296,9 +307,34 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
       throw new CliUsageError(`run ${record.id} used model ${stored}, not ${llmModel}: resume it with the same model (or drop --llm-model)`);
     }
     llmModel ??= stored;
-  } else {
-    config = configFromOptions(opts);
   }
+  // The environment: a module is loaded and its every export checked before anything is written.
+  const commandEnv: CommandEnv =
+    config !== undefined && opts.envModule === undefined
+      ? { spec: getEnvSpec(config.env), modulePath: null, dispose: async () => {} }
+      : chooseEnv({ env: opts.resume === undefined ? opts.env : undefined, envModule: opts.envModule, envTimeout: opts.envTimeout });
+  try {
+    if (config === undefined) {
+      config = configFromOptions(opts, commandEnv.spec.name);
+    } else if (commandEnv.spec.name !== config.env) {
+      throw new CliUsageError(`run ${opts.resume} trained on ${JSON.stringify(config.env)}, but --env-module ${opts.envModule ?? ''} is ${JSON.stringify(commandEnv.spec.name)}`);
+    }
+    await trainOnEnv(opts, out, err, store, config, expected, llmModel);
+  } finally {
+    await commandEnv.dispose();
+  }
+}
+
+/** The rest of `train`, once the run's configuration and environment are settled. */
+async function trainOnEnv(
+  opts: TrainOptions,
+  out: Out,
+  err: Out,
+  store: RunStore,
+  config: TrainingConfig,
+  expected: Awaited<ReturnType<RunStore['readSnapshot']>>,
+  llmModel: string | undefined,
+): Promise<void> {
   const total = plannedIterations(config);
   const done = expected?.snapshot.iteration ?? 0;
   if (opts.stopAfter !== undefined && opts.stopAfter <= done) {
@@ -455,7 +491,9 @@ interface EvalOptions {
   store: string;
   run?: string;
   checkpoint?: string;
-  env?: EnvName;
+  env?: DomainName;
+  envModule?: string;
+  envTimeout?: number;
   episodes?: number;
   prior: 'uniform' | 'lexical';
   embeddingScale?: number;
@@ -481,9 +519,21 @@ function featurizerFor(checkpoint: Checkpoint, embeddingDim: number | null, embe
 }
 
 async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promise<void> {
-  if ((opts.run === undefined) === (opts.checkpoint === undefined)) throw new CliUsageError('eval needs either --run ID (with --store) or --checkpoint FILE (with --env)');
+  if ((opts.run === undefined) === (opts.checkpoint === undefined)) throw new CliUsageError('eval needs either --run ID (with --store) or --checkpoint FILE (with --env or --env-module)');
+  if (opts.envModule === undefined) return evalOnEnv(opts, command, out, null);
+  if (opts.env !== undefined) throw new CliUsageError('give either --env NAME or --env-module PATH, not both');
+  const env = chooseEnv({ envModule: opts.envModule, envTimeout: opts.envTimeout });
+  try {
+    await evalOnEnv(opts, command, out, env.spec.name);
+  } finally {
+    await env.dispose();
+  }
+}
+
+/** `eval` once a module (named `moduleEnv`), if any, is loaded. */
+async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEnv: DomainName | null): Promise<void> {
   let checkpoint: Checkpoint;
-  let env: EnvName;
+  let env: DomainName;
   let featurizer: Featurizer;
   let prior: 'uniform' | 'lexical' | 'llm';
   let label: string;
@@ -498,6 +548,7 @@ async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promi
     if (!saved) throw new CliUsageError(`run ${record.id} has no checkpoint yet (no completed iteration): nothing to evaluate`);
     checkpoint = saved.snapshot.checkpoint;
     env = record.config.env;
+    if (moduleEnv !== null && moduleEnv !== env) throw new CliUsageError(`run ${record.id} trained on ${JSON.stringify(env)}, but --env-module ${opts.envModule ?? ''} is ${JSON.stringify(moduleEnv)}`);
     prior = record.config.prior;
     if (opts.embeddingScale !== undefined) throw new CliUsageError(`--embedding-scale comes from run ${opts.run}'s configuration: drop it`);
     featurizer = featurizerFor(checkpoint, record.config.policy.embeddingDim, record.config.policy.embeddingScale, `run ${record.id}'s checkpoint`);
@@ -505,7 +556,8 @@ async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promi
     episodes = opts.episodes ?? record.config.evalEpisodes;
     iteration = saved.snapshot.iteration;
   } else {
-    if (opts.env === undefined) throw new CliUsageError('--checkpoint needs --env (shop or household): a checkpoint does not say which environment it was trained in');
+    const chosen = opts.env ?? moduleEnv;
+    if (chosen === undefined || chosen === null) throw new CliUsageError('--checkpoint needs --env (shop or household) or --env-module PATH: a checkpoint does not say which environment it was trained in');
     const file = opts.checkpoint as string;
     let bytes: Uint8Array;
     try {
@@ -518,7 +570,7 @@ async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promi
     } catch (e) {
       throw new CliUsageError(`${file}: ${e instanceof CheckpointError ? e.message : String(e)}`);
     }
-    env = opts.env;
+    env = chosen;
     prior = opts.prior;
     featurizer = featurizerFor(checkpoint, null, opts.embeddingScale, file);
     label = `checkpoint ${file} (update ${checkpoint.iteration})`;
@@ -770,7 +822,9 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
         'cleanly and leaves a resumable run.',
     )
     .showHelpAfterError(false)
-    .addOption(new Option('--env <name>', 'environment (required unless --resume)').choices([...ENV_NAMES]))
+    .addOption(new Option('--env <name>', 'built-in environment (this or --env-module, unless --resume)').choices([...ENV_NAMES]))
+    .option('--env-module <path>', 'your own environment module (an ES module in the contract the README describes), instead of --env; again with --resume')
+    .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .addOption(new Option('--mode <mode>', 'training mode (required unless --resume)').choices([...TRAINING_MODES]))
     .addOption(new Option('--warm-start <how>', 'start an RL mode from behaviour cloning on the offline expert data').choices(['none', 'sft']))
     .addOption(new Option('--sim <model>', 'experience model of the synthetic modes (llm: with --llm-url, or in the page)').choices(['retrieval', 'llm']))
@@ -808,6 +862,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--run <id>', 'a run in the store')
     .option('--checkpoint <file>', 'a checkpoint file (serializeCheckpoint / the page\'s download)')
     .addOption(new Option('--env <name>', 'environment of --checkpoint').choices([...ENV_NAMES]))
+    .option('--env-module <path>', 'the environment module of --checkpoint, or of a --run trained on one')
+    .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .option('--episodes <n>', 'held-out tasks (default: the run\'s evalEpisodes, or 100)', countArg(1, 100_000))
     .addOption(new Option('--prior <prior>', 'prior of --checkpoint (a run uses its own)').choices(['uniform', 'lexical']).default('uniform'))
     .option('--embedding-scale <x>', 'embedding scale --checkpoint was trained with (a run uses its own; default 1)', decimalArg(0, 100))
