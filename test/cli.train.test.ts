@@ -217,7 +217,7 @@ describe('dreamgym train', () => {
       [['train', '--store', store, '--resume', broken], /run broken-run is corrupt: .*run\.json: not valid JSON/],
       [['eval', '--store', store, '--run', 'nope'], /unknown run "nope"/],
       [['eval', '--store', store, '--run', broken], /run broken-run is corrupt: .*run\.json: not valid JSON/],
-      [['eval', '--store', store], /eval needs either --run ID \(with --store\) or --checkpoint FILE \(with --env\)/],
+      [['eval', '--store', store], /eval needs either --run ID \(with --store\) or --checkpoint FILE \(with --env or --env-module\)/],
       [['eval', '--checkpoint', join(store, 'runs', runId, 'run.json'), '--env', 'shop'], /corrupt checkpoint: not a dreamgym checkpoint file/],
       [['export', '--store', store, '--run', 'nope', '--format', 'jsonl', '--out', join(dir, 'x.jsonl')], /unknown run "nope"/],
       [['export', '--store', store, '--run', broken, '--format', 'chat', '--out', join(dir, 'x.jsonl')], /run broken-run is corrupt: .*run\.json/],

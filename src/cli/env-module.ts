@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from 'commander';
 import { EnvModuleError } from '../envs/module.ts';
-import { loadEnvModule } from '../envs/module-host.ts';
+import { loadEnvModule } from './module-host.ts';
 import { getEnvSpec, registerEnvSpec, unregisterEnvSpec } from '../envs/registry.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
 

@@ -1,7 +1,8 @@
 /**
  * The contract of a user's environment module (`--env-module PATH`), and the checks of what such a
  * module exports and returns. Browser-safe: loading and running a module lives in
- * `module-host.ts` (Node: a worker thread, so that a hung call can be stopped).
+ * `src/cli/module-host.ts` (Node only, a worker thread, so that a hung call can be stopped; it imports
+ * a path known at run time, so it lives outside the statically checked core).
  *
  * A module is an ES module (`.mjs`/`.js`, or `.ts`/`.mts` run through tsx) with these named exports:
  *

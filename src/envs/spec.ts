@@ -13,7 +13,7 @@ export interface TaskGenOptions {
 
 /**
  * Everything the rest of the system needs to know about one environment. Each built-in exports one
- * (`shopSpec`, `householdSpec`); a user's module becomes one through `loadEnvModule` (module-host.ts).
+ * (`shopSpec`, `householdSpec`); a user's module becomes one through `loadEnvModule` (src/cli/module-host.ts).
  */
 export interface EnvSpec<N extends DomainName = EnvName> {
   /** A built-in environment's name, or a user module's (see `DOMAIN_NAME_PATTERN`). */

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng.ts';
 import { runEpisode, expertPolicy } from '../src/envs/episode.ts';
 import { EnvModuleError } from '../src/envs/module.ts';
-import { loadEnvModule, type LoadedEnvModule } from '../src/envs/module-host.ts';
+import { loadEnvModule, type LoadedEnvModule } from '../src/cli/module-host.ts';
 
 const EXAMPLE = 'src/envs/example/library.ts';
 let dir: string;

@@ -15,8 +15,8 @@ import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { EnvironmentStateError, ENV_NAMES, type Observation, type RealEnvironment, type StepResult, type Task, type TaskValidation } from '../core/types.ts';
-import { checkModuleExports, checkObservation, checkStepResult, checkTasks, checkTaskValidation, EnvModuleError, type ExportShape, type ModuleHeader } from './module.ts';
-import type { AnyEnvSpec, TaskGenOptions } from './spec.ts';
+import { checkModuleExports, checkObservation, checkStepResult, checkTasks, checkTaskValidation, EnvModuleError, type ExportShape, type ModuleHeader } from '../envs/module.ts';
+import type { AnyEnvSpec, TaskGenOptions } from '../envs/spec.ts';
 
 /** Time limits of a loaded module. */
 export interface EnvModuleOptions {
