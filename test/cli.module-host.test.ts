@@ -81,6 +81,26 @@ describe('loadEnvModule: a good module', () => {
   });
 });
 
+describe('loadEnvModule: output', () => {
+  it('what a module prints goes to stderr, never stdout (which may carry the data itself)', async () => {
+    const m = load(await writeModule('chatty.mjs', { head: "console.log('CHATTY loaded');" }));
+    const seen = { out: '', err: '' };
+    const wOut = process.stdout.write.bind(process.stdout);
+    const wErr = process.stderr.write.bind(process.stderr);
+    process.stdout.write = ((c: string | Uint8Array) => ((seen.out += String(c)), true)) as typeof process.stdout.write;
+    process.stderr.write = ((c: string | Uint8Array) => ((seen.err += String(c)), true)) as typeof process.stderr.write;
+    try {
+      m.spec.tasks({ split: 'train', count: 1, seed: 0 });
+      for (let i = 0; i < 50 && !seen.err.includes('CHATTY'); i++) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      process.stdout.write = wOut;
+      process.stderr.write = wErr;
+    }
+    expect(seen.err).toContain('CHATTY loaded');
+    expect(seen.out).not.toContain('CHATTY');
+  });
+});
+
 describe('loadEnvModule: a broken module gets an error naming the export and the task, in bounded time', () => {
   it('a missing or malformed export: every problem named', async () => {
     const path = await writeModule('missing.mjs', { tasks: '', maxSteps: "export const maxSteps = 'five';" });

@@ -128,7 +128,9 @@ class ModuleWorker {
   ) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.flag, url, tsxApi }, transferList: [port2], stdout: false, stderr: false });
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.flag, url, tsxApi }, transferList: [port2], stdout: true, stderr: false });
+    // What the module prints goes to stderr: stdout may be the data itself (`data --out -`).
+    this.worker.stdout.on('data', (chunk: Buffer) => void process.stderr.write(chunk));
     // A loaded module never keeps the process alive by itself.
     this.worker.unref();
     this.port.unref();
