@@ -30,6 +30,11 @@ import { evaluate, type EvalActor, type EvalResult, type Interval } from '../tra
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
+import { dataOnlySpec, evaluateSynthetic, planSeedData, SeedDataError, type SeedDataPlan } from '../train/seed-data.ts';
+import { RetrievalExperienceModel } from '../experience/retrieval.ts';
+import type { ExperienceModel } from '../experience/types.ts';
+import { parseJsonl } from '../core/jsonl.ts';
+import { validateJsonl } from '../replay/jsonl-io.ts';
 import { createProgress, type Progress } from './progress.ts';
 import { openOutput, resolveOutput, writeFileAtomic, writeOutput, type OutputTarget } from './output.ts';
 import {
@@ -158,8 +163,32 @@ async function evaluateHeldOut(agent: PolicyAgent, env: DomainName, episodes: nu
 // ---------------------------------------------------------------------------------------------
 // train
 
+/**
+ * A data-only run's evaluation: greedy, on the held-out seed tasks (at most `episodes`), inside the
+ * experience model (the run's, or a retrieval model grounded on the same data for modes that have
+ * none). Stored with `environment: 'synthetic'`.
+ */
+async function evaluateInSimulation(agent: PolicyAgent, plan: SeedDataPlan, model: ExperienceModel | null, episodes: number, signal: AbortSignal | undefined, iteration: number): Promise<StoredEvaluation> {
+  const started = performance.now();
+  const own = model === null ? await RetrievalExperienceModel.fromTrajectories(plan.grounding.tasks, plan.grounding.trajectories, new HashedEmbedder({ dim: 256 })) : null;
+  const tasks = plan.heldOut.slice(0, episodes);
+  const bar = createProgress(`${plan.domain} evaluate (synthetic)`, tasks.length);
+  try {
+    const result = await evaluateSynthetic(greedyActor(agent), (model ?? own) as ExperienceModel, tasks, plan.heldOutStarts, {
+      maxSteps: plan.maxSteps,
+      onProgress: (done) => bar.update(done),
+      ...(signal ? { signal } : {}),
+    });
+    return { ...result, iteration, wallMs: performance.now() - started, environment: 'synthetic' };
+  } finally {
+    bar.stop();
+    own?.dispose();
+  }
+}
+
 interface TrainOptions {
   env?: EnvName;
+  data?: string;
   envModule?: string;
   envTimeout?: number;
   mode?: TrainingConfig['mode'];
@@ -272,8 +301,14 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
   // 1. Everything checked before anything is written.
   checkLlmOptions(opts);
   const store = new RunStore(opts.store);
-  if (opts.resume === undefined && opts.env === undefined && opts.envModule === undefined) {
-    throw new CliUsageError('--env NAME (shop or household) or --env-module PATH is required unless --resume names a run');
+  if (opts.data !== undefined && (opts.env !== undefined || opts.envModule !== undefined)) {
+    throw new CliUsageError('--data trains on seed data alone, with no environment: drop --env/--env-module (or drop --data to use the environment)');
+  }
+  if (opts.resume === undefined && opts.env === undefined && opts.envModule === undefined && opts.data === undefined) {
+    throw new CliUsageError('--env NAME (shop or household), --env-module PATH or --data FILE is required unless --resume names a run');
+  }
+  if (opts.data !== undefined && opts.mode !== undefined && (opts.mode === 'real' || opts.mode === 's2r')) {
+    throw new CliUsageError(`--data trains purely in simulation: mode ${opts.mode} needs a real environment (use dreamgym, sft or zero-shot, or --env/--env-module)`);
   }
   if (opts.resume === undefined && !opts.mode) throw new CliUsageError(`--mode is required (${TRAINING_MODES.join(', ')}) unless --resume names a run`);
   let config: TrainingConfig | undefined;
@@ -291,8 +326,10 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     }
     expected = await store.readSnapshot(opts.resume);
     config = expected?.snapshot.config ?? record.config;
+    if (record.seedData !== undefined && opts.data === undefined) throw new CliUsageError(`run ${record.id} trained on seed data alone (${record.seedData.file}): resume it with --data FILE (the same data)`);
+    if (record.seedData === undefined && opts.data !== undefined) throw new CliUsageError(`run ${record.id} did not train on seed data alone: drop --data`);
     // The module's path is not stored (a path can move): a run on a module needs it again.
-    if (!isBuiltinEnv(config.env) && opts.envModule === undefined) {
+    if (record.seedData === undefined && !isBuiltinEnv(config.env) && opts.envModule === undefined) {
       throw new CliUsageError(`run ${record.id} trained on the environment module ${JSON.stringify(config.env)}: resume it with --env-module PATH (the path is not stored)`);
     }
     if (isBuiltinEnv(config.env) && opts.envModule !== undefined) throw new CliUsageError(`run ${record.id} trained on the built-in ${config.env}: drop --env-module`);
@@ -308,6 +345,19 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     }
     llmModel ??= stored;
   }
+  // Seed data alone: read, checked and split before anything is written.
+  if (opts.data !== undefined) {
+    const seed = config?.seed ?? opts.seed ?? 0;
+    const plan = await readSeedData(opts.data, seed);
+    if (config === undefined) {
+      // Generated tasks cannot be checked without an environment: no curriculum.
+      config = configFromOptions({ ...opts, curriculum: false }, plan.domain);
+    } else if (plan.domain !== config.env) {
+      throw new CliUsageError(`run ${opts.resume} trained on ${JSON.stringify(config.env)} data, but ${opts.data} holds ${JSON.stringify(plan.domain)} data`);
+    }
+    await trainOnEnv(opts, out, err, store, config, expected, llmModel, { plan, file: opts.data });
+    return;
+  }
   // The environment: a module is loaded and its every export checked before anything is written.
   const commandEnv: CommandEnv =
     config !== undefined && opts.envModule === undefined
@@ -319,13 +369,37 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     } else if (commandEnv.spec.name !== config.env) {
       throw new CliUsageError(`run ${opts.resume} trained on ${JSON.stringify(config.env)}, but --env-module ${opts.envModule ?? ''} is ${JSON.stringify(commandEnv.spec.name)}`);
     }
-    await trainOnEnv(opts, out, err, store, config, expected, llmModel);
+    await trainOnEnv(opts, out, err, store, config, expected, llmModel, null);
   } finally {
     await commandEnv.dispose();
   }
 }
 
-/** The rest of `train`, once the run's configuration and environment are settled. */
+/** Reads, validates (every line, as `validate` does) and splits a seed-data file; errors name what is missing. */
+async function readSeedData(file: string, seed: number): Promise<SeedDataPlan> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new CliUsageError(`cannot read ${file}: ${fsReason(e)}`);
+  }
+  await validateJsonl(text);
+  const data = parseJsonl(text);
+  try {
+    return planSeedData(data.tasks, data.trajectories, seed);
+  } catch (e) {
+    if (e instanceof SeedDataError) throw new CliUsageError(`${file}: ${e.message}; nothing written`);
+    throw e;
+  }
+}
+
+/** A data-only run's data. */
+interface DataRun {
+  plan: SeedDataPlan;
+  file: string;
+}
+
+/** The rest of `train`, once the run's configuration and environment (or seed data) are settled. */
 async function trainOnEnv(
   opts: TrainOptions,
   out: Out,
@@ -334,6 +408,7 @@ async function trainOnEnv(
   config: TrainingConfig,
   expected: Awaited<ReturnType<RunStore['readSnapshot']>>,
   llmModel: string | undefined,
+  dataRun: DataRun | null,
 ): Promise<void> {
   const total = plannedIterations(config);
   const done = expected?.snapshot.iteration ?? 0;
@@ -349,7 +424,8 @@ async function trainOnEnv(
   await useFastestNodeBackend();
   let prepared;
   try {
-    prepared = await prepareRun(config, { llm });
+    const data = dataRun ? { spec: dataOnlySpec(dataRun.plan.domain, dataRun.plan.maxSteps), offline: dataRun.plan.grounding, evalTasks: dataRun.plan.heldOut } : null;
+    prepared = await prepareRun(config, { llm, data });
   } catch (e) {
     if (e instanceof TrainingSetupError) throw new CliUsageError(e.message);
     throw e;
@@ -367,11 +443,15 @@ async function trainOnEnv(
       ({ writer } = await store.resume(opts.resume, expected));
     } else {
       writer = await store.create(config, total);
+      if (dataRun) {
+        const { heldOutTasks, heldOutTrajectories, groundingTasks, groundingTrajectories, groundingTransitions } = dataRun.plan.counts;
+        await writer.update({ seedData: { file: dataRun.file, groundingTasks, groundingTrajectories, groundingTransitions, heldOutTasks, heldOutTrajectories } });
+      }
     }
     const w = writer;
     const resume = expected?.snapshot;
     err(
-      `dreamgym: run ${w.id}: ${config.env} ${config.mode}, ${resume ? `resuming at iteration ${resume.iteration} of ${total}` : `${total} iterations`} (store ${opts.store})` +
+      `dreamgym: run ${w.id}: ${config.env} ${config.mode}${dataRun ? ' on seed data alone (evaluated in the synthetic environment)' : ''}, ${resume ? `resuming at iteration ${resume.iteration} of ${total}` : `${total} iterations`} (store ${opts.store})` +
         (llm ? `; LLM server ${llm.engine.server}${llm.model !== undefined ? `, model ${llm.model}` : ''}` : '') +
         '\n',
     );
@@ -409,8 +489,10 @@ async function trainOnEnv(
       await w.persist(result.snapshot);
       await w.update({ ...progressFields(result.snapshot, w.record), offlineTransitions: result.offlineTransitions, stoppedBy: result.stoppedBy });
 
-      // 3. Held-out evaluation in the real environment, greedy.
-      const evaluation = await evaluateHeldOut(result.agent, config.env, config.evalEpisodes, controller.signal, result.snapshot.iteration);
+      // 3. Held-out evaluation, greedy: in the real environment, or (seed data alone) in the synthetic one.
+      const evaluation = dataRun
+        ? await evaluateInSimulation(result.agent, dataRun.plan, prepared.deps.experience ?? null, config.evalEpisodes, controller.signal, result.snapshot.iteration)
+        : await evaluateHeldOut(result.agent, config.env, config.evalEpisodes, controller.signal, result.snapshot.iteration);
       await w.update({ status: 'done', evaluation, evalWallMs: evaluation.wallMs });
     } finally {
       result.trainer.dispose();
@@ -474,6 +556,16 @@ function modeLabel(c: TrainingConfig): string {
 export function oneLineSummary(record: RunRecord): string {
   const ev = record.evaluation;
   const c = record.config;
+  const d = record.seedData;
+  if (d !== undefined) {
+    // A data-only run: the success rate is the experience model's verdict, never a real one.
+    return (
+      `${c.env} ${modeLabel(c)} on seed data alone (no environment): ` +
+      (ev ? `SYNTHETIC success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out seed tasks in the synthetic environment (not a real success rate), mean reward ${ev.meanReward.toFixed(3)}, ` : 'not evaluated, ') +
+      `grounded on ${d.groundingTasks} tasks (${d.groundingTrajectories} trajectories, ${d.groundingTransitions} transitions) of ${d.file}, ${d.heldOutTasks} tasks (${d.heldOutTrajectories} trajectories) held out, ` +
+      `real transitions ${record.realTransitions}, ${record.iteration} iteration${record.iteration === 1 ? '' : 's'}, no curriculum, wall ${seconds(record.trainWallMs + record.evalWallMs)}, run ${record.id}`
+    );
+  }
   return (
     `${c.env} ${modeLabel(c)}: ` +
     (ev ? `success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out tasks, mean reward ${ev.meanReward.toFixed(3)}, ` : 'not evaluated, ') +
@@ -544,6 +636,7 @@ async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEn
     if (command.getOptionValueSource('prior') === 'cli') throw new CliUsageError(`--prior comes from run ${opts.run}'s configuration: drop it`);
     const store = new RunStore(opts.store);
     const record = await store.readRecord(opts.run);
+    if (record.seedData !== undefined) throw new CliUsageError(`run ${record.id} trained on seed data alone: there is no environment to evaluate it in (its synthetic evaluation is in its run.json)`);
     const saved = await store.readSnapshot(opts.run);
     if (!saved) throw new CliUsageError(`run ${record.id} has no checkpoint yet (no completed iteration): nothing to evaluate`);
     checkpoint = saved.snapshot.checkpoint;
@@ -632,6 +725,7 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
         iteration: r.iteration,
         totalIterations: r.totalIterations,
         success: r.evaluation?.success ?? null,
+        evaluatedIn: r.evaluation ? (r.evaluation.environment ?? 'real') : null,
         realTransitions: r.realTransitions,
         created: r.created,
       });
@@ -651,7 +745,7 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
     }
     const r = l.record;
     const status = r.status === 'running' && !(await store.isActive(r.id)) ? 'interrupted' : r.status;
-    rows.push([r.id, r.config.env, modeLabel(r.config), status, `${r.iteration}/${r.totalIterations}`, r.evaluation ? interval(r.evaluation.success) : '-']);
+    rows.push([r.id, r.config.env, modeLabel(r.config), status, `${r.iteration}/${r.totalIterations}`, r.evaluation ? `${interval(r.evaluation.success)}${r.evaluation.environment === 'synthetic' ? ' (synthetic)' : ''}` : '-']);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
   out(rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n');
@@ -824,6 +918,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .showHelpAfterError(false)
     .addOption(new Option('--env <name>', 'built-in environment (this or --env-module, unless --resume)').choices([...ENV_NAMES]))
     .option('--env-module <path>', 'your own environment module (an ES module in the contract the README describes), instead of --env; again with --resume')
+    .option('--data <file>', 'seed data alone (dreamgym JSONL of one domain), no environment: the experience model is grounded on part of it, the rest is held out and evaluated in the synthetic environment (modes dreamgym, sft, zero-shot); again with --resume')
     .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .addOption(new Option('--mode <mode>', 'training mode (required unless --resume)').choices([...TRAINING_MODES]))
     .addOption(new Option('--warm-start <how>', 'start an RL mode from behaviour cloning on the offline expert data').choices(['none', 'sft']))
