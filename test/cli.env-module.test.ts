@@ -93,6 +93,7 @@ describe('--env-module: the example module serves like a built-in environment', 
     const first = await cli('train', '--env-module', MODULE, '--mode', 'real', '--iterations', '3', '--stop-after', '1', ...SMALL, '--store', store);
     expect(first.code, first.err).toBe(0);
     const runId = /--resume (\S+)/.exec(first.out)?.[1] ?? '';
+    expect(first.out).toMatch(/resume with: npx dreamgym train --store \S+ --resume \S+ --env-module src\/envs\/example\/library\.ts\n$/);
     const without = await cli('train', '--store', store, '--resume', runId);
     expect(without.code).toBe(1);
     expect(without.err).toMatch(/environment module "library": resume it with --env-module PATH/);

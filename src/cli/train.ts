@@ -513,7 +513,8 @@ async function trainOnEnv(
     if (!stopReason || !writer) throw e;
     const message =
       `stopped${stopReason === 'stop-after' ? ' (--stop-after)' : ` (${stopReason})`} after iteration ${writer.record.iteration} of ${writer.record.totalIterations}; ` +
-      `resume with: npx dreamgym train --store ${shellWord(opts.store)} --resume ${writer.id}`;
+      `resume with: npx dreamgym train --store ${shellWord(opts.store)} --resume ${writer.id}` +
+      (opts.data !== undefined ? ` --data ${shellWord(opts.data)}` : opts.envModule !== undefined ? ` --env-module ${shellWord(opts.envModule)}` : '');
     if (stopReason === 'stop-after') out(`${message}\n`);
     else throw new CliExit(exitCodeOf(stopReason), `dreamgym: ${message}`);
   } finally {
