@@ -43,7 +43,7 @@ describe('--env-module: the example module serves like a built-in environment', 
     expect(both.err).toMatch(/either --env NAME or --env-module PATH, not both/);
     const none = await cli('train', '--mode', 'sft', '--store', join(dir, 'none'));
     expect(none.code).toBe(1);
-    expect(none.err).toMatch(/--env NAME \(shop or household\) or --env-module PATH is required/);
+    expect(none.err).toMatch(/--env NAME \(shop or household\), --env-module PATH or --data FILE is required/);
   });
 
   it('the policy features serve the new domain unchanged: sft beats zero-shot in real evaluation, intervals apart', async () => {
