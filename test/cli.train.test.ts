@@ -217,7 +217,7 @@ describe('dreamgym train', () => {
       [['train', '--store', store, '--resume', broken], /run broken-run is corrupt: .*run\.json: not valid JSON/],
       [['eval', '--store', store, '--run', 'nope'], /unknown run "nope"/],
       [['eval', '--store', store, '--run', broken], /run broken-run is corrupt: .*run\.json: not valid JSON/],
-      [['eval', '--store', store], /eval needs either --run ID \(with --store\) or --checkpoint FILE \(with --env\)/],
+      [['eval', '--store', store], /eval needs either --run ID \(with --store\) or --checkpoint FILE \(with --env or --env-module\)/],
       [['eval', '--checkpoint', join(store, 'runs', runId, 'run.json'), '--env', 'shop'], /corrupt checkpoint: not a dreamgym checkpoint file/],
       [['export', '--store', store, '--run', 'nope', '--format', 'jsonl', '--out', join(dir, 'x.jsonl')], /unknown run "nope"/],
       [['export', '--store', store, '--run', broken, '--format', 'chat', '--out', join(dir, 'x.jsonl')], /run broken-run is corrupt: .*run\.json/],
@@ -381,5 +381,69 @@ describe('dreamgym train with an OpenAI-compatible LLM server (--llm-url)', () =
     expect(lines[0]).toMatch(new RegExp(`^dreamgym: error: cannot use the LLM server: no LLM server answers at ${url}/v1 \\(ECONNREFUSED\\): start it .* or check --llm-url$`));
     expect(await tree(s)).toEqual(before);
     expect(performance.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe('dreamgym train --data: seed data alone, no environment', () => {
+  let data: string;
+  let ddir: string;
+
+  beforeAll(async () => {
+    ddir = await mkdtemp(join(tmpdir(), 'dreamgym-train-data-'));
+    data = join(ddir, 'seeds.jsonl');
+    const a = await cli('data', '--env', 'shop', '--episodes', '30', '--policy', 'noisy:0.3', '--out', data);
+    expect(a.code, a.err).toBe(0);
+  });
+
+  it('trains dreamgym purely in simulation, evaluates held-out seed tasks in the synthetic environment, labelled so everywhere', async () => {
+    const s = join(ddir, 'store');
+    const out = join(ddir, 'summary.json');
+    const res = await cli('train', '--data', data, '--mode', 'dreamgym', '--iterations', '2', ...TINY, '--store', s, '--out', out);
+    expect(res.code, res.err).toBe(0);
+    expect(res.out).toMatch(/^shop dreamgym on seed data alone \(no environment\): SYNTHETIC success .* on 4 held-out seed tasks in the synthetic environment \(not a real success rate\)/);
+    expect(res.out).toMatch(/grounded on 24 tasks \(24 trajectories, \d+ transitions\) of .*seeds\.jsonl, 6 tasks \(6 trajectories\) held out, real transitions 0/);
+    const summary = JSON.parse(await readFile(out, 'utf8')) as { realTransitions: number; evaluation: { environment: string; realSteps: number }; seedData: { heldOutTasks: number }; config: { curriculum: { enabled: boolean } } };
+    expect(summary.realTransitions).toBe(0);
+    expect(summary.evaluation).toMatchObject({ environment: 'synthetic', realSteps: 0 });
+    expect(summary.seedData.heldOutTasks).toBe(6);
+    expect(summary.config.curriculum.enabled).toBe(false);
+    const runs = await cli('runs', '--store', s);
+    expect(runs.out).toMatch(/\(synthetic\)/);
+    const runId = runIdOf(res.out);
+    const ev = await cli('eval', '--store', s, '--run', runId);
+    expect(ev.code).toBe(1);
+    expect(ev.err).toMatch(/trained on seed data alone: there is no environment to evaluate it in/);
+  });
+
+  it('too little data, tasks without trajectories, trajectories without a task, mixed domains: one clear line, nothing written', async () => {
+    const s = join(ddir, 'bad-store');
+    const lines = (await readFile(data, 'utf8')).trim().split('\n');
+    const write = async (name: string, content: string[]): Promise<string> => {
+      const p = join(ddir, name);
+      await writeFile(p, `${content.join('\n')}\n`);
+      return p;
+    };
+    const taskLines = lines.filter((l) => l.includes('"type":"task"'));
+    const trajLines = lines.filter((l) => l.includes('"type":"trajectory"'));
+    const household = join(ddir, 'household.jsonl');
+    expect((await cli('data', '--env', 'household', '--episodes', '2', '--out', household)).code).toBe(0);
+    const cases: [string, RegExp][] = [
+      [await write('small.jsonl', lines.slice(0, 20)), /has 10 seed tasks with trajectories: a data-only run needs at least 15 \(10 to ground the experience model, 5 held out for evaluation\); nothing written/],
+      [await write('bare.jsonl', [...taskLines, ...trajLines.slice(3)]), /3 of 30 seed tasks have no trajectory \(.*\): without an environment every seed task needs at least one recorded trajectory/],
+      [await write('orphans.jsonl', [...taskLines.slice(1), ...trajLines]), /line \d+, field trajectory.taskId: unknown task/],
+      [await write('mixed.jsonl', [...lines, ...(await readFile(household, 'utf8')).trim().split('\n')]), /mixes domains \(shop: 60 records, household: 4 records\): a data-only run trains on one domain/],
+    ];
+    for (const [file, message] of cases) {
+      const res = await cli('train', '--data', file, '--mode', 'dreamgym', '--store', s);
+      expect(res.code, file).toBe(1);
+      expect(res.err, file).toMatch(message);
+      // A line-level problem is listed by line, as `validate` lists it; the others are one line.
+      if (!file.endsWith('orphans.jsonl')) expect(res.err.trim().split('\n'), file).toHaveLength(1);
+    }
+    const real = await cli('train', '--data', data, '--mode', 'real', '--store', s);
+    expect(real.err).toMatch(/--data trains purely in simulation: mode real needs a real environment/);
+    const both = await cli('train', '--data', data, '--env', 'shop', '--mode', 'dreamgym', '--store', s);
+    expect(both.err).toMatch(/--data trains on seed data alone, with no environment: drop --env/);
+    expect(await readdir(ddir)).not.toContain('bad-store');
   });
 });

@@ -292,6 +292,20 @@ describe('validateJsonl agrees with importJsonl', () => {
     });
   }
 
+  it('both accept any domain matching DOMAIN_NAME_PATTERN (its goal is any JSON), and refuse a name that breaks it', async () => {
+    const task: Task = { id: 'lib0', env: 'travel-booking', instruction: 'book a train', goal: { anything: [1, 'two'] }, split: 'train', origin: 'seed' };
+    const text = lines(taskLine(task), trajectoryLine({ ...makeTrajectory('t0', 'lib0', 'offline'), env: 'travel-booking' }));
+    expect(await validateJsonl(text)).toMatchObject({ tasks: 1, trajectories: 1 });
+    const store = await storeWithRun();
+    await importJsonl(store, 'run', text, { embedder });
+    expect((await store.getTasks('run')).map((t) => t.task.env)).toEqual(['travel-booking']);
+    for (const bad of ['Travel', '9lives', 'a_b', '', 'x'.repeat(41)]) {
+      const e = await validateJsonl(lines(taskLine({ ...task, env: bad }))).then(() => null, (err: unknown) => err);
+      expect(e, bad).toBeInstanceOf(JsonlError);
+      expect((e as JsonlError).message).toMatch(/task\.env.*domain name is a lower-case letter/);
+    }
+  });
+
   it('both accept a UTF-8 byte order mark, as text and as bytes', async () => {
     const text = toJsonl(good());
     for (const input of [`\ufeff${text}`, new Blob([new Uint8Array([0xef, 0xbb, 0xbf]), text])]) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RealEnvironment, Task } from '../src/core/types.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
-import type { EnvSpec } from '../src/envs/spec.ts';
+import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import {
   aggregateEvaluations,
   bootstrapInterval,
@@ -30,7 +30,7 @@ function contextKey(c: Pick<EvalContext, 'instruction' | 'history' | 'observatio
  * A test-only oracle: replays the expert's recorded trajectories, looked up by everything the
  * actor sees (instruction, its earlier actions, the observation). Product code never does this.
  */
-function expertReplay(spec: EnvSpec, tasks: readonly Task[]): EvalActor {
+function expertReplay(spec: AnyEnvSpec, tasks: readonly Task[]): EvalActor {
   const plan = new Map<string, string>();
   for (const task of tasks) {
     const env = spec.create();
@@ -59,9 +59,9 @@ function expertReplay(spec: EnvSpec, tasks: readonly Task[]): EvalActor {
 }
 
 /** A spec whose environments count their reset and step calls. */
-function countingSpec(spec: EnvSpec): { spec: EnvSpec; counts: { create: number; reset: number; step: number } } {
+function countingSpec(spec: AnyEnvSpec): { spec: AnyEnvSpec; counts: { create: number; reset: number; step: number } } {
   const counts = { create: 0, reset: 0, step: 0 };
-  const wrapped: EnvSpec = {
+  const wrapped: AnyEnvSpec = {
     name: spec.name,
     description: spec.description,
     maxSteps: spec.maxSteps,

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import type { RealEnvironment, Task, Trajectory } from '../src/core/types.ts';
-import type { EnvSpec } from '../src/envs/spec.ts';
+import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { parseTrainingConfig, PRESETS, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
@@ -24,7 +24,7 @@ const TINY: Partial<TrainingConfigInput> = {
 const config = (over: Partial<TrainingConfigInput>) => parseTrainingConfig({ env: 'shop', mode: 'dreamgym', ...TINY, ...over } as TrainingConfigInput);
 
 /** A spec whose environments count every reset and step (and creation). */
-function spy(spec: EnvSpec): { spec: EnvSpec; calls: { create: number; reset: number; step: number } } {
+function spy(spec: AnyEnvSpec): { spec: AnyEnvSpec; calls: { create: number; reset: number; step: number } } {
   const calls = { create: 0, reset: 0, step: 0 };
   return {
     calls,

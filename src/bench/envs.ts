@@ -14,7 +14,7 @@ import { Rng } from '../core/rng.ts';
 import { ENV_NAMES, type EnvName, type Task } from '../core/types.ts';
 import { expertPolicy, runEpisode } from '../envs/episode.ts';
 import { clearEnvCaches, getEnvSpec } from '../envs/registry.ts';
-import type { EnvSpec } from '../envs/spec.ts';
+import type { AnyEnvSpec } from '../envs/spec.ts';
 import type { BenchRow } from './types.ts';
 
 /** Options of {@link benchEnvs}. */
@@ -35,7 +35,7 @@ function time<T>(fn: () => T): { ms: number; value: T } {
 }
 
 /** One pass of expert episodes over `tasks` on a new environment instance; returns steps and ms. */
-function expertPass(spec: EnvSpec, tasks: readonly Task[]): { steps: number; ms: number } {
+function expertPass(spec: AnyEnvSpec, tasks: readonly Task[]): { steps: number; ms: number } {
   const env = spec.create();
   const rng = new Rng(1);
   const { ms, value: steps } = time(() => {

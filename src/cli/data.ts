@@ -1,6 +1,6 @@
 import { taskLine, trajectoryLine } from '../core/jsonl.ts';
 import { generateOfflineData, SummaryTally, type OfflineDataOptions, type OfflineDataSummary } from '../envs/offline.ts';
-import type { EnvSpec } from '../envs/spec.ts';
+import type { AnyEnvSpec } from '../envs/spec.ts';
 import { openOutput, type OutputTarget } from './output.ts';
 import { createProgress } from './progress.ts';
 
@@ -14,7 +14,7 @@ const CHUNK_BYTES = 1 << 16;
  * temporary file and renamed at the end, so a failed or interrupted run leaves no truncated
  * dataset and no temporary file (see src/cli/output.ts).
  */
-export async function writeOfflineData(spec: EnvSpec, options: OfflineDataOptions, target: OutputTarget): Promise<OfflineDataSummary> {
+export async function writeOfflineData(spec: AnyEnvSpec, options: OfflineDataOptions, target: OutputTarget): Promise<OfflineDataSummary> {
   const writer = await openOutput(target);
   const progress = createProgress(`${spec.name} ${options.policy}`, options.episodes);
   const tally = new SummaryTally();

@@ -1,11 +1,11 @@
-import type { EnvSpec } from '../envs/spec.ts';
+import type { AnyEnvSpec } from '../envs/spec.ts';
 import { useFastestNodeBackend } from './tf-node.ts';
 import { FIDELITY_MEASURES, fidelityMargin, measureFidelityTable, type FidelityTable } from '../train/fidelity.ts';
 import type { RunLLM } from '../train/setup.ts';
 
 /** Runs a fidelity measurement for the CLI on the fastest tfjs backend Node has (`llm`: the LLM experience model on that server). */
 export async function runFidelity(
-  spec: EnvSpec,
+  spec: AnyEnvSpec,
   opts: { sim: 'retrieval' | 'llm'; trainEpisodes: number; testEpisodes: number; seed: number; policy: string; falseSuccessEpisodes?: number; llm?: RunLLM | null },
 ): Promise<FidelityTable & { backend: string }> {
   const backend = await useFastestNodeBackend();

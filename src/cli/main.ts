@@ -8,7 +8,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { JsonlError } from '../core/jsonl.ts';
 import { validateJsonl } from '../replay/jsonl-io.ts';
 import { ENV_NAMES } from '../core/types.ts';
-import { getEnvSpec } from '../envs/registry.ts';
+import { chooseEnv, timeoutArg } from './env-module.ts';
 import { runBench, BENCH_SUITES, type BenchSuite } from './bench.ts';
 import { fileError, writeOfflineData } from './data.ts';
 import { doctorStore, formatDoctor } from './doctor.ts';
@@ -51,17 +51,20 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
   program
     .command('data')
     .description('Run a rule-based policy in a real environment and write tasks + trajectories as dreamgym JSONL.')
-    .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
+    .addOption(new Option('--env <name>', 'built-in environment (or --env-module)').choices([...ENV_NAMES]))
+    .option('--env-module <path>', 'your own environment module (an ES module in the contract the README describes), instead of --env')
+    .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .option('--episodes <n>', `number of episodes (one per seed task, at most ${MAX_EPISODES})`, countArg(1, MAX_EPISODES), 100)
     .option('--seed <s>', 'seed for tasks and policy noise', seedArg, 0)
     .option('--policy <p>', 'expert | noisy:EPS (expert with prob 1-EPS, random admissible action otherwise)', policySpec, 'expert')
     .addOption(new Option('--split <split>', 'task split').choices(['train', 'test']).default('train'))
     .requiredOption('--out <file>', 'output JSONL file (- for stdout)')
-    .action(async (opts: { env: string; episodes: number; seed: number; policy: string; split: 'train' | 'test'; out: string }) => {
-      const spec = getEnvSpec(opts.env);
+    .action(async (opts: { env?: string; envModule?: string; envTimeout?: number; episodes: number; seed: number; policy: string; split: 'train' | 'test'; out: string }) => {
       const target = await resolveOutput(opts.out);
+      const env = chooseEnv(opts);
+      const spec = env.spec;
       const started = performance.now();
-      const summary = await writeOfflineData(spec, opts, target);
+      const summary = await writeOfflineData(spec, opts, target).finally(() => env.dispose());
       const seconds = (performance.now() - started) / 1000;
       // With the data on stdout, the summary goes to stderr.
       (target.kind === 'stdout' ? err : out)(
@@ -100,7 +103,9 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
         'agreement, next-state match, within-episode consistency, reward and done accuracy, final-step verdicts on successes ' +
         'and failures; and the success of a random and a noisy expert policy inside the simulator against the real environment.',
     )
-    .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
+    .addOption(new Option('--env <name>', 'built-in environment (or --env-module)').choices([...ENV_NAMES]))
+    .option('--env-module <path>', 'your own environment module (see the README), instead of --env')
+    .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .addOption(new Option('--sim <model>', 'experience model (llm: the LLM experience model on the --llm-url server)').choices(['retrieval', 'llm']).default('retrieval'))
     .option('--llm-url <url>', 'an OpenAI-compatible server (llama.cpp, Ollama, vLLM) for --sim llm, e.g. http://127.0.0.1:8080')
     .option('--llm-model <name>', 'model name sent to the --llm-url server (default: the one model it lists, if it lists one)')
@@ -113,7 +118,9 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .option('--out <file>', 'also write the report as JSON to this file (- for stdout)')
     .action(
       async (opts: {
-        env: string;
+        env?: string;
+        envModule?: string;
+        envTimeout?: number;
         sim: 'retrieval' | 'llm';
         trainEpisodes: number;
         testEpisodes: number;
@@ -130,8 +137,9 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
         if (opts.sim !== 'llm' && opts.llmUrl !== undefined) throw new CliUsageError('--llm-url applies to --sim llm here');
         const target = opts.out !== undefined ? await resolveOutput(opts.out) : null;
         const llm = opts.llmUrl !== undefined ? await connectLlm(opts.llmUrl, opts.llmModel) : null;
-        const { llmUrl: _url, llmModel: _model, ...rest } = opts;
-        const report = await runFidelity(getEnvSpec(opts.env), { ...rest, llm });
+        const { llmUrl: _url, llmModel: _model, env: _env, envModule: _module, envTimeout: _timeout, ...rest } = opts;
+        const env = chooseEnv(opts);
+        const report = await runFidelity(env.spec, { ...rest, llm }).finally(() => env.dispose());
         const json = `${JSON.stringify(report, null, 2)}\n`;
         if (target) await writeOutput(target, json);
         if (target?.kind !== 'stdout') out(opts.json ? json : formatFidelity(report));

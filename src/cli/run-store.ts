@@ -124,6 +124,8 @@ export const StoredEvaluationSchema = z
     /** Completed training iterations of the evaluated policy. */
     iteration: z.number().int().min(0),
     wallMs: z.number().min(0),
+    /** Where the episodes ran: absent or `real` for the real environment; `synthetic` inside the experience model (a data-only run). */
+    environment: z.enum(['real', 'synthetic']).optional(),
   })
   .strict();
 export type StoredEvaluation = z.infer<typeof StoredEvaluationSchema>;
@@ -162,6 +164,18 @@ export const RunRecordSchema = z
      * URL (it may hold credentials and can move), so resuming needs `--llm-url` again.
      */
     llm: z.object({ model: z.string().nullable() }).strict().optional(),
+    /** A data-only run (`--data`): its file's name and how much of the data grounded the model and how much was held out. */
+    seedData: z
+      .object({
+        file: z.string(),
+        groundingTasks: z.number().int().min(0),
+        groundingTrajectories: z.number().int().min(0),
+        groundingTransitions: z.number().int().min(0),
+        heldOutTasks: z.number().int().min(0),
+        heldOutTrajectories: z.number().int().min(0),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type RunRecord = z.infer<typeof RunRecordSchema>;

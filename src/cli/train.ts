@@ -13,8 +13,9 @@
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { ENV_NAMES, type EnvName } from '../core/types.ts';
-import { getEnvSpec } from '../envs/registry.ts';
+import { ENV_NAMES, type DomainName, type EnvName } from '../core/types.ts';
+import { getEnvSpec, isBuiltinEnv } from '../envs/registry.ts';
+import { chooseEnv, timeoutArg, type CommandEnv } from './env-module.ts';
 import { LLMServerError } from '../llm/errors.ts';
 import { HttpChatEngine } from '../llm/http-engine.ts';
 import { LexicalPrior } from '../llm/prior.ts';
@@ -29,6 +30,11 @@ import { evaluate, type EvalActor, type EvalResult, type Interval } from '../tra
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
+import { dataOnlySpec, evaluateSynthetic, planSeedData, SeedDataError, type SeedDataPlan } from '../train/seed-data.ts';
+import { RetrievalExperienceModel } from '../experience/retrieval.ts';
+import type { ExperienceModel } from '../experience/types.ts';
+import { parseJsonl } from '../core/jsonl.ts';
+import { validateJsonl } from '../replay/jsonl-io.ts';
 import { createProgress, type Progress } from './progress.ts';
 import { openOutput, resolveOutput, writeFileAtomic, writeOutput, type OutputTarget } from './output.ts';
 import {
@@ -140,7 +146,7 @@ function greedyActor(agent: PolicyAgent): EvalActor {
 }
 
 /** Evaluates `agent` on held-out test tasks with a progress bar on a terminal. */
-async function evaluateHeldOut(agent: PolicyAgent, env: EnvName, episodes: number, signal: AbortSignal | undefined, iteration: number): Promise<StoredEvaluation> {
+async function evaluateHeldOut(agent: PolicyAgent, env: DomainName, episodes: number, signal: AbortSignal | undefined, iteration: number): Promise<StoredEvaluation> {
   const spec = getEnvSpec(env);
   const tasks = evaluationTasks(spec, episodes);
   const started = performance.now();
@@ -157,8 +163,34 @@ async function evaluateHeldOut(agent: PolicyAgent, env: EnvName, episodes: numbe
 // ---------------------------------------------------------------------------------------------
 // train
 
+/**
+ * A data-only run's evaluation: greedy, on the held-out seed tasks (at most `episodes`), inside the
+ * experience model (the run's, or a retrieval model grounded on the same data for modes that have
+ * none). Stored with `environment: 'synthetic'`.
+ */
+async function evaluateInSimulation(agent: PolicyAgent, plan: SeedDataPlan, model: ExperienceModel | null, episodes: number, signal: AbortSignal | undefined, iteration: number): Promise<StoredEvaluation> {
+  const started = performance.now();
+  const own = model === null ? await RetrievalExperienceModel.fromTrajectories(plan.grounding.tasks, plan.grounding.trajectories, new HashedEmbedder({ dim: 256 })) : null;
+  const tasks = plan.heldOut.slice(0, episodes);
+  const bar = createProgress(`${plan.domain} evaluate (synthetic)`, tasks.length);
+  try {
+    const result = await evaluateSynthetic(greedyActor(agent), (model ?? own) as ExperienceModel, tasks, plan.heldOutStarts, {
+      maxSteps: plan.maxSteps,
+      onProgress: (done) => bar.update(done),
+      ...(signal ? { signal } : {}),
+    });
+    return { ...result, iteration, wallMs: performance.now() - started, environment: 'synthetic' };
+  } finally {
+    bar.stop();
+    own?.dispose();
+  }
+}
+
 interface TrainOptions {
   env?: EnvName;
+  data?: string;
+  envModule?: string;
+  envTimeout?: number;
   mode?: TrainingConfig['mode'];
   warmStart?: 'none' | 'sft';
   sim?: 'retrieval' | 'llm';
@@ -234,12 +266,11 @@ export async function connectLlm(url: string, model: string | undefined): Promis
 }
 
 /** The run's configuration from the command line (defaults < preset < options). */
-function configFromOptions(opts: TrainOptions): TrainingConfig {
-  if (!opts.env) throw new CliUsageError('--env is required (shop or household) unless --resume names a run');
+function configFromOptions(opts: TrainOptions, env: DomainName): TrainingConfig {
   if (!opts.mode) throw new CliUsageError(`--mode is required (${TRAINING_MODES.join(', ')}) unless --resume names a run`);
   const rl = opts.mode === 'real' || opts.mode === 'dreamgym' || opts.mode === 's2r';
   if (opts.warmStart === 'sft' && !rl) throw new CliUsageError(`--warm-start sft applies to the RL modes (real, dreamgym, s2r), not ${opts.mode}`);
-  const input: TrainingConfigInput = { env: opts.env, mode: opts.mode, sim: opts.sim ?? 'retrieval' };
+  const input: TrainingConfigInput = { env, mode: opts.mode, sim: opts.sim ?? 'retrieval' };
   if (opts.replay === false) input.demos = 0;
   if (opts.warmStart !== undefined) input.warmStart = opts.warmStart;
   if (opts.prior !== undefined) input.prior = opts.prior;
@@ -270,7 +301,17 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
   // 1. Everything checked before anything is written.
   checkLlmOptions(opts);
   const store = new RunStore(opts.store);
-  let config: TrainingConfig;
+  if (opts.data !== undefined && (opts.env !== undefined || opts.envModule !== undefined)) {
+    throw new CliUsageError('--data trains on seed data alone, with no environment: drop --env/--env-module (or drop --data to use the environment)');
+  }
+  if (opts.resume === undefined && opts.env === undefined && opts.envModule === undefined && opts.data === undefined) {
+    throw new CliUsageError('--env NAME (shop or household), --env-module PATH or --data FILE is required unless --resume names a run');
+  }
+  if (opts.data !== undefined && opts.mode !== undefined && (opts.mode === 'real' || opts.mode === 's2r')) {
+    throw new CliUsageError(`--data trains purely in simulation: mode ${opts.mode} needs a real environment (use dreamgym, sft or zero-shot, or --env/--env-module)`);
+  }
+  if (opts.resume === undefined && !opts.mode) throw new CliUsageError(`--mode is required (${TRAINING_MODES.join(', ')}) unless --resume names a run`);
+  let config: TrainingConfig | undefined;
   let expected: Awaited<ReturnType<RunStore['readSnapshot']>> = null;
   let llmModel = opts.llmModel;
   if (opts.resume !== undefined) {
@@ -285,6 +326,13 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     }
     expected = await store.readSnapshot(opts.resume);
     config = expected?.snapshot.config ?? record.config;
+    if (record.seedData !== undefined && opts.data === undefined) throw new CliUsageError(`run ${record.id} trained on seed data alone (${record.seedData.file}): resume it with --data FILE (the same data)`);
+    if (record.seedData === undefined && opts.data !== undefined) throw new CliUsageError(`run ${record.id} did not train on seed data alone: drop --data`);
+    // The module's path is not stored (a path can move): a run on a module needs it again.
+    if (record.seedData === undefined && !isBuiltinEnv(config.env) && opts.envModule === undefined) {
+      throw new CliUsageError(`run ${record.id} trained on the environment module ${JSON.stringify(config.env)}: resume it with --env-module PATH (the path is not stored)`);
+    }
+    if (isBuiltinEnv(config.env) && opts.envModule !== undefined) throw new CliUsageError(`run ${record.id} trained on the built-in ${config.env}: drop --env-module`);
     // The server's URL is not stored (see RunRecordSchema.llm): a run that used one needs it again.
     const usedLlm = record.llm !== undefined || config.sim === 'llm' || config.prior === 'llm';
     if (usedLlm && opts.llmUrl === undefined) {
@@ -296,9 +344,72 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
       throw new CliUsageError(`run ${record.id} used model ${stored}, not ${llmModel}: resume it with the same model (or drop --llm-model)`);
     }
     llmModel ??= stored;
-  } else {
-    config = configFromOptions(opts);
   }
+  // Seed data alone: read, checked and split before anything is written.
+  if (opts.data !== undefined) {
+    const seed = config?.seed ?? opts.seed ?? 0;
+    const plan = await readSeedData(opts.data, seed);
+    if (config === undefined) {
+      // Generated tasks cannot be checked without an environment: no curriculum.
+      config = configFromOptions({ ...opts, curriculum: false }, plan.domain);
+    } else if (plan.domain !== config.env) {
+      throw new CliUsageError(`run ${opts.resume} trained on ${JSON.stringify(config.env)} data, but ${opts.data} holds ${JSON.stringify(plan.domain)} data`);
+    }
+    await trainOnEnv(opts, out, err, store, config, expected, llmModel, { plan, file: opts.data });
+    return;
+  }
+  // The environment: a module is loaded and its every export checked before anything is written.
+  const commandEnv: CommandEnv =
+    config !== undefined && opts.envModule === undefined
+      ? { spec: getEnvSpec(config.env), modulePath: null, dispose: async () => {} }
+      : chooseEnv({ env: opts.resume === undefined ? opts.env : undefined, envModule: opts.envModule, envTimeout: opts.envTimeout });
+  try {
+    if (config === undefined) {
+      config = configFromOptions(opts, commandEnv.spec.name);
+    } else if (commandEnv.spec.name !== config.env) {
+      throw new CliUsageError(`run ${opts.resume} trained on ${JSON.stringify(config.env)}, but --env-module ${opts.envModule ?? ''} is ${JSON.stringify(commandEnv.spec.name)}`);
+    }
+    await trainOnEnv(opts, out, err, store, config, expected, llmModel, null);
+  } finally {
+    await commandEnv.dispose();
+  }
+}
+
+/** Reads, validates (every line, as `validate` does) and splits a seed-data file; errors name what is missing. */
+async function readSeedData(file: string, seed: number): Promise<SeedDataPlan> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new CliUsageError(`cannot read ${file}: ${fsReason(e)}`);
+  }
+  await validateJsonl(text);
+  const data = parseJsonl(text);
+  try {
+    return planSeedData(data.tasks, data.trajectories, seed);
+  } catch (e) {
+    if (e instanceof SeedDataError) throw new CliUsageError(`${file}: ${e.message}; nothing written`);
+    throw e;
+  }
+}
+
+/** A data-only run's data. */
+interface DataRun {
+  plan: SeedDataPlan;
+  file: string;
+}
+
+/** The rest of `train`, once the run's configuration and environment (or seed data) are settled. */
+async function trainOnEnv(
+  opts: TrainOptions,
+  out: Out,
+  err: Out,
+  store: RunStore,
+  config: TrainingConfig,
+  expected: Awaited<ReturnType<RunStore['readSnapshot']>>,
+  llmModel: string | undefined,
+  dataRun: DataRun | null,
+): Promise<void> {
   const total = plannedIterations(config);
   const done = expected?.snapshot.iteration ?? 0;
   if (opts.stopAfter !== undefined && opts.stopAfter <= done) {
@@ -313,7 +424,8 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
   await useFastestNodeBackend();
   let prepared;
   try {
-    prepared = await prepareRun(config, { llm });
+    const data = dataRun ? { spec: dataOnlySpec(dataRun.plan.domain, dataRun.plan.maxSteps), offline: dataRun.plan.grounding, evalTasks: dataRun.plan.heldOut } : null;
+    prepared = await prepareRun(config, { llm, data });
   } catch (e) {
     if (e instanceof TrainingSetupError) throw new CliUsageError(e.message);
     throw e;
@@ -331,11 +443,15 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
       ({ writer } = await store.resume(opts.resume, expected));
     } else {
       writer = await store.create(config, total);
+      if (dataRun) {
+        const { heldOutTasks, heldOutTrajectories, groundingTasks, groundingTrajectories, groundingTransitions } = dataRun.plan.counts;
+        await writer.update({ seedData: { file: dataRun.file, groundingTasks, groundingTrajectories, groundingTransitions, heldOutTasks, heldOutTrajectories } });
+      }
     }
     const w = writer;
     const resume = expected?.snapshot;
     err(
-      `dreamgym: run ${w.id}: ${config.env} ${config.mode}, ${resume ? `resuming at iteration ${resume.iteration} of ${total}` : `${total} iterations`} (store ${opts.store})` +
+      `dreamgym: run ${w.id}: ${config.env} ${config.mode}${dataRun ? ' on seed data alone (evaluated in the synthetic environment)' : ''}, ${resume ? `resuming at iteration ${resume.iteration} of ${total}` : `${total} iterations`} (store ${opts.store})` +
         (llm ? `; LLM server ${llm.engine.server}${llm.model !== undefined ? `, model ${llm.model}` : ''}` : '') +
         '\n',
     );
@@ -373,8 +489,10 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
       await w.persist(result.snapshot);
       await w.update({ ...progressFields(result.snapshot, w.record), offlineTransitions: result.offlineTransitions, stoppedBy: result.stoppedBy });
 
-      // 3. Held-out evaluation in the real environment, greedy.
-      const evaluation = await evaluateHeldOut(result.agent, config.env, config.evalEpisodes, controller.signal, result.snapshot.iteration);
+      // 3. Held-out evaluation, greedy: in the real environment, or (seed data alone) in the synthetic one.
+      const evaluation = dataRun
+        ? await evaluateInSimulation(result.agent, dataRun.plan, prepared.deps.experience ?? null, config.evalEpisodes, controller.signal, result.snapshot.iteration)
+        : await evaluateHeldOut(result.agent, config.env, config.evalEpisodes, controller.signal, result.snapshot.iteration);
       await w.update({ status: 'done', evaluation, evalWallMs: evaluation.wallMs });
     } finally {
       result.trainer.dispose();
@@ -395,7 +513,8 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     if (!stopReason || !writer) throw e;
     const message =
       `stopped${stopReason === 'stop-after' ? ' (--stop-after)' : ` (${stopReason})`} after iteration ${writer.record.iteration} of ${writer.record.totalIterations}; ` +
-      `resume with: npx dreamgym train --store ${shellWord(opts.store)} --resume ${writer.id}`;
+      `resume with: npx dreamgym train --store ${shellWord(opts.store)} --resume ${writer.id}` +
+      (opts.data !== undefined ? ` --data ${shellWord(opts.data)}` : opts.envModule !== undefined ? ` --env-module ${shellWord(opts.envModule)}` : '');
     if (stopReason === 'stop-after') out(`${message}\n`);
     else throw new CliExit(exitCodeOf(stopReason), `dreamgym: ${message}`);
   } finally {
@@ -438,6 +557,16 @@ function modeLabel(c: TrainingConfig): string {
 export function oneLineSummary(record: RunRecord): string {
   const ev = record.evaluation;
   const c = record.config;
+  const d = record.seedData;
+  if (d !== undefined) {
+    // A data-only run: the success rate is the experience model's verdict, never a real one.
+    return (
+      `${c.env} ${modeLabel(c)} on seed data alone (no environment): ` +
+      (ev ? `SYNTHETIC success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out seed tasks in the synthetic environment (not a real success rate), mean reward ${ev.meanReward.toFixed(3)}, ` : 'not evaluated, ') +
+      `grounded on ${d.groundingTasks} tasks (${d.groundingTrajectories} trajectories, ${d.groundingTransitions} transitions) of ${d.file}, ${d.heldOutTasks} tasks (${d.heldOutTrajectories} trajectories) held out, ` +
+      `real transitions ${record.realTransitions}, ${record.iteration} iteration${record.iteration === 1 ? '' : 's'}, no curriculum, wall ${seconds(record.trainWallMs + record.evalWallMs)}, run ${record.id}`
+    );
+  }
   return (
     `${c.env} ${modeLabel(c)}: ` +
     (ev ? `success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out tasks, mean reward ${ev.meanReward.toFixed(3)}, ` : 'not evaluated, ') +
@@ -455,7 +584,9 @@ interface EvalOptions {
   store: string;
   run?: string;
   checkpoint?: string;
-  env?: EnvName;
+  env?: DomainName;
+  envModule?: string;
+  envTimeout?: number;
   episodes?: number;
   prior: 'uniform' | 'lexical';
   embeddingScale?: number;
@@ -481,9 +612,21 @@ function featurizerFor(checkpoint: Checkpoint, embeddingDim: number | null, embe
 }
 
 async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promise<void> {
-  if ((opts.run === undefined) === (opts.checkpoint === undefined)) throw new CliUsageError('eval needs either --run ID (with --store) or --checkpoint FILE (with --env)');
+  if ((opts.run === undefined) === (opts.checkpoint === undefined)) throw new CliUsageError('eval needs either --run ID (with --store) or --checkpoint FILE (with --env or --env-module)');
+  if (opts.envModule === undefined) return evalOnEnv(opts, command, out, null);
+  if (opts.env !== undefined) throw new CliUsageError('give either --env NAME or --env-module PATH, not both');
+  const env = chooseEnv({ envModule: opts.envModule, envTimeout: opts.envTimeout });
+  try {
+    await evalOnEnv(opts, command, out, env.spec.name);
+  } finally {
+    await env.dispose();
+  }
+}
+
+/** `eval` once a module (named `moduleEnv`), if any, is loaded. */
+async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEnv: DomainName | null): Promise<void> {
   let checkpoint: Checkpoint;
-  let env: EnvName;
+  let env: DomainName;
   let featurizer: Featurizer;
   let prior: 'uniform' | 'lexical' | 'llm';
   let label: string;
@@ -494,10 +637,12 @@ async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promi
     if (command.getOptionValueSource('prior') === 'cli') throw new CliUsageError(`--prior comes from run ${opts.run}'s configuration: drop it`);
     const store = new RunStore(opts.store);
     const record = await store.readRecord(opts.run);
+    if (record.seedData !== undefined) throw new CliUsageError(`run ${record.id} trained on seed data alone: there is no environment to evaluate it in (its synthetic evaluation is in its run.json)`);
     const saved = await store.readSnapshot(opts.run);
     if (!saved) throw new CliUsageError(`run ${record.id} has no checkpoint yet (no completed iteration): nothing to evaluate`);
     checkpoint = saved.snapshot.checkpoint;
     env = record.config.env;
+    if (moduleEnv !== null && moduleEnv !== env) throw new CliUsageError(`run ${record.id} trained on ${JSON.stringify(env)}, but --env-module ${opts.envModule ?? ''} is ${JSON.stringify(moduleEnv)}`);
     prior = record.config.prior;
     if (opts.embeddingScale !== undefined) throw new CliUsageError(`--embedding-scale comes from run ${opts.run}'s configuration: drop it`);
     featurizer = featurizerFor(checkpoint, record.config.policy.embeddingDim, record.config.policy.embeddingScale, `run ${record.id}'s checkpoint`);
@@ -505,7 +650,8 @@ async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promi
     episodes = opts.episodes ?? record.config.evalEpisodes;
     iteration = saved.snapshot.iteration;
   } else {
-    if (opts.env === undefined) throw new CliUsageError('--checkpoint needs --env (shop or household): a checkpoint does not say which environment it was trained in');
+    const chosen = opts.env ?? moduleEnv;
+    if (chosen === undefined || chosen === null) throw new CliUsageError('--checkpoint needs --env (shop or household) or --env-module PATH: a checkpoint does not say which environment it was trained in');
     const file = opts.checkpoint as string;
     let bytes: Uint8Array;
     try {
@@ -518,7 +664,7 @@ async function evalCommand(opts: EvalOptions, command: Command, out: Out): Promi
     } catch (e) {
       throw new CliUsageError(`${file}: ${e instanceof CheckpointError ? e.message : String(e)}`);
     }
-    env = opts.env;
+    env = chosen;
     prior = opts.prior;
     featurizer = featurizerFor(checkpoint, null, opts.embeddingScale, file);
     label = `checkpoint ${file} (update ${checkpoint.iteration})`;
@@ -580,6 +726,7 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
         iteration: r.iteration,
         totalIterations: r.totalIterations,
         success: r.evaluation?.success ?? null,
+        evaluatedIn: r.evaluation ? (r.evaluation.environment ?? 'real') : null,
         realTransitions: r.realTransitions,
         created: r.created,
       });
@@ -599,7 +746,7 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
     }
     const r = l.record;
     const status = r.status === 'running' && !(await store.isActive(r.id)) ? 'interrupted' : r.status;
-    rows.push([r.id, r.config.env, modeLabel(r.config), status, `${r.iteration}/${r.totalIterations}`, r.evaluation ? interval(r.evaluation.success) : '-']);
+    rows.push([r.id, r.config.env, modeLabel(r.config), status, `${r.iteration}/${r.totalIterations}`, r.evaluation ? `${interval(r.evaluation.success)}${r.evaluation.environment === 'synthetic' ? ' (synthetic)' : ''}` : '-']);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
   out(rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n');
@@ -770,7 +917,10 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
         'cleanly and leaves a resumable run.',
     )
     .showHelpAfterError(false)
-    .addOption(new Option('--env <name>', 'environment (required unless --resume)').choices([...ENV_NAMES]))
+    .addOption(new Option('--env <name>', 'built-in environment (this or --env-module, unless --resume)').choices([...ENV_NAMES]))
+    .option('--env-module <path>', 'your own environment module (an ES module in the contract the README describes), instead of --env; again with --resume')
+    .option('--data <file>', 'seed data alone (dreamgym JSONL of one domain), no environment: the experience model is grounded on part of it, the rest is held out and evaluated in the synthetic environment (modes dreamgym, sft, zero-shot); again with --resume')
+    .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .addOption(new Option('--mode <mode>', 'training mode (required unless --resume)').choices([...TRAINING_MODES]))
     .addOption(new Option('--warm-start <how>', 'start an RL mode from behaviour cloning on the offline expert data').choices(['none', 'sft']))
     .addOption(new Option('--sim <model>', 'experience model of the synthetic modes (llm: with --llm-url, or in the page)').choices(['retrieval', 'llm']))
@@ -808,6 +958,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--run <id>', 'a run in the store')
     .option('--checkpoint <file>', 'a checkpoint file (serializeCheckpoint / the page\'s download)')
     .addOption(new Option('--env <name>', 'environment of --checkpoint').choices([...ENV_NAMES]))
+    .option('--env-module <path>', 'the environment module of --checkpoint, or of a --run trained on one')
+    .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .option('--episodes <n>', 'held-out tasks (default: the run\'s evalEpisodes, or 100)', countArg(1, 100_000))
     .addOption(new Option('--prior <prior>', 'prior of --checkpoint (a run uses its own)').choices(['uniform', 'lexical']).default('uniform'))
     .option('--embedding-scale <x>', 'embedding scale --checkpoint was trained with (a run uses its own; default 1)', decimalArg(0, 100))

@@ -10,6 +10,17 @@ export const ENV_NAMES = ['shop', 'household'] as const;
 export const EnvNameSchema = z.enum(ENV_NAMES);
 export type EnvName = z.infer<typeof EnvNameSchema>;
 
+/**
+ * The pattern every domain (environment) name follows, built-in or not: a lower-case letter, then
+ * lower-case letters, digits and hyphens, at most 40 characters (`shop`, `household`, `library`,
+ * `travel-booking`). Data, tasks and trajectories carry a domain name; only the built-in registry
+ * is limited to {@link ENV_NAMES}.
+ */
+export const DOMAIN_NAME_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
+export const DomainNameSchema = z.string().regex(DOMAIN_NAME_PATTERN, 'a domain name is a lower-case letter, then lower-case letters, digits or hyphens (at most 40 characters)');
+/** A domain name: a built-in environment's or a user's (see {@link DOMAIN_NAME_PATTERN}). */
+export type DomainName = string;
+
 /** A JSON value (what a task goal may contain). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export const JsonValueSchema: z.ZodType<JsonValue> = z.json();
@@ -27,7 +38,7 @@ export type Observation = z.infer<typeof ObservationSchema>;
 /** A task: an instruction and an environment-specific, JSON-serialisable goal. */
 export const TaskSchema = z.object({
   id: z.string().min(1),
-  env: EnvNameSchema,
+  env: DomainNameSchema,
   instruction: z.string().min(1),
   goal: JsonValueSchema,
   split: z.enum(['train', 'test']),
@@ -46,7 +57,7 @@ export type Task = z.infer<typeof TaskSchema>;
  */
 export interface AgentTask {
   id: string;
-  env: EnvName;
+  env: DomainName;
   instruction: string;
   split: Task['split'];
   origin: Task['origin'];
@@ -83,7 +94,7 @@ export type TrajectorySource = z.infer<typeof TrajectorySourceSchema>;
 export const TrajectorySchema = z.object({
   id: z.string().min(1),
   taskId: z.string().min(1),
-  env: EnvNameSchema,
+  env: DomainNameSchema,
   source: TrajectorySourceSchema,
   steps: z.array(StepSchema),
   reward: finite,
@@ -110,7 +121,7 @@ export interface StepInfo {
 
 /** A text environment. */
 export interface Environment {
-  readonly name: EnvName;
+  readonly name: DomainName;
   /** The maximum number of steps in an episode; the episode ends with reward 0 after it. */
   readonly maxSteps: number;
   /** Starts an episode on `task` and returns the first observation. */

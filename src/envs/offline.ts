@@ -1,7 +1,7 @@
 import { Rng, hashString } from '../core/rng.ts';
 import type { Task, Trajectory } from '../core/types.ts';
 import { parsePolicy, runEpisode } from './episode.ts';
-import type { EnvSpec, Split } from './spec.ts';
+import type { AnyEnvSpec, Split } from './spec.ts';
 
 /** Options for generating offline (real-environment) trajectories. */
 export interface OfflineDataOptions {
@@ -26,7 +26,7 @@ export interface OfflineDataSummary {
  * report progress. Deterministic for the options.
  */
 export function* generateOfflineData(
-  spec: EnvSpec,
+  spec: AnyEnvSpec,
   options: OfflineDataOptions,
 ): Generator<{ task: Task; trajectory: Trajectory }> {
   if (!(Number.isInteger(options.episodes) && options.episodes > 0)) {

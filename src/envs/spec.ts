@@ -1,4 +1,4 @@
-import type { EnvName, RealEnvironment, Task, TaskValidation } from '../core/types.ts';
+import type { DomainName, EnvName, RealEnvironment, Task, TaskValidation } from '../core/types.ts';
 
 /** Which split a task belongs to. Train and test tasks never share a target product or layout. */
 export type Split = 'train' | 'test';
@@ -12,11 +12,12 @@ export interface TaskGenOptions {
 }
 
 /**
- * Everything the rest of the system needs to know about one built-in environment.
- * Each environment module exports one of these (`shopSpec`, `householdSpec`).
+ * Everything the rest of the system needs to know about one environment. Each built-in exports one
+ * (`shopSpec`, `householdSpec`); a user's module becomes one through `loadEnvModule` (src/cli/module-host.ts).
  */
-export interface EnvSpec {
-  readonly name: EnvName;
+export interface EnvSpec<N extends DomainName = EnvName> {
+  /** A built-in environment's name, or a user module's (see `DOMAIN_NAME_PATTERN`). */
+  readonly name: N;
   /** One line for menus and `--help`. */
   readonly description: string;
   /** Episode step limit. */
@@ -30,3 +31,6 @@ export interface EnvSpec {
   /** Whether `task` belongs to this environment and its goal is achievable here. */
   validateTask(task: Task): TaskValidation;
 }
+
+/** An environment of any domain: a built-in one or a user's module (`EnvSpec` alone is a built-in's). */
+export type AnyEnvSpec = EnvSpec<DomainName>;

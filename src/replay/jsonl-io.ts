@@ -18,7 +18,7 @@
  */
 import type { Embedder } from '../core/embedding.ts';
 import { JsonlError, parseJsonlLine, taskLine, trajectoryLine, type JsonlIssue, type JsonlRecord } from '../core/jsonl.ts';
-import { TrajectorySchema, type Task, type Trajectory, type TrajectorySource } from '../core/types.ts';
+import { TrajectorySchema, type EnvName, type Task, type Trajectory, type TrajectorySource } from '../core/types.ts';
 import { EmbedderMismatchError, EmbeddingDimensionError, UnknownRunError } from './errors.ts';
 import type { PlannedTrajectory, ReplayStore } from './store.ts';
 import type { SkippedRecord } from './types.ts';
@@ -207,7 +207,7 @@ class IssueList {
 }
 
 /** Each built-in environment's goal schema: a goal that does not parse could never be played. */
-const GOAL_SCHEMAS: Record<Task['env'], { safeParse(value: unknown): { success: boolean; error?: { issues: readonly { path: PropertyKey[]; message: string }[] } } }> = {
+const GOAL_SCHEMAS: Record<EnvName, { safeParse(value: unknown): { success: boolean; error?: { issues: readonly { path: PropertyKey[]; message: string }[] } } }> = {
   shop: ShopGoalSchema,
   household: HouseholdGoalSchema,
 };
@@ -215,7 +215,10 @@ const GOAL_SCHEMAS: Record<Task['env'], { safeParse(value: unknown): { success: 
 /** Checks of one record beyond its schema, which the domain asks for (the same for validate and import). */
 function domainIssues(record: JsonlRecord, line: number): JsonlIssue[] {
   if (record.type === 'task') {
-    const parsed = GOAL_SCHEMAS[record.task.env].safeParse(record.task.goal);
+    // Only the built-in domains have a known goal shape; another domain's goal is any JSON value.
+    const schema = (GOAL_SCHEMAS as Partial<Record<string, (typeof GOAL_SCHEMAS)[EnvName]>>)[record.task.env];
+    if (schema === undefined || !Object.hasOwn(GOAL_SCHEMAS, record.task.env)) return [];
+    const parsed = schema.safeParse(record.task.goal);
     if (parsed.success) return [];
     const first = parsed.error?.issues[0];
     const path = first && first.path.length > 0 ? `.${first.path.map(String).join('.')}` : '';

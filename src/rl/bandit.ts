@@ -6,7 +6,7 @@
  */
 import { Rng } from '../core/rng.ts';
 import { expertPolicy, runEpisode } from '../envs/episode.ts';
-import type { EnvSpec, Split } from '../envs/spec.ts';
+import type { AnyEnvSpec, Split } from '../envs/spec.ts';
 import type { StateContext } from '../policy/features.ts';
 import type { Decision } from '../policy/input.ts';
 import type { GrpoTrajectory } from './grpo.ts';
@@ -31,7 +31,7 @@ export interface ExpertStatesOptions {
 }
 
 /** The states of expert episodes on seed tasks, with the expert's choice. Deterministic for the options. */
-export function expertStates(spec: EnvSpec, options: ExpertStatesOptions): ExpertState[] {
+export function expertStates(spec: AnyEnvSpec, options: ExpertStatesOptions): ExpertState[] {
   const tasks = spec.tasks({ split: options.split ?? 'train', count: options.tasks, seed: options.seed });
   const env = spec.create();
   const rng = new Rng(options.seed);

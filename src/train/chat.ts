@@ -21,7 +21,7 @@
  * is the simulator's text, not the agent's.
  */
 import { z } from 'zod';
-import { EnvNameSchema, TrajectorySourceSchema, type EnvName, type Observation, type Task, type Trajectory } from '../core/types.ts';
+import { DomainNameSchema, TrajectorySourceSchema, type DomainName, type EnvName, type Observation, type Task, type Trajectory } from '../core/types.ts';
 
 export const CHAT_ROLES = ['system', 'user', 'assistant'] as const;
 export type ChatRole = (typeof CHAT_ROLES)[number];
@@ -38,7 +38,7 @@ export const ChatRecordSchema = z
     source: TrajectorySourceSchema,
     task_id: z.string().min(1),
     trajectory_id: z.string().min(1),
-    env: EnvNameSchema,
+    env: DomainNameSchema,
   })
   .strict();
 export type ChatRecord = z.infer<typeof ChatRecordSchema>;
@@ -55,8 +55,10 @@ const ENV_DESCRIPTIONS: Record<EnvName, string> = {
 };
 
 /** The system message of an environment's conversations. */
-export function chatSystemPrompt(env: EnvName): string {
-  return `${ENV_DESCRIPTIONS[env]} After each observation, reply with exactly one of the admissible actions listed, and nothing else.`;
+export function chatSystemPrompt(env: DomainName): string {
+  // Another domain (an environment module, seed data) has no description here: a generic one.
+  const described = Object.hasOwn(ENV_DESCRIPTIONS, env) ? ENV_DESCRIPTIONS[env as EnvName] : `You are acting in the text environment "${env}" to complete the task the instruction describes.`;
+  return `${described} After each observation, reply with exactly one of the admissible actions listed, and nothing else.`;
 }
 
 function observationContent(observation: Observation): string {

@@ -4,7 +4,7 @@
  * takes them).
  */
 import { z } from 'zod';
-import { ENV_NAMES } from '../core/types.ts';
+import { DomainNameSchema } from '../core/types.ts';
 import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
 
 /**
@@ -23,7 +23,8 @@ export const RL_LEARNING_RATE = { warm: 3e-4, scratch: 1e-2 } as const;
 
 export const TrainingConfigSchema = z
   .object({
-    env: z.enum(ENV_NAMES),
+    /** A built-in environment (`shop`, `household`) or a loaded environment module's name. */
+    env: DomainNameSchema,
     mode: z.enum(TRAINING_MODES),
     /** Start the RL modes from behaviour cloning on the offline expert data. */
     warmStart: z.enum(['none', 'sft']).default('none'),

@@ -9,7 +9,7 @@
  */
 import { Rng } from '../core/rng.ts';
 import type { Observation, RealEnvironment, Task } from '../core/types.ts';
-import type { EnvSpec } from '../envs/spec.ts';
+import type { AnyEnvSpec } from '../envs/spec.ts';
 
 /** A point estimate with its bootstrap interval. */
 export interface Interval {
@@ -262,7 +262,7 @@ interface Slot {
  * empty task list, a task of another environment, or bad options, and an Error when the actor
  * returns the wrong number of actions or a non-string.
  */
-export async function evaluate(actor: EvalActor, spec: EnvSpec, tasks: readonly Task[], options: EvaluateOptions = {}): Promise<EvalResult> {
+export async function evaluate(actor: EvalActor, spec: AnyEnvSpec, tasks: readonly Task[], options: EvaluateOptions = {}): Promise<EvalResult> {
   const batch = options.batch ?? DEFAULT_BATCH;
   const maxSteps = options.maxSteps ?? spec.maxSteps;
   if (!Number.isInteger(batch) || batch < 1) throw new RangeError(`evaluate: batch must be a positive integer, got ${String(batch)}`);

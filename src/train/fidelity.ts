@@ -38,7 +38,7 @@ import { LLMExperienceModel } from '../experience/llm.ts';
 import type { Demonstration, ExperienceModel, HistoryStep } from '../experience/types.ts';
 import { generateOfflineData } from '../envs/offline.ts';
 import { parsePolicy, runEpisode } from '../envs/episode.ts';
-import type { EnvSpec } from '../envs/spec.ts';
+import type { AnyEnvSpec } from '../envs/spec.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import type { RunLLM } from './setup.ts';
 
@@ -175,7 +175,7 @@ function taskType(task: Task): string {
 }
 
 /** Builds the retrieval model from train-split data and measures it and the baselines on test-split data. */
-export async function measureFidelityTable(spec: EnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityTable> {
+export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityTable> {
   const opts = { ...DEFAULT_FIDELITY_OPTIONS, ...options };
   const started = performance.now();
   const train = mixedOfflineData(spec, opts.policy, opts.trainEpisodes, opts.seed, 'train');
@@ -227,13 +227,13 @@ export async function measureFidelityTable(spec: EnvSpec, options: Partial<Fidel
 }
 
 /** The retrieval model's row alone (kept for callers that want one figure set). */
-export async function measureRetrievalFidelity(spec: EnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityReport> {
+export async function measureRetrievalFidelity(spec: AnyEnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityReport> {
   const table = await measureFidelityTable(spec, { ...options, baselines: [], falseSuccessEpisodes: 0 });
   return table.rows[0] as FidelityReport;
 }
 
 /** Offline episodes from one policy or an even mixture of several (each on its own tasks). */
-export function mixedOfflineData(spec: EnvSpec, policy: string, episodes: number, seed: number, split: 'train' | 'test'): { task: Task; trajectory: Trajectory }[] {
+export function mixedOfflineData(spec: AnyEnvSpec, policy: string, episodes: number, seed: number, split: 'train' | 'test'): { task: Task; trajectory: Trajectory }[] {
   const policies = policy.split(',').map((p) => p.trim());
   const out: { task: Task; trajectory: Trajectory }[] = [];
   policies.forEach((p, i) => {
@@ -345,7 +345,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
  * observation (what its recorded data holds) and end at the environment's step limit.
  */
 export async function measureFalseSuccess(
-  spec: EnvSpec,
+  spec: AnyEnvSpec,
   model: ExperienceModel,
   tasks: readonly Task[],
   policy: string,

@@ -15,7 +15,7 @@
  */
 import { hashString, Rng } from '../core/rng.ts';
 import { agentView, type Observation, type RealEnvironment, type Step, type Task, type Trajectory } from '../core/types.ts';
-import type { EnvSpec } from '../envs/spec.ts';
+import type { AnyEnvSpec } from '../envs/spec.ts';
 import type { Demonstration, ExperienceModel, HistoryStep } from '../experience/types.ts';
 import { addTasks, capGenerated, chooseTasks, groupVariances, informativeTasks, type TaskSeen } from '../curriculum/pool.ts';
 import type { TaskGenerator } from '../curriculum/generator.ts';
@@ -41,7 +41,7 @@ export interface OfflineData {
 /** What the loop runs on. Everything environment-specific comes in here. */
 export interface TrainingDeps {
   /** The real environment (training rollouts in `real`/`s2r`; never created in synthetic phases). */
-  spec: EnvSpec;
+  spec: AnyEnvSpec;
   featurizer: Featurizer;
   offline: OfflineData;
   /** The experience model of synthetic phases. */

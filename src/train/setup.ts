@@ -11,7 +11,7 @@ import type { Task, Trajectory } from '../core/types.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../curriculum/generator.ts';
 import { generateOfflineData } from '../envs/offline.ts';
 import { getEnvSpec } from '../envs/registry.ts';
-import type { EnvSpec } from '../envs/spec.ts';
+import type { AnyEnvSpec } from '../envs/spec.ts';
 import { DemonstrationIndex } from '../experience/demos.ts';
 import { LLMExperienceModel } from '../experience/llm.ts';
 import { RetrievalExperienceModel } from '../experience/retrieval.ts';
@@ -23,7 +23,7 @@ import type { TrainingConfig } from './config.ts';
 import { TrainingSetupError, type OfflineData, type TrainingDeps } from './loop.ts';
 
 /** The held-out tasks every run of an environment is evaluated on (the same for all seeds and modes, so comparisons are paired). */
-export function evaluationTasks(spec: EnvSpec, count: number): Task[] {
+export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
   return spec.tasks({ split: 'test', count, seed: 1 });
 }
 
@@ -32,7 +32,7 @@ export function evaluationTasks(spec: EnvSpec, count: number): Task[] {
  * data) and `noisyEpisodes` noisy ones, half `noisy:0.3` and half random, so that the
  * simulator's reward model has seen failures. Deterministic for the seed.
  */
-export function offlineSeedData(spec: EnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'>): OfflineData {
+export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'>): OfflineData {
   const tasks: Task[] = [];
   const trajectories: Trajectory[] = [];
   const expertIds = new Set<string>();
@@ -78,6 +78,11 @@ export interface PrepareRunOptions {
    * the page); with it, they run through `engine`, and the curriculum uses the LLM task generator.
    */
   llm?: RunLLM | null;
+  /**
+   * Seed data instead of the environment's generated offline data, with the environment (for a
+   * data-only run: `dataOnlySpec`, which has none) and the tasks evaluated on.
+   */
+  data?: { spec: AnyEnvSpec; offline: OfflineData; evalTasks: Task[] } | null;
 }
 
 /** Builds the dependencies of `config` (Node and page alike; `sim: 'llm'` and `prior: 'llm'` need `options.llm`). */
@@ -85,8 +90,9 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   const llm = options.llm ?? null;
   if (config.sim === 'llm' && !llm) throw new TrainingSetupError('the LLM experience model needs an LLM: WebLLM on WebGPU (the page) or an OpenAI-compatible server (--llm-url); or use --sim retrieval');
   if (config.prior === 'llm' && !llm) throw new TrainingSetupError('the LLM prior needs an LLM: WebLLM on WebGPU (the page) or an OpenAI-compatible server with logprobs (--llm-url); or use --prior uniform or lexical');
-  const spec = getEnvSpec(config.env);
-  const offline = offlineSeedData(spec, config);
+  const data = options.data ?? null;
+  const spec = data?.spec ?? getEnvSpec(config.env);
+  const offline = data?.offline ?? offlineSeedData(spec, config);
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   const model = llm?.model !== undefined ? { model: llm.model } : {};
   const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
@@ -101,5 +107,5 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
     generator: !config.curriculum.enabled ? null : llm ? new LLMTaskGenerator(llm.engine, model) : new RecombinationTaskGenerator({ seed: config.seed }),
     ...(demoIndex ? { demos: (observation, action, k) => demoIndex.top(observation, action, k) } : {}),
   };
-  return { deps, evalTasks: evaluationTasks(spec, config.evalEpisodes), experience, dispose: () => experience?.dispose() };
+  return { deps, evalTasks: data?.evalTasks ?? evaluationTasks(spec, config.evalEpisodes), experience, dispose: () => experience?.dispose() };
 }

@@ -1,0 +1,141 @@
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cli } from './fixtures/cli.ts';
+
+const MODULE = 'src/envs/example/library.ts';
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dreamgym-envmod-cli-'));
+});
+
+const SMALL = ['--offline-episodes', '30', '--group-size', '4', '--tasks-per-iteration', '4', '--sft-epochs', '15', '--eval-episodes', '40'];
+
+interface Interval {
+  mean: number;
+  low: number;
+  high: number;
+}
+
+async function summaryOf(file: string): Promise<{ status: string; config: { env: string; mode: string }; evaluation: { success: Interval; episodes: number }; realTransitions: number }> {
+  return JSON.parse(await readFile(file, 'utf8'));
+}
+
+describe('--env-module: the example module serves like a built-in environment', () => {
+  it('data writes offline data that validate accepts under the domain name library', async () => {
+    const out = join(dir, 'library.jsonl');
+    const res = await cli('data', '--env-module', MODULE, '--episodes', '12', '--policy', 'noisy:0.3', '--out', out);
+    expect(res.code, res.err).toBe(0);
+    expect(res.out).toMatch(/^library: episodes=12 success_rate=/);
+    const lines = (await readFile(out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { type: string; task?: { env: string } });
+    expect(lines).toHaveLength(24);
+    expect(lines[0]?.task?.env).toBe('library');
+    const valid = await cli('validate', out);
+    expect(valid.code, valid.err).toBe(0);
+    expect(valid.out).toMatch(/valid, 12 tasks, 12 trajectories/);
+  });
+
+  it('needs exactly one of --env and --env-module', async () => {
+    const both = await cli('data', '--env', 'shop', '--env-module', MODULE, '--out', join(dir, 'x.jsonl'));
+    expect(both.code).toBe(1);
+    expect(both.err).toMatch(/either --env NAME or --env-module PATH, not both/);
+    const none = await cli('train', '--mode', 'sft', '--store', join(dir, 'none'));
+    expect(none.code).toBe(1);
+    expect(none.err).toMatch(/--env NAME \(shop or household\), --env-module PATH or --data FILE is required/);
+  });
+
+  it('the policy features serve the new domain unchanged: sft beats zero-shot in real evaluation, intervals apart', async () => {
+    const store = join(dir, 'store');
+    const zero = join(dir, 'zero.json');
+    const sft = join(dir, 'sft.json');
+    const a = await cli('train', '--env-module', MODULE, '--mode', 'zero-shot', ...SMALL, '--store', store, '--out', zero);
+    expect(a.code, a.err).toBe(0);
+    const b = await cli('train', '--env-module', MODULE, '--mode', 'sft', ...SMALL, '--store', store, '--out', sft);
+    expect(b.code, b.err).toBe(0);
+    const z = await summaryOf(zero);
+    const s = await summaryOf(sft);
+    expect(z.config.env).toBe('library');
+    expect(s.evaluation.episodes).toBe(40);
+    expect(s.evaluation.success.low).toBeGreaterThan(z.evaluation.success.high);
+    // The run is evaluated again through eval --run with the module.
+    const runId = /run (\S+)\s*$/.exec(b.out.trim())?.[1] ?? '';
+    const ev = await cli('eval', '--store', store, '--run', runId, '--env-module', MODULE, '--episodes', '10');
+    expect(ev.code, ev.err).toBe(0);
+    expect(ev.out).toMatch(/^library run .*success 100\.0%/);
+    const noModule = await cli('eval', '--store', store, '--run', runId);
+    expect(noModule.code).toBe(1);
+    expect(noModule.err).toMatch(/Unknown environment "library".*--env-module PATH/);
+  });
+
+  it('every mode runs on it: real, dreamgym (0 real transitions), s2r within its budget; and fidelity', async () => {
+    const store = join(dir, 'modes');
+    for (const [mode, extra, check] of [
+      ['real', ['--iterations', '2'], (s: Awaited<ReturnType<typeof summaryOf>>) => expect(s.realTransitions).toBeGreaterThan(0)],
+      ['dreamgym', ['--iterations', '2', '--warm-start', 'sft'], (s: Awaited<ReturnType<typeof summaryOf>>) => expect(s.realTransitions).toBe(0)],
+      ['s2r', ['--iterations', '1', '--real-budget', '60'], (s: Awaited<ReturnType<typeof summaryOf>>) => expect(s.realTransitions).toBeLessThanOrEqual(60 + 40)],
+    ] as const) {
+      const out = join(dir, `${mode}.json`);
+      const res = await cli('train', '--env-module', MODULE, '--mode', mode, ...extra, ...SMALL, '--store', store, '--out', out);
+      expect(res.code, `${mode}: ${res.err}`).toBe(0);
+      const s = await summaryOf(out);
+      expect(s.status).toBe('done');
+      check(s);
+    }
+    const fid = await cli('fidelity', '--env-module', MODULE, '--train-episodes', '20', '--test-episodes', '10', '--false-success-episodes', '5', '--json');
+    expect(fid.code, fid.err).toBe(0);
+    expect(JSON.parse(fid.out).env).toBe('library');
+  });
+
+  it('a run on a module resumes only with --env-module again', async () => {
+    const store = join(dir, 'resume');
+    const first = await cli('train', '--env-module', MODULE, '--mode', 'real', '--iterations', '3', '--stop-after', '1', ...SMALL, '--store', store);
+    expect(first.code, first.err).toBe(0);
+    const runId = /--resume (\S+)/.exec(first.out)?.[1] ?? '';
+    expect(first.out).toMatch(/resume with: npx dreamgym train --store \S+ --resume \S+ --env-module src\/envs\/example\/library\.ts\n$/);
+    const without = await cli('train', '--store', store, '--resume', runId);
+    expect(without.code).toBe(1);
+    expect(without.err).toMatch(/environment module "library": resume it with --env-module PATH/);
+    const again = await cli('train', '--store', store, '--resume', runId, '--env-module', MODULE);
+    expect(again.code, again.err).toBe(0);
+    expect(again.out).toMatch(/^library real: success/);
+  });
+});
+
+describe('--env-module: a broken module fails clearly, in bounded time, leaving the store consistent', () => {
+  it('a module missing an export: nothing is written', async () => {
+    const path = join(dir, 'missing.mjs');
+    await writeFile(path, "export const name = 'broken'; export const description = 'x'; export const maxSteps = 3;");
+    const store = join(dir, 'broken-store');
+    const res = await cli('train', '--env-module', path, '--mode', 'sft', '--store', store);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(/export "create" is missing.*export "tasks" is missing.*export "validateTask" is missing/);
+    const runs = await cli('runs', '--store', store);
+    expect(runs.out).toMatch(/no runs/);
+  });
+
+  it('a step that hangs on test tasks: the run fails at evaluation within the time limit, recorded as failed with the export and the task', async () => {
+    const path = join(dir, 'hangs-on-test.mjs');
+    await writeFile(
+      path,
+      `export const name = 'hanger'; export const description = 'hangs on test tasks'; export const maxSteps = 4;
+export function tasks({ split, count, seed }) { return Array.from({ length: count }, (_, i) => ({ id: 'hanger-' + split + '-' + seed + '-' + i, instruction: 'say yes', goal: { split } })); }
+export function validateTask() { return { ok: true }; }
+export function create() { let task; return {
+  reset(t) { task = t; return { text: 'say something', actions: ['yes', 'no'] }; },
+  step(a) { if (task.goal.split === 'test') for (;;) {} return { observation: { text: 'bye', actions: [] }, reward: a === 'yes' ? 1 : 0, done: true, info: { success: a === 'yes' } }; },
+  expertAction() { return 'yes'; } }; }`,
+    );
+    const store = join(dir, 'hang-store');
+    const started = performance.now();
+    const res = await cli('train', '--env-module', path, '--env-timeout', '300', '--mode', 'sft', '--offline-episodes', '4', '--sft-epochs', '2', '--eval-episodes', '3', '--store', store);
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(/create\(\)\.step\("(yes|no)"\) at step 1 on task "hanger-test-1-0" did not return within 300 ms/);
+    const runs = await cli('runs', '--store', store, '--json');
+    const rows = JSON.parse(runs.out) as { status: string; env: string }[];
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 'failed', env: 'hanger' });
+  });
+});
