@@ -38,6 +38,28 @@ describe('RetrievalExperienceModel', () => {
     expect(step.reasoning).toMatch(/same state and action/);
   });
 
+  it('episode memory: repeating a search after visiting a product shows the results again, not the product page', async () => {
+    // A real episode: search, open a product, back to search, the same search again.
+    const spec = getEnvSpec('shop');
+    const task = spec.tasks({ split: 'test', count: 1, seed: 11 })[0] as Task;
+    const env = spec.create();
+    const start = env.reset(task);
+    const query = `search[${task.instruction.replace(/^i need (a |an |some )?/, '').split(',')[0]}]`;
+    const results = env.step(query).observation;
+    const product = results.actions.find((a) => /^click\[B0/.test(a)) as string;
+    const item = env.step(product).observation;
+    const back = env.step('click[back to search]').observation;
+    expect(back.actions.some((a) => a.startsWith('search['))).toBe(true);
+    const history: HistoryStep[] = [
+      { observation: start, action: query },
+      { observation: results, action: product },
+      { observation: item, action: 'click[back to search]' },
+    ];
+    const step = await model.step({ task, history, observation: back, action: query, demos: [] });
+    expect(step.observation).toEqual(results);
+    expect(step.reasoning).toMatch(/taken earlier in this episode/);
+  });
+
   it('ignores whitespace around the action, as the real environments do', async () => {
     const traj = trajectories.find((t) => t.steps.length >= 3)!;
     const task = tasks.find((t) => t.id === traj.taskId)!;

@@ -459,15 +459,18 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const seen: Observation[] = [...history.map((h) => h.observation), observation];
     // Episode memory: the latest earlier valid occurrence of the same action. It shows what it
     // showed then, or, when the actions offered changed while the agent stayed (a door opened,
-    // an object taken), the last state of that stay, so that a place looks as it was left.
+    // an object taken), the last state of that stay, so that a place looks as it was left. A
+    // stay ends where most of the arrival's actions are gone (a results page left for a product
+    // page): without that, repeating a search showed the product page visited in between.
     for (let i = history.length - 1; i >= 0; i--) {
       const h = history[i] as HistoryStep;
       if (h.action.trim() !== action || !isAdmissible(h.observation, action)) continue;
       let last = i + 1;
-      if (!isAdmissible(seen[i + 1] as Observation, action)) {
-        while (last + 1 < seen.length && !isAdmissible(seen[last + 1] as Observation, action)) last++;
-      }
       const arrival = seen[i + 1] as Observation;
+      const arrivalActions = new Set(arrival.actions);
+      if (!isAdmissible(arrival, action)) {
+        while (last + 1 < seen.length && !isAdmissible(seen[last + 1] as Observation, action) && jaccardOf(arrivalActions, new Set((seen[last + 1] as Observation).actions)) >= STAY_OVERLAP) last++;
+      }
       const left = seen[last] as Observation;
       const unchanged = left.actions.length === arrival.actions.length && left.actions.every((x, j) => x === arrival.actions[j]);
       return { observation: clone(unchanged ? arrival : left), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
@@ -613,6 +616,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
 }
 
 const templateSet = (actions: readonly string[]): Set<string> => new Set(actions.map((a) => actionTemplate(a).template));
+
+/** Share of admissible actions (Jaccard) two states must have in common to be one stay at a place. */
+const STAY_OVERLAP = 0.5;
 
 function jaccardOf(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
   let inter = 0;
