@@ -118,4 +118,19 @@ describe('false-success measurement', () => {
     expect(echoRow!.simSuccess).toBe(0);
     await expect(measureFalseSuccess(spec, gullible, tasks, 'greedy', 0, 'grounded')).rejects.toThrow(/random" or "noisy:EPS/);
   });
+
+  it('the real column does not depend on the simulator measured next to it', async () => {
+    const spec = getEnvSpec('shop');
+    const tasks = spec.tasks({ split: 'train', count: 20, seed: 5 });
+    // The gullible model ends every episode at once; echo never does: very different numbers of draws.
+    const gullible: ExperienceModel = {
+      kind: 'gullible',
+      reset: async () => ({ text: '', actions: [] }),
+      step: async () => ({ reasoning: '', observation: { text: 'over', actions: [] }, reward: 1, done: true, valid: true }),
+    };
+    const [a] = await measureFalseSuccess(spec, gullible, tasks, 'noisy:0.3', 0, 'grounded');
+    const [b] = await measureFalseSuccess(spec, new EchoExperienceModel(), tasks, 'noisy:0.3', 0, 'grounded');
+    expect(a!.realSuccess).toBe(b!.realSuccess);
+    expect(a!.simSuccess).not.toBe(b!.simSuccess);
+  });
 });
