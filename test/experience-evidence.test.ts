@@ -4,6 +4,7 @@ import {
   actionSignature,
   actionsOnPage,
   EVIDENCE_DIM,
+  latestChoices,
   evidenceFeatures,
   instructionNumbers,
   instructionWords,
@@ -212,6 +213,20 @@ describe('evidenceFeatures', () => {
       expect(unasked(['search[lotion 16 oz]', 'click[8 fl oz]'])).toBe(0);
       // The unchosen count alone cannot tell these apart (both 0): the hack GRPO found.
       expect(unchosen(['click[8 fl oz]', 'click[16 fl oz]'])).toBe(unchosen(['click[8 fl oz]']));
+    });
+
+    it('in an option list shown on one line, only the latest choice holds', () => {
+      const page = `Instruction: ${instruction}\nLotion\nPrice: $24.99\nsize: [8 fl oz] [16 fl oz] (selected: 16 fl oz)`;
+      const at = (pageActions: string[], k: number): number => evidenceFeatures(instruction, page, 'click[buy now]', [], pageActions, item)[k] as number;
+      expect(latestChoices(page, ['click[8 fl oz]', 'click[16 fl oz]'], item)).toEqual(['16 fl oz']);
+      expect(latestChoices(page, ['click[16 fl oz]', 'click[8 fl oz]'], item)).toEqual(['8 fl oz']);
+      // 8 fl oz then 16 fl oz: the asked size is no longer chosen, and an unasked one is.
+      expect(at(['click[8 fl oz]', 'click[16 fl oz]'], 7)).toBe(Math.fround(1 / 5));
+      expect(at(['click[8 fl oz]', 'click[16 fl oz]'], 9)).toBe(Math.fround(1 / 5));
+      expect(at(['click[16 fl oz]', 'click[8 fl oz]'], 7)).toBe(0);
+      expect(at(['click[16 fl oz]', 'click[8 fl oz]'], 9)).toBe(0);
+      // Choices outside any list (a line with one entity) all hold.
+      expect(latestChoices('[description]\n[features]', ['click[description]', 'click[features]'], ['click[description]', 'click[features]'])).toEqual(['description', 'features']);
     });
 
     it('an offered [blue] counts as chosen when navy blue was chosen, not the other way round', () => {

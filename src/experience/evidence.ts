@@ -133,7 +133,8 @@ export function evidenceFeatures(
   else f[5] = shownDecimals.every((x) => x <= Math.max(...askedDecimals)) ? 1 : 0;
   f[6] = coverage(words, pageActions.join('\n'));
   const asks = new Set(tokenize(instruction).map(stem));
-  const chosen = pageActions.flatMap((a) => actionTemplate(a).entities).map((e) => new Set(tokenize(e)));
+  const kept = latestChoices(screen, pageActions, offered);
+  const chosen = kept.map((e) => new Set(tokenize(e)));
   let notChosen = 0;
   for (const entity of new Set(offered.flatMap((a) => actionTemplate(a).entities))) {
     const tokens = tokenize(entity);
@@ -149,13 +150,45 @@ export function evidenceFeatures(
   // iterations in the simulator: shop real success fell from 65% to 41%).
   const offeredEntities = new Set(offered.flatMap((a) => actionTemplate(a).entities));
   let unasked = 0;
-  for (const entity of new Set(pageActions.flatMap((a) => actionTemplate(a).entities))) {
+  for (const entity of new Set(kept)) {
     if (!offeredEntities.has(entity)) continue;
     const tokens = tokenize(entity);
     if (tokens.length > 0 && tokens.some((t) => !asks.has(stem(t)))) unasked++;
   }
   f[9] = Math.min(unasked, 5) / 5;
   return f;
+}
+
+/**
+ * The entities of the choices made on this page that still hold: where the screen shows several
+ * offered entities on one line (an option list such as "size: [8 inch] [10 inch] [12 inch]"),
+ * only the latest choice among them counts, as a page keeps one selection per list. Without
+ * this, choosing "10 inch" and then "8 inch" answered an instruction asking for 10 inch.
+ */
+export function latestChoices(screen: string, pageActions: readonly string[], offered: readonly string[]): string[] {
+  const offeredEntities = [...new Set(offered.flatMap((a) => actionTemplate(a).entities))].filter((e) => e.trim() !== '');
+  const listOf = new Map<string, number>();
+  screen.split('\n').forEach((line, i) => {
+    const lower = line.toLowerCase();
+    const onLine = offeredEntities.filter((e) => lower.includes(`[${e.toLowerCase()}]`));
+    if (onLine.length >= 2) for (const e of onLine) if (!listOf.has(e)) listOf.set(e, i);
+  });
+  const entities = pageActions.map((a) => actionTemplate(a).entities);
+  const latestOfList = new Map<number, number>();
+  entities.forEach((es, k) => {
+    for (const e of es) {
+      const list = listOf.get(e);
+      if (list !== undefined) latestOfList.set(list, k);
+    }
+  });
+  const kept: string[] = [];
+  entities.forEach((es, k) => {
+    for (const e of es) {
+      const list = listOf.get(e);
+      if (list === undefined || latestOfList.get(list) === k) kept.push(e);
+    }
+  });
+  return kept;
 }
 
 /**
