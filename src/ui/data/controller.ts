@@ -9,6 +9,7 @@ import { RunLockedError, type RepairReport } from '../../replay/index.ts';
 import type { StorageNames } from '../../../workers/training.protocol.ts';
 import type { TrainingStore } from '../state/store.ts';
 import { isActive } from '../state/training-state.ts';
+import { yieldToMain } from '../yield.ts';
 import { RunData, requestPersistence, storageUse, type BufferFilter, type DownloadFile } from './run-data.ts';
 
 /** The export files a run offers. */
@@ -81,7 +82,11 @@ export class DataController {
       return;
     }
     try {
-      const [trajectories, curriculum] = await Promise.all([this.data.trajectories(runId, this.store.data.value.filter), this.data.curriculum(runId)]);
+      // One read per task, and the re-render in a third: together they blocked a frame for 30+ ms.
+      const trajectories = await this.data.trajectories(runId, this.store.data.value.filter);
+      await yieldToMain();
+      const curriculum = await this.data.curriculum(runId);
+      await yieldToMain();
       // A later refresh supersedes this one.
       if (seq === this.loadSeq) this.store.dispatch({ kind: 'data/loaded', runId: this.store.data.value.selectedRunId === null ? null : runId, trajectories, curriculum });
     } catch (e) {

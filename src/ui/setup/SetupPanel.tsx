@@ -2,6 +2,7 @@
  * The setup panel: environment, experience model, mode, preset, seed and the advanced knobs of a
  * new run, with labels; Start builds the configuration (./form.ts) and hands it to the controller.
  */
+import { memo } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import { ENV_NAMES } from '../../core/types.ts';
 import { ENVIRONMENTS } from '../../envs/registry.ts';
@@ -26,8 +27,8 @@ export interface SetupPanelProps {
   onEvaluateCheckpoint?: (config: TrainingConfig, file: File) => void;
 }
 
-/** The setup panel. */
-export function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelProps) {
+/** The setup panel (re-rendered only when its props change, not on every worker event). */
+export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelProps) {
   const [form, setForm] = useState<SetupForm>(defaultSetupForm);
   const [error, setError] = useState<{ field: string; message: string } | null>(null);
   const update = (patch: Partial<SetupForm>): void => setForm((f) => ({ ...f, ...patch }));
@@ -179,4 +180,4 @@ export function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelPr
       )}
     </form>
   );
-}
+});
