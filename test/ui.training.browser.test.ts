@@ -132,7 +132,7 @@ describe('training page (browser)', () => {
     expect(row?.textContent).toContain(`${done.iteration} (stopped)`);
   });
 
-  it('a second page does not take over a run another page is training', async () => {
+  it('a second page does not take over a run another page is training: it follows it read-only, controls disabled', async () => {
     const names = storage();
     const first = mount(names);
     await first.page.ready;
@@ -144,12 +144,44 @@ describe('training page (browser)', () => {
     await second.page.ready;
     const seen = second.page.store.state.value;
     expect(seen.runId).toBe(first.page.store.state.value.runId);
-    expect(seen.status).toBe('failed');
-    expect(seen.error).toMatch(/being trained in another tab or window/);
+    expect(seen.readOnly).toBe(true);
+    expect(second.byTestId('train-status').dataset['state']).toBe('running');
+    expect(second.byTestId('train-readonly').textContent).toMatch(/Another tab or window is training this run/);
+    for (const id of ['train-pause', 'train-resume', 'train-stop', 'train-start']) expect(second.byTestId<HTMLButtonElement>(id).disabled, id).toBe(true);
+    // Live: the second page's iterations and charts follow the first page's training.
+    const at = second.page.store.state.value.iteration;
+    await expect.poll(() => second.page.store.state.value.iteration, { timeout: 30_000, interval: 50 }).toBeGreaterThan(at);
+    expect(second.page.store.state.value.iteration).toBeLessThanOrEqual(first.page.store.state.value.iteration);
+    await expect.poll(() => points(second.byTestId, 'success'), { timeout: 5_000 }).toBeGreaterThan(at);
+    expect(second.byTestId('iteration-count').textContent).toMatch(/^\d+ \/ 200$/);
     // The first page trains on undisturbed.
-    const at = first.page.store.state.value.iteration;
-    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 30_000, interval: 50 }).toBeGreaterThan(at);
     expect(first.page.store.state.value.status).toBe('running');
+    expect(first.page.store.state.value.readOnly).toBe(false);
+  });
+
+  it('when the page that trains a run closes, the read-only page takes it over with Resume', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 200);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+    const second = mount(names);
+    await second.page.ready;
+    expect(second.page.store.state.value.readOnly).toBe(true);
+    const runId = second.page.store.state.value.runId;
+
+    // The first page goes away mid-run (its worker ends, its lock is let go).
+    first.page.destroy();
+    await expect.poll(() => second.page.store.state.value.readOnly, { timeout: 10_000, interval: 50 }).toBe(false);
+    expect(second.byTestId('train-status').dataset['state']).toBe('paused');
+    expect(() => second.byTestId('train-readonly')).toThrow();
+    expect(second.byTestId<HTMLButtonElement>('train-resume').disabled).toBe(false);
+    const from = second.page.store.state.value.iteration;
+    await userEvent.click(second.byTestId('train-resume'));
+    await expect.poll(() => second.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThan(from);
+    expect(second.page.store.state.value).toMatchObject({ runId, status: 'running', readOnly: false });
+    expect(second.byTestId<HTMLButtonElement>('train-pause').disabled).toBe(false);
   });
 
   it('does not hang on "Starting" when the training worker cannot load (404): it fails with a message, Start works again', async () => {
