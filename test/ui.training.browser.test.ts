@@ -13,6 +13,12 @@ import { chartData } from '../src/ui/charts/MetricChart.tsx';
 import type { StorageNames } from '../workers/training.protocol.ts';
 import { wrapTrainingWorker } from '../workers/training.client.ts';
 import { setUpTinyRun } from './fixtures/training-page.ts';
+import { toJsonl } from '../src/core/jsonl.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+import { openReplayStore } from '../src/replay/index.ts';
+import { parseTrainingConfig } from '../src/train/config.ts';
+import { offlineSeedData } from '../src/train/setup.ts';
+import { RunIndex } from '../src/ui/runs/records.ts';
 
 const mounted: TrainingPageHandle[] = [];
 const hosts: HTMLElement[] = [];
@@ -182,6 +188,45 @@ describe('training page (browser)', () => {
     await expect.poll(() => second.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThan(from);
     expect(second.page.store.state.value).toMatchObject({ runId, status: 'running', readOnly: false });
     expect(second.byTestId<HTMLButtonElement>('train-pause').disabled).toBe(false);
+  });
+
+  it('trains a new run on seed data from a JSONL file; a malformed file names the line and writes nothing', async () => {
+    const names = storage();
+    const { page, byTestId } = mount(names);
+    await page.ready;
+    await setUpTinyRun(byTestId, 1);
+    // The user's data: recorded shop episodes of another seed than the run's generated ones would be.
+    const data = offlineSeedData(getEnvSpec('shop'), parseTrainingConfig({ env: 'shop', mode: 'dreamgym', seed: 5, offline: { expertEpisodes: 5, noisyEpisodes: 3, extraTasks: 0 } }));
+    const text = toJsonl({ tasks: data.tasks, trajectories: data.trajectories });
+    const lines = text.trimEnd().split('\n');
+    const broken = `${[lines[0], '{"v":1,"type":"trajectory","trajectory":{}}', ...lines.slice(1)].join('\n')}\n`;
+
+    await userEvent.upload(byTestId('setup-seed-file'), new File([broken], 'broken.jsonl'));
+    expect(byTestId('setup-seed-help').textContent).toContain('broken.jsonl');
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 30_000, interval: 50 }).toBe('failed');
+    expect(byTestId('train-status').textContent).toMatch(/line 2/);
+    const failedId = page.store.state.value.runId as string;
+    const index = await RunIndex.open({ name: names.index as string });
+    expect(await index.list()).toEqual([]);
+    const replay = await openReplayStore({ name: names.replay as string, broadcast: false });
+    try {
+      expect(await replay.getRun(failedId)).toBeUndefined();
+
+      await userEvent.upload(byTestId('setup-seed-file'), new File([text], 'mine.jsonl'));
+      await userEvent.click(byTestId('train-start'));
+      await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 40_000, interval: 50 }).toBe('done');
+      const runId = page.store.state.value.runId as string;
+      const record = await index.get(runId);
+      expect(record?.seedData).toEqual({ file: 'mine.jsonl', tasks: data.tasks.length, trajectories: data.trajectories.length });
+      expect(record?.offlineTransitions).toBe(data.trajectories.reduce((n, t) => n + t.steps.length, 0));
+      // The replay buffer's offline episodes are the file's, not generated ones.
+      const stored = await replay.getTrajectoryRecords({ runId, source: 'offline' });
+      expect(stored.map((t) => t.id).sort()).toEqual(data.trajectories.map((t) => t.id).sort());
+    } finally {
+      index.close();
+      await replay.close();
+    }
   });
 
   it('does not hang on "Starting" when the training worker cannot load (404): it fails with a message, Start works again', async () => {

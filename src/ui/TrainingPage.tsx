@@ -28,7 +28,7 @@ export function TrainingPage({ store, controller, data }: TrainingPageProps) {
   const state = store.state.value;
   const dataState = store.data.value;
   // Stable props, so that the memoised panels skip the re-render of each worker event that does not concern them.
-  const onStart = useCallback((config: TrainingConfig) => void controller.start(config), [controller]);
+  const onStart = useCallback((config: TrainingConfig, seedFile?: File) => void controller.start(config, seedFile), [controller]);
   const onEvaluateCheckpoint = useCallback((config: TrainingConfig, file: File) => void controller.evaluateCheckpoint(config, file), [controller]);
   const training = useMemo(() => ({ runId: state.runId, status: state.status }), [state.runId, state.status]);
   return (

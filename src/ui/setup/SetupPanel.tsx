@@ -22,7 +22,8 @@ export const MODE_DESCRIPTIONS: Record<TrainingMode, string> = {
 export interface SetupPanelProps {
   /** Whether a run is in progress (Start is disabled then). */
   busy: boolean;
-  onStart: (config: TrainingConfig) => void;
+  /** Starts a run; `seedFile`, when chosen, is a dreamgym JSONL file used as its offline seed data. */
+  onStart: (config: TrainingConfig, seedFile?: File) => void;
   /** Evaluates a checkpoint file with these settings (its environment, prior, features, evaluation tasks). */
   onEvaluateCheckpoint?: (config: TrainingConfig, file: File) => void;
 }
@@ -31,6 +32,7 @@ export interface SetupPanelProps {
 export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelProps) {
   const [form, setForm] = useState<SetupForm>(defaultSetupForm);
   const [error, setError] = useState<{ field: string; message: string } | null>(null);
+  const [seedFile, setSeedFile] = useState<File | null>(null);
   const update = (patch: Partial<SetupForm>): void => setForm((f) => ({ ...f, ...patch }));
   const setAdvanced = (key: AdvancedField, value: string): void => setForm((f) => ({ ...f, advanced: { ...f.advanced, [key]: value } }));
 
@@ -39,7 +41,8 @@ export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCh
     try {
       const config = configFromForm(form);
       setError(null);
-      onStart(config);
+      if (seedFile) onStart(config, seedFile);
+      else onStart(config);
     } catch (e) {
       setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
     }
@@ -160,7 +163,28 @@ export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCh
           ))}
         </div>
       </details>
-      <p class="help">Seed data: the environment’s expert and noisy policies generate the offline episodes at the start of the run.</p>
+      <div class="field file-field">
+        <label for="setup-seed-file">Seed data</label>
+        <input
+          id="setup-seed-file"
+          data-testid="setup-seed-file"
+          type="file"
+          accept=".jsonl,.ndjson,application/x-ndjson,text/plain"
+          disabled={busy}
+          onChange={(e) => setSeedFile((e.currentTarget as HTMLInputElement).files?.[0] ?? null)}
+          aria-describedby="setup-seed-help"
+        />
+        <span class="help" id="setup-seed-help" data-testid="setup-seed-help">
+          {seedFile
+            ? `The run seeds its replay buffer with ${seedFile.name} (dreamgym JSONL of this environment, recorded episodes), checked whole first.`
+            : 'None chosen: the environment’s expert and noisy policies generate the offline episodes at the start of the run. Or choose a dreamgym JSONL file of this environment.'}
+        </span>
+        {seedFile && (
+          <button type="button" data-testid="setup-seed-clear" onClick={() => setSeedFile(null)}>
+            Generate the seed data instead
+          </button>
+        )}
+      </div>
       {error && (
         <p class="message" role="alert" data-kind="error" data-testid="setup-error">
           {error.message}

@@ -89,11 +89,15 @@ export class TrainingController {
     if (unfinished.status !== 'paused') await this.resume(unfinished.id);
   }
 
-  /** Starts a new run of `config`; returns its id. */
-  async start(config: TrainingConfig): Promise<string> {
+  /**
+   * Starts a new run of `config`; returns its id. With `seedFile` (dreamgym JSONL), the run seeds on
+   * that file's episodes; the worker checks it whole and writes nothing when it is malformed.
+   */
+  async start(config: TrainingConfig, seedFile?: Blob & { name?: string }): Promise<string> {
     const runId = newRunId(config);
     this.store.dispatch({ kind: 'request', what: 'start', runId });
-    await this.send({ kind: 'start', runId, config, ...this.common() });
+    const seedData = seedFile ? { fileName: seedFile.name ?? 'seed data', text: await seedFile.text() } : undefined;
+    await this.send({ kind: 'start', runId, config, ...(seedData ? { seedData } : {}), ...this.common() });
     return runId;
   }
 
