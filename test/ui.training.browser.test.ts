@@ -229,6 +229,22 @@ describe('training page (browser)', () => {
     }
   });
 
+  it('trains on the tfjs backend chosen in the setup panel and shows it, the adapter and why', async () => {
+    const { page, byTestId } = mount(storage());
+    await page.ready;
+    // The page's own preference (here the mount's `wasm`, in the built page `?backend=`) is the first choice.
+    expect(byTestId<HTMLSelectElement>('setup-backend').value).toBe('wasm');
+    expect([...byTestId<HTMLSelectElement>('setup-backend').options].map((o) => o.value)).toEqual(['auto', 'webgpu', 'wasm', 'cpu']);
+    await setUpTinyRun(byTestId, 1);
+    await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-backend'), 'cpu');
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 40_000, interval: 50 }).toBe('done');
+    expect(page.store.state.value.backend).toMatchObject({ backend: 'cpu', requested: 'cpu' });
+    expect(byTestId('train-backend').textContent).toMatch(/tfjs backend: cpu\. cpu requested\./);
+    expect(byTestId('train-adapter').textContent).toBe('No WebGPU adapter was asked for or found.');
+    expect(byTestId<HTMLSelectElement>('setup-backend').disabled).toBe(false);
+  });
+
   it('does not hang on "Starting" when the training worker cannot load (404): it fails with a message, Start works again', async () => {
     const host = document.createElement('div');
     document.body.appendChild(host);

@@ -7,6 +7,9 @@ import { useState } from 'preact/hooks';
 import { ENV_NAMES } from '../../core/types.ts';
 import { ENVIRONMENTS } from '../../envs/registry.ts';
 import { PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingMode } from '../../train/config.ts';
+import type { BackendPreference } from '../../policy/backend-preference.ts';
+import { BACKEND_NAMES } from '../../policy/backend-preference.ts';
+import type { StartOptions } from '../train/controller.ts';
 import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
 
 /** What each mode does, in a sentence. */
@@ -22,17 +25,20 @@ export const MODE_DESCRIPTIONS: Record<TrainingMode, string> = {
 export interface SetupPanelProps {
   /** Whether a run is in progress (Start is disabled then). */
   busy: boolean;
-  /** Starts a run; `seedFile`, when chosen, is a dreamgym JSONL file used as its offline seed data. */
-  onStart: (config: TrainingConfig, seedFile?: File) => void;
+  /** Starts a run, with the chosen seed file (dreamgym JSONL) and tfjs backend. */
+  onStart: (config: TrainingConfig, extras: StartOptions) => void;
+  /** The tfjs backend chosen at first (the page's `?backend=`; default `auto`). */
+  backend?: BackendPreference;
   /** Evaluates a checkpoint file with these settings (its environment, prior, features, evaluation tasks). */
   onEvaluateCheckpoint?: (config: TrainingConfig, file: File) => void;
 }
 
 /** The setup panel (re-rendered only when its props change, not on every worker event). */
-export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelProps) {
+export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCheckpoint, backend: initialBackend = 'auto' }: SetupPanelProps) {
   const [form, setForm] = useState<SetupForm>(defaultSetupForm);
   const [error, setError] = useState<{ field: string; message: string } | null>(null);
   const [seedFile, setSeedFile] = useState<File | null>(null);
+  const [backend, setBackend] = useState<BackendPreference>(initialBackend);
   const update = (patch: Partial<SetupForm>): void => setForm((f) => ({ ...f, ...patch }));
   const setAdvanced = (key: AdvancedField, value: string): void => setForm((f) => ({ ...f, advanced: { ...f.advanced, [key]: value } }));
 
@@ -41,8 +47,7 @@ export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCh
     try {
       const config = configFromForm(form);
       setError(null);
-      if (seedFile) onStart(config, seedFile);
-      else onStart(config);
+      onStart(config, { backend, ...(seedFile ? { seedFile } : {}) });
     } catch (e) {
       setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
     }
@@ -163,6 +168,19 @@ export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCh
           ))}
         </div>
       </details>
+      <div class="field">
+        <label for="setup-backend">tfjs backend</label>
+        <select id="setup-backend" data-testid="setup-backend" value={backend} disabled={busy} aria-describedby="setup-backend-help" onChange={(e) => setBackend((e.currentTarget as HTMLSelectElement).value as BackendPreference)}>
+          {(['auto', ...BACKEND_NAMES] as const).map((name) => (
+            <option key={name} value={name}>
+              {name}
+            </option>
+          ))}
+        </select>
+        <span class="help" id="setup-backend-help">
+          Where the policy trains. auto: WebGPU on a hardware GPU adapter, else WebAssembly (threaded when the page is cross-origin isolated), else plain JavaScript. The backend chosen, the adapter and why are shown under Training once the run starts.
+        </span>
+      </div>
       <div class="field file-field">
         <label for="setup-seed-file">Seed data</label>
         <input

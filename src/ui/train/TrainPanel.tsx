@@ -94,7 +94,8 @@ export function TrainPanel({ state, onPause, onResume, onStop }: TrainPanelProps
       {b && (
         <p class="help" data-testid="train-backend">
           tfjs backend: {b.backend}
-          {b.backend === 'wasm' ? (b.threaded ? ` (${b.threads} threads)` : ' (single thread)') : ''}. {b.reason}
+          {b.backend === 'wasm' ? (b.threaded ? ` (${b.threads} threads)` : ' (single thread)') : ''}. {b.reason}.{' '}
+          <span data-testid="train-adapter">{b.adapter ? `WebGPU adapter: ${b.adapter.description}${b.adapter.isFallbackAdapter ? ' (software fallback)' : ''}.` : 'No WebGPU adapter was asked for or found.'}</span>
         </p>
       )}
     </section>

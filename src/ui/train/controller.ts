@@ -29,6 +29,14 @@ export interface TrainingControllerOptions {
   backend?: BackendPreference;
 }
 
+/** What a start may add to the run's configuration. */
+export interface StartOptions {
+  /** A dreamgym JSONL file whose episodes seed the run (instead of generated ones). */
+  seedFile?: Blob & { name?: string };
+  /** The tfjs backend for this run (default: the controller's `backend` option, else `auto`). */
+  backend?: BackendPreference;
+}
+
 /** How often, and how far apart, the page re-checks a locked unfinished run before leaving it to its holder. */
 const LOCK_CHECKS = 8;
 const LOCK_CHECK_MS = 200;
@@ -63,6 +71,11 @@ export class TrainingController {
     });
   }
 
+  /** The tfjs backend the page asks for unless a start names another (`?backend=`, default `auto`). */
+  get backendPreference(): BackendPreference {
+    return this.options.backend ?? 'auto';
+  }
+
   /** Lists the stored runs and resumes an unfinished one (see the module comment). Resolves once listed. */
   async init(): Promise<void> {
     const index = await this.openIndex();
@@ -92,12 +105,14 @@ export class TrainingController {
   /**
    * Starts a new run of `config`; returns its id. With `seedFile` (dreamgym JSONL), the run seeds on
    * that file's episodes; the worker checks it whole and writes nothing when it is malformed.
+   * `backend` (the setup panel's choice) overrides the page's tfjs backend preference.
    */
-  async start(config: TrainingConfig, seedFile?: Blob & { name?: string }): Promise<string> {
+  async start(config: TrainingConfig, extras: StartOptions = {}): Promise<string> {
     const runId = newRunId(config);
     this.store.dispatch({ kind: 'request', what: 'start', runId });
+    const { seedFile, backend } = extras;
     const seedData = seedFile ? { fileName: seedFile.name ?? 'seed data', text: await seedFile.text() } : undefined;
-    await this.send({ kind: 'start', runId, config, ...(seedData ? { seedData } : {}), ...this.common() });
+    await this.send({ kind: 'start', runId, config, ...(seedData ? { seedData } : {}), ...this.common(), ...(backend ? { backend } : {}) });
     return runId;
   }
 
