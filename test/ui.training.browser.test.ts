@@ -229,6 +229,34 @@ describe('training page (browser)', () => {
     }
   });
 
+  it('a run seeded from a file resumes on that file’s episodes after a reload', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 6);
+    const data = offlineSeedData(getEnvSpec('shop'), parseTrainingConfig({ env: 'shop', mode: 'dreamgym', seed: 9, offline: { expertEpisodes: 5, noisyEpisodes: 3, extraTasks: 0 } }));
+    const steps = data.trajectories.reduce((n, t) => n + t.steps.length, 0);
+    await userEvent.upload(first.byTestId('setup-seed-file'), new File([toJsonl({ tasks: data.tasks, trajectories: data.trajectories })], 'mine.jsonl'));
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+    const runId = first.page.store.state.value.runId as string;
+    first.page.destroy();
+    mounted.splice(mounted.indexOf(first.page), 1);
+
+    const second = mount(names);
+    await second.page.ready;
+    expect(second.page.store.state.value.runId).toBe(runId);
+    await expect.poll(() => second.byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
+    expect(second.page.store.state.value.resumed).toBe(true);
+    const index = await RunIndex.open({ name: names.index as string });
+    try {
+      // The resumed run was prepared on the stored file episodes, not on generated ones.
+      expect(await index.get(runId)).toMatchObject({ seedData: { file: 'mine.jsonl' }, offlineTransitions: steps, iteration: 6 });
+    } finally {
+      index.close();
+    }
+  });
+
   it('trains on the tfjs backend chosen in the setup panel and shows it, the adapter and why', async () => {
     const { page, byTestId } = mount(storage());
     await page.ready;
