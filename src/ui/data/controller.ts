@@ -48,6 +48,7 @@ function messageOf(e: unknown): string {
 export class DataController {
   readonly data: RunData;
   private loadSeq = 0;
+  private latestLoad: Promise<void> = Promise.resolve();
 
   constructor(
     readonly store: TrainingStore,
@@ -73,10 +74,25 @@ export class DataController {
     await this.refresh();
   }
 
-  /** Reloads the selected run's buffer headers and curriculum. */
+  /**
+   * Reloads the selected run's buffer headers and curriculum. Resolves once the store shows the
+   * latest load: a refresh that a later one supersedes waits for that one.
+   */
   async refresh(): Promise<void> {
-    const runId = this.runId;
     const seq = ++this.loadSeq;
+    const load = this.load(seq);
+    this.latestLoad = load;
+    await load;
+    // Superseded while loading: settle when what the store will show is loaded.
+    let waited = load;
+    while (this.latestLoad !== waited) {
+      waited = this.latestLoad;
+      await waited;
+    }
+  }
+
+  private async load(seq: number): Promise<void> {
+    const runId = this.runId;
     if (!runId) {
       this.store.dispatch({ kind: 'data/loaded', runId: null, trajectories: [], curriculum: [] });
       return;
