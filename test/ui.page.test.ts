@@ -254,6 +254,14 @@ describe('the built page', () => {
         if (!(globalThis as unknown as { __longOn: boolean }).__longOn) return;
         for (const entry of list.getEntries()) longTasks.push(entry.duration);
       }).observe({ type: 'longtask' });
+      // Long animation frames name the scripts that ran in them: the page's own share of a long frame.
+      const scripts = ((globalThis as unknown as { __scripts: string[] }).__scripts = [] as string[]);
+      new PerformanceObserver((list) => {
+        if (!(globalThis as unknown as { __longOn: boolean }).__longOn) return;
+        for (const frame of list.getEntries() as unknown as { scripts: { invoker: string; duration: number }[] }[]) {
+          for (const script of frame.scripts) scripts.push(`${script.duration.toFixed(0)} ms ${script.invoker}`);
+        }
+      }).observe({ type: 'long-animation-frame' });
     });
     await quick.getByTestId('train-start').click();
     const count = async (): Promise<number> => Number(((await quick.getByTestId('iteration-count').textContent()) ?? '0').split('/')[0]);
@@ -276,12 +284,21 @@ describe('the built page', () => {
       const g = (globalThis as unknown as { __gap: { max: number; frames: number; on: boolean } }).__gap;
       g.on = false;
       const long = (globalThis as unknown as { __long: number[] }).__long;
-      return { max: g.max, frames: g.frames, longTasks: long.length, longestTask: Math.max(0, ...long) };
+      const scripts = (globalThis as unknown as { __scripts: string[] }).__scripts;
+      return { max: g.max, frames: g.frames, longTasks: long.length, longestTask: Math.max(0, ...long), scripts, longestScript: Math.max(0, ...scripts.map((s) => Number.parseFloat(s))) };
     });
-    console.log(`longest main-thread frame gap during a quick run: ${gap.max.toFixed(1)} ms over ${gap.frames} frames; ${gap.longTasks} long tasks, longest ${gap.longestTask.toFixed(0)} ms`);
+    console.log(
+      `longest main-thread frame gap during a quick run: ${gap.max.toFixed(1)} ms over ${gap.frames} frames; ${gap.longTasks} long tasks, longest ${gap.longestTask.toFixed(0)} ms; ` +
+        `longest page script in a long frame ${gap.longestScript.toFixed(0)} ms (${gap.scripts.join(', ') || 'none'})`,
+    );
     expect(gap.frames).toBeGreaterThan(100);
-    // The target is 50 ms (frames at 60 Hz are 16.7 ms apart); a shared 2-core machine adds
-    // scheduling noise, so the bound leaves room; a page that reads the buffer while training showed 400 ms.
+    // The target is 50 ms (frames at 60 Hz are 16.7 ms apart). The page's own work in a long frame
+    // stays under it: charts redraw one per task and only on screen, panels re-render only when
+    // their props change (its longest script here was 31 ms before, 9-14 ms after). The frame gap
+    // itself also counts the time the 2-core machine, shared with other jobs, leaves the page's
+    // thread waiting for a core (frames with no script at all of 50-150 ms), so its bound leaves
+    // room; a page that read the buffer while training showed 400 ms.
+    expect(gap.longestScript).toBeLessThan(50);
     expect(gap.max).toBeLessThan(200);
 
     // The inspector with a synthetic trajectory open.

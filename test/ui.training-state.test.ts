@@ -80,4 +80,24 @@ describe('training view reducer', () => {
     const elsewhere = run([{ kind: 'failed', runId: 'zzz', message: 'x' }], found);
     expect(elsewhere.status).toBe('paused');
   });
+
+  it('follows a run another tab trains read-only until it comes to rest or is let go', () => {
+    const found = run([{ kind: 'found', record: record('a', { iteration: 1 }), metrics: [m(0)] }]);
+    const watching = run([{ kind: 'watch', runId: 'a' }], found);
+    expect(watching).toMatchObject({ status: 'running', readOnly: true, runId: 'a' });
+    // Another run's watch does not change what is shown; page requests to pause or stop are refused.
+    expect(run([{ kind: 'watch', runId: 'b' }], found).readOnly).toBe(false);
+    expect(run([{ kind: 'request', what: 'pause' }], watching)).toEqual(watching);
+    const live = run([{ kind: 'iteration', runId: 'a', iteration: 2, totalIterations: 3, metrics: m(1) }], watching);
+    expect(live).toMatchObject({ status: 'running', readOnly: true, iteration: 2 });
+    expect(live.metrics.map((x) => x.iteration)).toEqual([0, 1]);
+    // The other tab paused, finished or closed: this one may take over.
+    expect(run([{ kind: 'paused', record: record('a', { status: 'paused', iteration: 2 }) }], live)).toMatchObject({ status: 'paused', readOnly: false });
+    expect(run([{ kind: 'finished', record: record('a', { status: 'done', iteration: 3, evaluation }), evaluation }], live)).toMatchObject({ status: 'done', readOnly: false });
+    expect(run([{ kind: 'released', runId: 'a' }], live)).toMatchObject({ status: 'paused', readOnly: false, iteration: 2 });
+    // A release means nothing to a page that does not follow the run.
+    expect(run([{ kind: 'released', runId: 'a' }], found)).toEqual(found);
+    // Resuming here ends the read-only view.
+    expect(run([{ kind: 'released', runId: 'a' }, { kind: 'request', what: 'resume', runId: 'a' }], live)).toMatchObject({ status: 'starting', readOnly: false });
+  });
 });

@@ -13,6 +13,12 @@ import { chartData } from '../src/ui/charts/MetricChart.tsx';
 import type { StorageNames } from '../workers/training.protocol.ts';
 import { wrapTrainingWorker } from '../workers/training.client.ts';
 import { setUpTinyRun } from './fixtures/training-page.ts';
+import { toJsonl } from '../src/core/jsonl.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+import { openReplayStore } from '../src/replay/index.ts';
+import { parseTrainingConfig } from '../src/train/config.ts';
+import { offlineSeedData } from '../src/train/setup.ts';
+import { RunIndex } from '../src/ui/runs/records.ts';
 
 const mounted: TrainingPageHandle[] = [];
 const hosts: HTMLElement[] = [];
@@ -132,7 +138,7 @@ describe('training page (browser)', () => {
     expect(row?.textContent).toContain(`${done.iteration} (stopped)`);
   });
 
-  it('a second page does not take over a run another page is training', async () => {
+  it('a second page does not take over a run another page is training: it follows it read-only, controls disabled', async () => {
     const names = storage();
     const first = mount(names);
     await first.page.ready;
@@ -144,12 +150,127 @@ describe('training page (browser)', () => {
     await second.page.ready;
     const seen = second.page.store.state.value;
     expect(seen.runId).toBe(first.page.store.state.value.runId);
-    expect(seen.status).toBe('failed');
-    expect(seen.error).toMatch(/being trained in another tab or window/);
+    expect(seen.readOnly).toBe(true);
+    expect(second.byTestId('train-status').dataset['state']).toBe('running');
+    expect(second.byTestId('train-readonly').textContent).toMatch(/Another tab or window is training this run/);
+    for (const id of ['train-pause', 'train-resume', 'train-stop', 'train-start']) expect(second.byTestId<HTMLButtonElement>(id).disabled, id).toBe(true);
+    // Live: the second page's iterations and charts follow the first page's training.
+    const at = second.page.store.state.value.iteration;
+    await expect.poll(() => second.page.store.state.value.iteration, { timeout: 30_000, interval: 50 }).toBeGreaterThan(at);
+    expect(second.page.store.state.value.iteration).toBeLessThanOrEqual(first.page.store.state.value.iteration);
+    await expect.poll(() => points(second.byTestId, 'success'), { timeout: 5_000 }).toBeGreaterThan(at);
+    expect(second.byTestId('iteration-count').textContent).toMatch(/^\d+ \/ 200$/);
     // The first page trains on undisturbed.
-    const at = first.page.store.state.value.iteration;
-    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 30_000, interval: 50 }).toBeGreaterThan(at);
     expect(first.page.store.state.value.status).toBe('running');
+    expect(first.page.store.state.value.readOnly).toBe(false);
+  });
+
+  it('when the page that trains a run closes, the read-only page takes it over with Resume', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 200);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+    const second = mount(names);
+    await second.page.ready;
+    expect(second.page.store.state.value.readOnly).toBe(true);
+    const runId = second.page.store.state.value.runId;
+
+    // The first page goes away mid-run (its worker ends, its lock is let go).
+    first.page.destroy();
+    await expect.poll(() => second.page.store.state.value.readOnly, { timeout: 10_000, interval: 50 }).toBe(false);
+    expect(second.byTestId('train-status').dataset['state']).toBe('paused');
+    expect(() => second.byTestId('train-readonly')).toThrow();
+    expect(second.byTestId<HTMLButtonElement>('train-resume').disabled).toBe(false);
+    const from = second.page.store.state.value.iteration;
+    await userEvent.click(second.byTestId('train-resume'));
+    await expect.poll(() => second.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThan(from);
+    expect(second.page.store.state.value).toMatchObject({ runId, status: 'running', readOnly: false });
+    expect(second.byTestId<HTMLButtonElement>('train-pause').disabled).toBe(false);
+  });
+
+  it('trains a new run on seed data from a JSONL file; a malformed file names the line and writes nothing', async () => {
+    const names = storage();
+    const { page, byTestId } = mount(names);
+    await page.ready;
+    await setUpTinyRun(byTestId, 1);
+    // The user's data: recorded shop episodes of another seed than the run's generated ones would be.
+    const data = offlineSeedData(getEnvSpec('shop'), parseTrainingConfig({ env: 'shop', mode: 'dreamgym', seed: 5, offline: { expertEpisodes: 5, noisyEpisodes: 3, extraTasks: 0 } }));
+    const text = toJsonl({ tasks: data.tasks, trajectories: data.trajectories });
+    const lines = text.trimEnd().split('\n');
+    const broken = `${[lines[0], '{"v":1,"type":"trajectory","trajectory":{}}', ...lines.slice(1)].join('\n')}\n`;
+
+    await userEvent.upload(byTestId('setup-seed-file'), new File([broken], 'broken.jsonl'));
+    expect(byTestId('setup-seed-help').textContent).toContain('broken.jsonl');
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 30_000, interval: 50 }).toBe('failed');
+    expect(byTestId('train-status').textContent).toMatch(/line 2/);
+    const failedId = page.store.state.value.runId as string;
+    const index = await RunIndex.open({ name: names.index as string });
+    expect(await index.list()).toEqual([]);
+    const replay = await openReplayStore({ name: names.replay as string, broadcast: false });
+    try {
+      expect(await replay.getRun(failedId)).toBeUndefined();
+
+      await userEvent.upload(byTestId('setup-seed-file'), new File([text], 'mine.jsonl'));
+      await userEvent.click(byTestId('train-start'));
+      await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 40_000, interval: 50 }).toBe('done');
+      const runId = page.store.state.value.runId as string;
+      const record = await index.get(runId);
+      expect(record?.seedData).toEqual({ file: 'mine.jsonl', tasks: data.tasks.length, trajectories: data.trajectories.length });
+      expect(record?.offlineTransitions).toBe(data.trajectories.reduce((n, t) => n + t.steps.length, 0));
+      // The replay buffer's offline episodes are the file's, not generated ones.
+      const stored = await replay.getTrajectoryRecords({ runId, source: 'offline' });
+      expect(stored.map((t) => t.id).sort()).toEqual(data.trajectories.map((t) => t.id).sort());
+    } finally {
+      index.close();
+      await replay.close();
+    }
+  });
+
+  it('a run seeded from a file resumes on that file’s episodes after a reload', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 6);
+    const data = offlineSeedData(getEnvSpec('shop'), parseTrainingConfig({ env: 'shop', mode: 'dreamgym', seed: 9, offline: { expertEpisodes: 5, noisyEpisodes: 3, extraTasks: 0 } }));
+    const steps = data.trajectories.reduce((n, t) => n + t.steps.length, 0);
+    await userEvent.upload(first.byTestId('setup-seed-file'), new File([toJsonl({ tasks: data.tasks, trajectories: data.trajectories })], 'mine.jsonl'));
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+    const runId = first.page.store.state.value.runId as string;
+    first.page.destroy();
+    mounted.splice(mounted.indexOf(first.page), 1);
+
+    const second = mount(names);
+    await second.page.ready;
+    expect(second.page.store.state.value.runId).toBe(runId);
+    await expect.poll(() => second.byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
+    expect(second.page.store.state.value.resumed).toBe(true);
+    const index = await RunIndex.open({ name: names.index as string });
+    try {
+      // The resumed run was prepared on the stored file episodes, not on generated ones.
+      expect(await index.get(runId)).toMatchObject({ seedData: { file: 'mine.jsonl' }, offlineTransitions: steps, iteration: 6 });
+    } finally {
+      index.close();
+    }
+  });
+
+  it('trains on the tfjs backend chosen in the setup panel and shows it, the adapter and why', async () => {
+    const { page, byTestId } = mount(storage());
+    await page.ready;
+    // The page's own preference (here the mount's `wasm`, in the built page `?backend=`) is the first choice.
+    expect(byTestId<HTMLSelectElement>('setup-backend').value).toBe('wasm');
+    expect([...byTestId<HTMLSelectElement>('setup-backend').options].map((o) => o.value)).toEqual(['auto', 'webgpu', 'wasm', 'cpu']);
+    await setUpTinyRun(byTestId, 1);
+    await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-backend'), 'cpu');
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 40_000, interval: 50 }).toBe('done');
+    expect(page.store.state.value.backend).toMatchObject({ backend: 'cpu', requested: 'cpu' });
+    expect(byTestId('train-backend').textContent).toMatch(/tfjs backend: cpu\. cpu requested\./);
+    expect(byTestId('train-adapter').textContent).toBe('No WebGPU adapter was asked for or found.');
+    expect(byTestId<HTMLSelectElement>('setup-backend').disabled).toBe(false);
   });
 
   it('does not hang on "Starting" when the training worker cannot load (404): it fails with a message, Start works again', async () => {

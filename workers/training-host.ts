@@ -18,6 +18,7 @@ import { evaluate } from '../src/train/evaluate.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, type RunSnapshot, type TrainingDeps, type TrainingResult } from '../src/train/loop.ts';
 import { prepareRun, type PreparedRun } from '../src/train/setup.ts';
 import { isUnfinished, RunIndex, type PageRunRecord, type StoredRunEvaluation } from '../src/ui/runs/records.ts';
+import { seedFileOffline, seedFileRun, storedSeedData } from '../src/ui/runs/seed-file.ts';
 import { metricValues, SNAPSHOT_CHECKPOINT, snapshotFromCheckpoint, snapshotToCheckpoint } from '../src/ui/runs/snapshot.ts';
 import type { StorageNames, TrainingCommand, TrainingEvent } from './training.protocol.ts';
 
@@ -111,6 +112,8 @@ export class TrainingHost {
       let record: PageRunRecord;
       let resume: RunSnapshot | undefined;
       let seeded: boolean;
+      // A seed file is checked whole before the run is written anywhere.
+      const seedFile = command.kind === 'start' && command.seedData ? await seedFileOffline(command.seedData.text, command.config.env, command.seedData.fileName) : null;
       if (command.kind === 'start') {
         const now = Date.now();
         record = {
@@ -124,6 +127,7 @@ export class TrainingHost {
           realTransitions: 0,
           offlineTransitions: 0,
           trainWallMs: 0,
+          ...(seedFile ? { seedData: seedFile.summary } : {}),
         };
         await index.put(record);
         const embedder = transitionEmbedder();
@@ -146,7 +150,9 @@ export class TrainingHost {
         seeded = record.status !== 'seeding';
       }
 
-      prepared = await prepareRun(record.config);
+      // Seed data from a file: the file's records (when resuming, as the replay buffer stored them).
+      const offline = seedFile?.offline ?? (record.seedData ? await storedSeedData(replay, runId) : null);
+      prepared = await prepareRun(record.config, offline ? { data: seedFileRun(record.config, offline) } : {});
       if (!seeded) await this.storeSeedData(replay, runId, prepared);
       const offlineTransitions = prepared.deps.offline.trajectories.reduce((s, t) => s + t.steps.length, 0);
       record = await index.update(runId, { status: 'running', offlineTransitions, error: undefined });

@@ -17,8 +17,11 @@ export interface StorageNames {
 
 /** What the page asks of the worker. */
 export type TrainingCommand =
-  /** Creates run `runId` and trains it from scratch. */
-  | { kind: 'start'; runId: string; config: TrainingConfig; backend?: BackendPreference; storage?: StorageNames }
+  /**
+   * Creates run `runId` and trains it from scratch; with `seedData` (a dreamgym JSONL file's text),
+   * on that file's episodes instead of generated ones (checked whole before anything is written).
+   */
+  | { kind: 'start'; runId: string; config: TrainingConfig; backend?: BackendPreference; storage?: StorageNames; seedData?: { fileName: string; text: string } }
   /** Continues an unfinished run from its last snapshot (or re-seeds it when it has none). */
   | { kind: 'resume'; runId: string; backend?: BackendPreference; storage?: StorageNames }
   /**

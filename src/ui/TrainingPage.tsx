@@ -3,6 +3,8 @@
  * training worker's events update through the controller.
  */
 import { render } from 'preact';
+import { useCallback, useMemo } from 'preact/hooks';
+import type { TrainingConfig } from '../train/config.ts';
 import { SetupPanel } from './setup/SetupPanel.tsx';
 import { TrainPanel } from './train/TrainPanel.tsx';
 import { ChartsPanel } from './charts/ChartsPanel.tsx';
@@ -12,7 +14,7 @@ import { DataPanel } from './data/DataPanel.tsx';
 import { DataController, type DataControllerOptions } from './data/controller.ts';
 import { createTrainingStore, type TrainingStore } from './state/store.ts';
 import { isActive } from './state/training-state.ts';
-import { TrainingController, type TrainingControllerOptions } from './train/controller.ts';
+import { TrainingController, type StartOptions, type TrainingControllerOptions } from './train/controller.ts';
 
 /** Props of {@link TrainingPage}. */
 export interface TrainingPageProps {
@@ -25,14 +27,18 @@ export interface TrainingPageProps {
 export function TrainingPage({ store, controller, data }: TrainingPageProps) {
   const state = store.state.value;
   const dataState = store.data.value;
+  // Stable props, so that the memoised panels skip the re-render of each worker event that does not concern them.
+  const onStart = useCallback((config: TrainingConfig, extras?: StartOptions) => void controller.start(config, extras), [controller]);
+  const onEvaluateCheckpoint = useCallback((config: TrainingConfig, file: File) => void controller.evaluateCheckpoint(config, file), [controller]);
+  const training = useMemo(() => ({ runId: state.runId, status: state.status }), [state.runId, state.status]);
   return (
     <div class="training-page" data-testid="training-page">
-      <SetupPanel busy={isActive(state.status)} onStart={(config) => void controller.start(config)} onEvaluateCheckpoint={(config, file) => void controller.evaluateCheckpoint(config, file)} />
+      <SetupPanel busy={isActive(state.status)} backend={controller.backendPreference} onStart={onStart} onEvaluateCheckpoint={onEvaluateCheckpoint} />
       <TrainPanel state={state} onPause={() => controller.pause()} onResume={() => void controller.resume()} onStop={() => controller.stop()} />
       <ChartsPanel metrics={state.metrics} />
       <ResultsPanel evaluation={state.evaluation} runs={state.runs} />
       <InspectPanel shownRunId={state.runId} status={state.status} runs={state.runs} data={dataState} controller={data} />
-      <DataPanel training={state} data={dataState} controller={data} />
+      <DataPanel training={training} data={dataState} controller={data} />
     </div>
   );
 }

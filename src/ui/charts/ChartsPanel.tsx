@@ -1,6 +1,7 @@
 /**
  * The watch panel: live charts of the run's figures, one point per completed iteration.
  */
+import { memo } from 'preact/compat';
 import type { IterationMetrics } from '../../train/loop.ts';
 import { MetricChart, type ChartSpec } from './MetricChart.tsx';
 
@@ -24,8 +25,8 @@ export interface ChartsPanelProps {
   metrics: readonly IterationMetrics[];
 }
 
-/** The charts panel. */
-export function ChartsPanel({ metrics }: ChartsPanelProps) {
+/** The charts panel (re-rendered only when the metrics change, not on every worker event). */
+export const ChartsPanel = memo(function ChartsPanel({ metrics }: ChartsPanelProps) {
   return (
     <section class="card charts-panel" aria-labelledby="charts-heading" data-testid="charts-panel">
       <h2 id="charts-heading">Watch</h2>
@@ -37,4 +38,4 @@ export function ChartsPanel({ metrics }: ChartsPanelProps) {
       </div>
     </section>
   );
-}
+});

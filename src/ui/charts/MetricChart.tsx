@@ -1,12 +1,15 @@
 /**
  * One live line chart (uPlot) of a metric over completed iterations. uPlot owns its canvas; this
- * component creates it once and hands it new data as iterations end. The wrapper's
- * `data-points` says how many points the chart holds (for tests and assistive summaries).
+ * component creates it once and hands it new data as iterations end, through the shared
+ * {@link chartRedraws} queue: one chart per task, and only while the chart is on screen, so the
+ * charts never block a frame together. The wrapper's `data-points` says how many points the
+ * chart holds (for tests and assistive summaries).
  */
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { IterationMetrics } from '../../train/loop.ts';
+import { chartRedraws } from './redraw-queue.ts';
 
 /** A metric to chart: its title and how to read it from an iteration's figures. */
 export interface ChartSpec {
@@ -38,7 +41,10 @@ export function chartData(spec: ChartSpec, metrics: readonly IterationMetrics[])
 export function MetricChart({ spec, metrics, width = 320, height = 160 }: MetricChartProps) {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
-  const data = chartData(spec, metrics);
+  // Whether the chart is on screen (true until an IntersectionObserver says otherwise).
+  const visible = useRef(true);
+  const latest = useRef(metrics);
+  latest.current = metrics;
 
   useEffect(() => {
     const target = host.current;
@@ -58,17 +64,37 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
           ...(spec.more ?? []).map((line) => ({ label: line.label, stroke: line.stroke, width: 2, dash: [6, 3], points: { show: true, size: 4 } })),
         ],
       },
-      data as uPlot.AlignedData,
+      chartData(spec, latest.current) as uPlot.AlignedData,
       target,
     );
+    const key = plot.current;
+    const Observer = (globalThis as { IntersectionObserver?: typeof IntersectionObserver }).IntersectionObserver;
+    const observer = Observer
+      ? new Observer((entries) => {
+          visible.current = entries.some((e) => e.isIntersecting);
+          // A chart that comes into view draws what it missed.
+          if (visible.current) chartRedraws.wake();
+        })
+      : null;
+    observer?.observe(target);
     return () => {
+      observer?.disconnect();
+      chartRedraws.cancel(key);
       plot.current?.destroy();
       plot.current = null;
     };
   }, [spec.id]);
 
   useEffect(() => {
-    plot.current?.setData(data as uPlot.AlignedData);
+    const current = plot.current;
+    if (!current) return;
+    chartRedraws.schedule(
+      current,
+      () => {
+        if (plot.current === current) current.setData(chartData(spec, latest.current) as uPlot.AlignedData);
+      },
+      () => visible.current,
+    );
   }, [metrics]);
 
   const last = metrics.at(-1);

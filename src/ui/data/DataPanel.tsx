@@ -4,6 +4,7 @@
  * storage (each after an inline confirmation), check for and remove corrupt stored records, and
  * storage use with a request for persistence.
  */
+import { memo } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
 import type { DataViewState } from '../state/data-state.ts';
 import { isActive, type TrainingViewState } from '../state/training-state.ts';
@@ -13,7 +14,8 @@ import { formatBytes } from './run-data.ts';
 
 /** Props of {@link DataPanel}. */
 export interface DataPanelProps {
-  training: TrainingViewState;
+  /** The run the training view shows and its status (what decides whether data can change). */
+  training: Pick<TrainingViewState, 'runId' | 'status'>;
   data: DataViewState;
   controller: DataController;
 }
@@ -25,8 +27,8 @@ const EXPORTS: readonly { kind: ExportKind; label: string }[] = [
   { kind: 'report', label: 'Run report (config and metrics, JSON)' },
 ];
 
-/** The data panel. */
-export function DataPanel({ training, data, controller }: DataPanelProps) {
+/** The data panel (re-rendered only when its props change). */
+export const DataPanel = memo(function DataPanel({ training, data, controller }: DataPanelProps) {
   const [confirming, setConfirming] = useState<'delete' | 'clear' | 'repair' | null>(null);
   const [check, setCheck] = useState<RepairReport | null>(null);
   useEffect(() => {
@@ -128,4 +130,4 @@ export function DataPanel({ training, data, controller }: DataPanelProps) {
       </button>
     </section>
   );
-}
+});

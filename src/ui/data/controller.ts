@@ -9,6 +9,7 @@ import { RunLockedError, type RepairReport } from '../../replay/index.ts';
 import type { StorageNames } from '../../../workers/training.protocol.ts';
 import type { TrainingStore } from '../state/store.ts';
 import { isActive } from '../state/training-state.ts';
+import { yieldToMain } from '../yield.ts';
 import { RunData, requestPersistence, storageUse, type BufferFilter, type DownloadFile } from './run-data.ts';
 
 /** The export files a run offers. */
@@ -47,6 +48,7 @@ function messageOf(e: unknown): string {
 export class DataController {
   readonly data: RunData;
   private loadSeq = 0;
+  private latestLoad: Promise<void> = Promise.resolve();
 
   constructor(
     readonly store: TrainingStore,
@@ -72,16 +74,35 @@ export class DataController {
     await this.refresh();
   }
 
-  /** Reloads the selected run's buffer headers and curriculum. */
+  /**
+   * Reloads the selected run's buffer headers and curriculum. Resolves once the store shows the
+   * latest load: a refresh that a later one supersedes waits for that one.
+   */
   async refresh(): Promise<void> {
-    const runId = this.runId;
     const seq = ++this.loadSeq;
+    const load = this.load(seq);
+    this.latestLoad = load;
+    await load;
+    // Superseded while loading: settle when what the store will show is loaded.
+    let waited = load;
+    while (this.latestLoad !== waited) {
+      waited = this.latestLoad;
+      await waited;
+    }
+  }
+
+  private async load(seq: number): Promise<void> {
+    const runId = this.runId;
     if (!runId) {
       this.store.dispatch({ kind: 'data/loaded', runId: null, trajectories: [], curriculum: [] });
       return;
     }
     try {
-      const [trajectories, curriculum] = await Promise.all([this.data.trajectories(runId, this.store.data.value.filter), this.data.curriculum(runId)]);
+      // One read per task, and the re-render in a third: together they blocked a frame for 30+ ms.
+      const trajectories = await this.data.trajectories(runId, this.store.data.value.filter);
+      await yieldToMain();
+      const curriculum = await this.data.curriculum(runId);
+      await yieldToMain();
       // A later refresh supersedes this one.
       if (seq === this.loadSeq) this.store.dispatch({ kind: 'data/loaded', runId: this.store.data.value.selectedRunId === null ? null : runId, trajectories, curriculum });
     } catch (e) {

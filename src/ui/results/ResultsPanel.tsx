@@ -2,6 +2,7 @@
  * Results: the held-out evaluation of the run shown (success with its 95% interval), and a
  * table comparing every evaluated run, like the CLI's experiment table.
  */
+import { memo } from 'preact/compat';
 import type { Interval } from '../../train/evaluate.ts';
 import type { PageRunRecord, StoredRunEvaluation } from '../runs/records.ts';
 
@@ -23,8 +24,8 @@ export interface ResultsPanelProps {
   runs: readonly PageRunRecord[];
 }
 
-/** The results panel. */
-export function ResultsPanel({ evaluation, runs }: ResultsPanelProps) {
+/** The results panel (re-rendered only when its props change). */
+export const ResultsPanel = memo(function ResultsPanel({ evaluation, runs }: ResultsPanelProps) {
   const evaluated = runs.filter((r): r is PageRunRecord & { evaluation: StoredRunEvaluation } => r.status === 'done' && r.evaluation !== undefined);
   return (
     <section class="card results-panel" aria-labelledby="results-heading" data-testid="results-panel">
@@ -86,4 +87,4 @@ export function ResultsPanel({ evaluation, runs }: ResultsPanelProps) {
       </div>
     </section>
   );
-}
+});

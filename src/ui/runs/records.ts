@@ -4,6 +4,7 @@
  * The replay store (src/replay) keeps the run's data (rollouts, the resume snapshot, metrics);
  * this index is what the page lists, and what it reads on load to find an unfinished run.
  */
+import type { SeedFileSummary } from './seed-file.ts';
 import { wrap, type DBSchema, type IDBPDatabase } from 'idb';
 import type { TrainingConfig } from '../../train/config.ts';
 import type { Interval } from '../../train/evaluate.ts';
@@ -55,6 +56,8 @@ export interface PageRunRecord {
   error?: string;
   /** Set for a run made from an imported checkpoint file (evaluated, never trained here). */
   imported?: { file: string; updates: number };
+  /** The run's offline seed data came from this dreamgym JSONL file (not generated). */
+  seedData?: SeedFileSummary;
 }
 
 /** Statuses of a run that has not reached its end. */

@@ -2,10 +2,14 @@
  * The setup panel: environment, experience model, mode, preset, seed and the advanced knobs of a
  * new run, with labels; Start builds the configuration (./form.ts) and hands it to the controller.
  */
+import { memo } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import { ENV_NAMES } from '../../core/types.ts';
 import { ENVIRONMENTS } from '../../envs/registry.ts';
 import { PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingMode } from '../../train/config.ts';
+import type { BackendPreference } from '../../policy/backend-preference.ts';
+import { BACKEND_NAMES } from '../../policy/backend-preference.ts';
+import type { StartOptions } from '../train/controller.ts';
 import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
 
 /** What each mode does, in a sentence. */
@@ -21,15 +25,20 @@ export const MODE_DESCRIPTIONS: Record<TrainingMode, string> = {
 export interface SetupPanelProps {
   /** Whether a run is in progress (Start is disabled then). */
   busy: boolean;
-  onStart: (config: TrainingConfig) => void;
+  /** Starts a run, with the chosen seed file (dreamgym JSONL) and tfjs backend. */
+  onStart: (config: TrainingConfig, extras: StartOptions) => void;
+  /** The tfjs backend chosen at first (the page's `?backend=`; default `auto`). */
+  backend?: BackendPreference;
   /** Evaluates a checkpoint file with these settings (its environment, prior, features, evaluation tasks). */
   onEvaluateCheckpoint?: (config: TrainingConfig, file: File) => void;
 }
 
-/** The setup panel. */
-export function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelProps) {
+/** The setup panel (re-rendered only when its props change, not on every worker event). */
+export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCheckpoint, backend: initialBackend = 'auto' }: SetupPanelProps) {
   const [form, setForm] = useState<SetupForm>(defaultSetupForm);
   const [error, setError] = useState<{ field: string; message: string } | null>(null);
+  const [seedFile, setSeedFile] = useState<File | null>(null);
+  const [backend, setBackend] = useState<BackendPreference>(initialBackend);
   const update = (patch: Partial<SetupForm>): void => setForm((f) => ({ ...f, ...patch }));
   const setAdvanced = (key: AdvancedField, value: string): void => setForm((f) => ({ ...f, advanced: { ...f.advanced, [key]: value } }));
 
@@ -38,7 +47,7 @@ export function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelPr
     try {
       const config = configFromForm(form);
       setError(null);
-      onStart(config);
+      onStart(config, { backend, ...(seedFile ? { seedFile } : {}) });
     } catch (e) {
       setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
     }
@@ -159,7 +168,41 @@ export function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelPr
           ))}
         </div>
       </details>
-      <p class="help">Seed data: the environment’s expert and noisy policies generate the offline episodes at the start of the run.</p>
+      <div class="field">
+        <label for="setup-backend">tfjs backend</label>
+        <select id="setup-backend" data-testid="setup-backend" value={backend} disabled={busy} aria-describedby="setup-backend-help" onChange={(e) => setBackend((e.currentTarget as HTMLSelectElement).value as BackendPreference)}>
+          {(['auto', ...BACKEND_NAMES] as const).map((name) => (
+            <option key={name} value={name}>
+              {name}
+            </option>
+          ))}
+        </select>
+        <span class="help" id="setup-backend-help">
+          Where the policy trains. auto: WebGPU on a hardware GPU adapter, else WebAssembly (threaded when the page is cross-origin isolated), else plain JavaScript. The backend chosen, the adapter and why are shown under Training once the run starts.
+        </span>
+      </div>
+      <div class="field file-field">
+        <label for="setup-seed-file">Seed data</label>
+        <input
+          id="setup-seed-file"
+          data-testid="setup-seed-file"
+          type="file"
+          accept=".jsonl,.ndjson,application/x-ndjson,text/plain"
+          disabled={busy}
+          onChange={(e) => setSeedFile((e.currentTarget as HTMLInputElement).files?.[0] ?? null)}
+          aria-describedby="setup-seed-help"
+        />
+        <span class="help" id="setup-seed-help" data-testid="setup-seed-help">
+          {seedFile
+            ? `The run seeds its replay buffer with ${seedFile.name} (dreamgym JSONL of this environment, recorded episodes), checked whole first.`
+            : 'None chosen: the environment’s expert and noisy policies generate the offline episodes at the start of the run. Or choose a dreamgym JSONL file of this environment.'}
+        </span>
+        {seedFile && (
+          <button type="button" data-testid="setup-seed-clear" onClick={() => setSeedFile(null)}>
+            Generate the seed data instead
+          </button>
+        )}
+      </div>
       {error && (
         <p class="message" role="alert" data-kind="error" data-testid="setup-error">
           {error.message}
@@ -179,4 +222,4 @@ export function SetupPanel({ busy, onStart, onEvaluateCheckpoint }: SetupPanelPr
       )}
     </form>
   );
-}
+});

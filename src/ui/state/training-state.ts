@@ -39,6 +39,11 @@ export interface TrainingViewState {
   error: string | null;
   /** Every run the page knows (for the comparison table), oldest first. */
   runs: PageRunRecord[];
+  /**
+   * Another tab (or window) trains the run shown: this one follows its progress over the live
+   * channel and offers no control until that one stops.
+   */
+  readOnly: boolean;
 }
 
 /** What changes the state: a worker event, or a request of the page. */
@@ -50,7 +55,11 @@ export type TrainingAction =
   /** An unfinished run found in storage, with its stored metrics (shown before it resumes). */
   | { kind: 'found'; record: PageRunRecord; metrics: IterationMetrics[] }
   /** A run was deleted (null: all storage was cleared); the view drops it. */
-  | { kind: 'forget'; runId: string | null };
+  | { kind: 'forget'; runId: string | null }
+  /** Another tab trains the shown run `runId`: follow it read-only. */
+  | { kind: 'watch'; runId: string }
+  /** The tab that trained `runId` let go of it without a last event (closed or crashed): it rests here, resumable. */
+  | { kind: 'released'; runId: string };
 
 /** The state of a page that has not trained yet. */
 export function initialTrainingState(): TrainingViewState {
@@ -69,6 +78,7 @@ export function initialTrainingState(): TrainingViewState {
     resumed: false,
     error: null,
     runs: [],
+    readOnly: false,
   };
 }
 
@@ -90,12 +100,26 @@ function withMetric(metrics: readonly IterationMetrics[], m: IterationMetrics): 
 
 /** The next state. Events of another run than the one shown are ignored (except run lists). */
 export function reduceTraining(state: TrainingViewState, action: TrainingAction): TrainingViewState {
+  const next = reduceEvent(state, action);
+  // A run that comes to rest is no longer another tab's: this one may take it over.
+  if (next.readOnly && next.runId === state.runId && !isActive(next.status)) return { ...next, readOnly: false };
+  return next;
+}
+
+function reduceEvent(state: TrainingViewState, action: TrainingAction): TrainingViewState {
   switch (action.kind) {
+    case 'watch':
+      if (action.runId !== state.runId) return state;
+      return { ...state, status: 'running', readOnly: true, error: null };
+    case 'released':
+      if (action.runId !== state.runId || !state.readOnly) return state;
+      return { ...state, status: 'paused', phase: null, readOnly: false };
     case 'request':
       if (action.what === 'start' || action.what === 'resume') {
         const fresh = action.what === 'start' || action.runId !== state.runId;
         return {
           ...state,
+          readOnly: false,
           status: 'starting',
           runId: action.runId,
           error: null,
@@ -105,7 +129,7 @@ export function reduceTraining(state: TrainingViewState, action: TrainingAction)
           ...(fresh && action.what === 'start' ? { record: null, metrics: [], iteration: 0, totalIterations: 0, phase: null, resumed: false } : {}),
         };
       }
-      if (!isActive(state.status) || state.status === 'evaluating') return state;
+      if (!isActive(state.status) || state.status === 'evaluating' || state.readOnly) return state;
       return { ...state, status: action.what === 'pause' ? 'pausing' : 'stopping' };
     case 'runs':
       return { ...state, runs: action.runs.slice() };

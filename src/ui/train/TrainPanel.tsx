@@ -25,6 +25,7 @@ export function statusText(s: TrainingViewState): string {
     case 'seeding':
       return `Generating and storing the offline seed data: ${s.seed?.done ?? 0} of ${s.seed?.total ?? 0} episodes.`;
     case 'running':
+      if (s.readOnly) return `Another tab is training ${run}: iteration ${Math.min(s.iteration + 1, Math.max(1, s.totalIterations))} of ${s.totalIterations}${s.phase ? ` (${s.phase})` : ''}.`;
       return `Training ${run}${s.resumed ? ' (resumed)' : ''}: iteration ${Math.min(s.iteration + 1, s.totalIterations)} of ${s.totalIterations}${s.phase ? ` (${s.phase})` : ''}.`;
     case 'pausing':
       return 'Pausing after this iteration…';
@@ -44,7 +45,8 @@ export function statusText(s: TrainingViewState): string {
 /** The training panel. */
 export function TrainPanel({ state, onPause, onResume, onStop }: TrainPanelProps) {
   const active = isActive(state.status);
-  const canStopOrPause = state.status === 'running' || state.status === 'seeding' || state.status === 'starting';
+  // A run another tab trains is that tab's to control.
+  const canStopOrPause = !state.readOnly && (state.status === 'running' || state.status === 'seeding' || state.status === 'starting');
   // A failed resume (e.g. another tab trains the run) may be retried while the stored run is unfinished.
   const canResume = state.status === 'paused' || (state.status === 'failed' && state.record !== null && isUnfinished(state.record));
   const b = state.backend;
@@ -54,6 +56,11 @@ export function TrainPanel({ state, onPause, onResume, onStop }: TrainPanelProps
       <p class="status" role="status" aria-live="polite" data-testid="train-status" data-state={state.status}>
         {statusText(state)}
       </p>
+      {state.readOnly && (
+        <p class="notice" data-testid="train-readonly">
+          Another tab or window is training this run, so this one shows its progress read-only. When that tab pauses, stops or closes, Resume takes the run over here.
+        </p>
+      )}
       {state.seed && state.status === 'seeding' && (
         <div class="progress-row">
           <label for="seed-progress">Seed data</label>
@@ -87,7 +94,8 @@ export function TrainPanel({ state, onPause, onResume, onStop }: TrainPanelProps
       {b && (
         <p class="help" data-testid="train-backend">
           tfjs backend: {b.backend}
-          {b.backend === 'wasm' ? (b.threaded ? ` (${b.threads} threads)` : ' (single thread)') : ''}. {b.reason}
+          {b.backend === 'wasm' ? (b.threaded ? ` (${b.threads} threads)` : ' (single thread)') : ''}. {b.reason}.{' '}
+          <span data-testid="train-adapter">{b.adapter ? `WebGPU adapter: ${b.adapter.description}${b.adapter.isFallbackAdapter ? ' (software fallback)' : ''}.` : 'No WebGPU adapter was asked for or found.'}</span>
         </p>
       )}
     </section>

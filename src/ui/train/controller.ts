@@ -2,7 +2,10 @@
  * Connects the training page to the training worker: sends start/pause/resume/stop, feeds the
  * worker's events into the store, and on load finds an unfinished run in IndexedDB. A run left
  * `seeding`, `running` or `evaluating` (the tab was reloaded or crashed) resumes at once; a
- * `paused` one waits for the Resume button.
+ * `paused` one waits for the Resume button. A run that another tab trains (its Web Lock is held) is
+ * shown read-only: that tab re-sends its worker's events over the live channel (./live-channel.ts)
+ * and this one follows them, until the run comes to rest or its lock is let go (that tab closed or
+ * crashed); then Resume takes it over here.
  */
 import type { BackendPreference } from '../../policy/backend.ts';
 import { openReplayStore } from '../../replay/index.ts';
@@ -12,7 +15,9 @@ import type { TrainingWorkerHandle } from '../../../workers/training.client.ts';
 import type { StorageNames, TrainingCommand } from '../../../workers/training.protocol.ts';
 import { newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
 import { metricsFromValues } from '../runs/snapshot.ts';
+import { openLiveChannel, type LiveChannel } from './live-channel.ts';
 import type { TrainingStore } from '../state/store.ts';
+import { isActive } from '../state/training-state.ts';
 
 /** Options of {@link TrainingController}. */
 export interface TrainingControllerOptions {
@@ -24,9 +29,19 @@ export interface TrainingControllerOptions {
   backend?: BackendPreference;
 }
 
+/** What a start may add to the run's configuration. */
+export interface StartOptions {
+  /** A dreamgym JSONL file whose episodes seed the run (instead of generated ones). */
+  seedFile?: Blob & { name?: string };
+  /** The tfjs backend for this run (default: the controller's `backend` option, else `auto`). */
+  backend?: BackendPreference;
+}
+
 /** How often, and how far apart, the page re-checks a locked unfinished run before leaving it to its holder. */
 const LOCK_CHECKS = 8;
 const LOCK_CHECK_MS = 200;
+/** How often a read-only tab checks whether the tab training the run let go of its lock. */
+const LOCK_WATCH_MS = 500;
 
 const defaultStartWorker = async (): Promise<TrainingWorkerHandle> => (await import('../../../workers/training.client.ts')).startTrainingWorker();
 
@@ -35,11 +50,31 @@ export class TrainingController {
   private worker: TrainingWorkerHandle | null = null;
   private workerStarting: Promise<TrainingWorkerHandle> | null = null;
   private destroyed = false;
+  private readonly live: LiveChannel;
 
   constructor(
     readonly store: TrainingStore,
     private readonly options: TrainingControllerOptions = {},
-  ) {}
+  ) {
+    this.live = openLiveChannel(options.storage);
+    this.live.subscribe((event) => {
+      // A tab busy with a run of its own ignores the others; one at rest hears the last events of the
+      // run it shows (they may come after the other tab let go of its lock), and follows it when another tab resumes it.
+      const before = this.store.state.value;
+      if (!before.readOnly && isActive(before.status)) return;
+      this.store.dispatch(event);
+      const after = this.store.state.value;
+      if (!after.readOnly && after.runId !== null && isActive(after.status)) {
+        this.store.dispatch({ kind: 'watch', runId: after.runId });
+        void this.watchLock(after.runId);
+      }
+    });
+  }
+
+  /** The tfjs backend the page asks for unless a start names another (`?backend=`, default `auto`). */
+  get backendPreference(): BackendPreference {
+    return this.options.backend ?? 'auto';
+  }
 
   /** Lists the stored runs and resumes an unfinished one (see the module comment). Resolves once listed. */
   async init(): Promise<void> {
@@ -59,18 +94,25 @@ export class TrainingController {
     if (this.destroyed) return;
     this.store.dispatch({ kind: 'found', record: unfinished, metrics });
     if (locked) {
-      // Another tab (or window) trains it: resuming here would only wait for its lock.
-      this.store.dispatch({ kind: 'failed', runId: unfinished.id, message: `run ${unfinished.id} is being trained in another tab or window; Resume takes it over once that one closes.` });
+      // Another tab (or window) trains it: resuming here would only wait for its lock. Follow it instead.
+      this.store.dispatch({ kind: 'watch', runId: unfinished.id });
+      void this.watchLock(unfinished.id);
       return;
     }
     if (unfinished.status !== 'paused') await this.resume(unfinished.id);
   }
 
-  /** Starts a new run of `config`; returns its id. */
-  async start(config: TrainingConfig): Promise<string> {
+  /**
+   * Starts a new run of `config`; returns its id. With `seedFile` (dreamgym JSONL), the run seeds on
+   * that file's episodes; the worker checks it whole and writes nothing when it is malformed.
+   * `backend` (the setup panel's choice) overrides the page's tfjs backend preference.
+   */
+  async start(config: TrainingConfig, extras: StartOptions = {}): Promise<string> {
     const runId = newRunId(config);
     this.store.dispatch({ kind: 'request', what: 'start', runId });
-    await this.send({ kind: 'start', runId, config, ...this.common() });
+    const { seedFile, backend } = extras;
+    const seedData = seedFile ? { fileName: seedFile.name ?? 'seed data', text: await seedFile.text() } : undefined;
+    await this.send({ kind: 'start', runId, config, ...(seedData ? { seedData } : {}), ...this.common(), ...(backend ? { backend } : {}) });
     return runId;
   }
 
@@ -109,6 +151,7 @@ export class TrainingController {
   /** Ends the worker (a run in progress stays resumable from its last stored iteration). */
   destroy(): void {
     this.destroyed = true;
+    this.live.close();
     this.worker?.terminate();
     this.worker = null;
   }
@@ -132,6 +175,7 @@ export class TrainingController {
       }
       worker.onEvent((event) => {
         this.store.dispatch(event);
+        this.live.publish(event);
         if (event.kind === 'failed' && event.runId === '') this.dropWorker(worker);
       });
       this.worker = worker;
@@ -145,6 +189,22 @@ export class TrainingController {
     worker.terminate();
     if (this.worker === worker) this.worker = null;
     this.workerStarting = null;
+  }
+
+  /** While this tab follows `runId` read-only, checks whether its trainer let go of the run's lock. */
+  private async watchLock(runId: string): Promise<void> {
+    const following = (): boolean => !this.destroyed && this.store.state.value.readOnly && this.store.state.value.runId === runId;
+    const replay = await openReplayStore({ ...(this.options.storage?.replay !== undefined ? { name: this.options.storage.replay } : {}), broadcast: false });
+    try {
+      while (following()) {
+        await new Promise((resolve) => setTimeout(resolve, LOCK_WATCH_MS));
+        if (following() && !(await replay.isRunLocked(runId))) this.store.dispatch({ kind: 'released', runId });
+      }
+    } catch (e) {
+      this.store.dispatch({ kind: 'failed', runId, message: `could not follow run ${runId}: ${e instanceof Error ? e.message : String(e)}` });
+    } finally {
+      await replay.close();
+    }
   }
 
   private openIndex(): Promise<RunIndex> {
