@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rename, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import {
   UnknownRunError,
   type RunWriter,
 } from '../src/cli/run-store.ts';
+import { tree } from './fixtures/cli.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -64,19 +64,6 @@ function data(n: number): { tasks: Task[]; trajectories: Trajectory[] } {
   return { tasks: pairs.map((p) => p.task), trajectories: pairs.map((p) => ({ ...p.trajectory, source: 'synthetic' as const })) };
 }
 
-/** Every file under `root` with a hash of its bytes. */
-async function tree(root: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  const walk = async (d: string): Promise<void> => {
-    for (const e of await readdir(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else out[p.slice(root.length)] = createHash('sha256').update(await readFile(p)).digest('hex');
-    }
-  };
-  await walk(root);
-  return out;
-}
 
 async function runWithTwoIterations(store: RunStore): Promise<{ writer: RunWriter; tasks: Task[]; trajectories: Trajectory[] }> {
   const writer = await store.create(config, 3, new Date('2025-01-02T03:04:05Z'));

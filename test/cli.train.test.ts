@@ -1,11 +1,10 @@
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonl } from '../src/core/jsonl.ts';
-import { cli } from './fixtures/cli.ts';
+import { cli, tree } from './fixtures/cli.ts';
 import { closedPort, scriptedModel, startLlmServer } from './fixtures/llm-server.ts';
 import { parseChatJsonl } from '../src/train/chat.ts';
 
@@ -20,19 +19,6 @@ beforeAll(async () => {
 /** Tiny settings: each run takes a second or two. */
 const TINY = ['--preset', 'quick', '--offline-episodes', '8', '--group-size', '2', '--tasks-per-iteration', '2', '--max-steps', '6', '--eval-episodes', '4'];
 
-/** Every file under `root` with a hash of its bytes. */
-async function tree(root: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  const walk = async (d: string): Promise<void> => {
-    for (const e of await readdir(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else out[p.slice(root.length)] = createHash('sha256').update(await readFile(p)).digest('hex');
-    }
-  };
-  await walk(root);
-  return out;
-}
 
 const runIdOf = (line: string): string => /run (\S+)\s*$/.exec(line.trim())?.[1] ?? '';
 

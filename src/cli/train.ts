@@ -186,7 +186,33 @@ async function evaluateInSimulation(agent: PolicyAgent, plan: SeedDataPlan, mode
   }
 }
 
-interface TrainOptions {
+/** The size options `train` and `experiment` share (most of them hidden). */
+interface SizeOptions {
+  iterations?: number;
+  offlineEpisodes?: number;
+  groupSize?: number;
+  tasksPerIteration?: number;
+  maxSteps?: number;
+  sftEpochs?: number;
+  embeddingScale?: number;
+  evalEpisodes?: number;
+}
+
+/** The configuration layers the size options give (defaults and presets fill the rest). */
+function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
+  const o: Partial<TrainingConfigInput> = {};
+  if (opts.iterations !== undefined) o.iterations = opts.iterations;
+  if (opts.offlineEpisodes !== undefined) o.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
+  if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
+  if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
+  if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
+  if (opts.sftEpochs !== undefined) o.sft = { epochs: opts.sftEpochs };
+  if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
+  if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
+  return o;
+}
+
+interface TrainOptions extends SizeOptions {
   env?: EnvName;
   data?: string;
   envModule?: string;
@@ -195,7 +221,6 @@ interface TrainOptions {
   warmStart?: 'none' | 'sft';
   sim?: 'retrieval' | 'llm';
   preset: PresetName;
-  iterations?: number;
   seed?: number;
   store: string;
   out?: string;
@@ -203,16 +228,9 @@ interface TrainOptions {
   realBudget?: number;
   curriculum: boolean;
   prior?: 'uniform' | 'lexical' | 'llm';
-  evalEpisodes?: number;
   stopAfter?: number;
   replay: boolean;
   reasoning: boolean;
-  offlineEpisodes?: number;
-  groupSize?: number;
-  tasksPerIteration?: number;
-  maxSteps?: number;
-  sftEpochs?: number;
-  embeddingScale?: number;
   llmUrl?: string;
   llmModel?: string;
 }
@@ -270,19 +288,11 @@ function configFromOptions(opts: TrainOptions, env: DomainName): TrainingConfig 
   if (!opts.mode) throw new CliUsageError(`--mode is required (${TRAINING_MODES.join(', ')}) unless --resume names a run`);
   const rl = opts.mode === 'real' || opts.mode === 'dreamgym' || opts.mode === 's2r';
   if (opts.warmStart === 'sft' && !rl) throw new CliUsageError(`--warm-start sft applies to the RL modes (real, dreamgym, s2r), not ${opts.mode}`);
-  const input: TrainingConfigInput = { env, mode: opts.mode, sim: opts.sim ?? 'retrieval' };
+  const input: TrainingConfigInput = { ...sizeOverrides(opts), env, mode: opts.mode, sim: opts.sim ?? 'retrieval' };
   if (opts.replay === false) input.demos = 0;
   if (opts.warmStart !== undefined) input.warmStart = opts.warmStart;
   if (opts.prior !== undefined) input.prior = opts.prior;
   if (opts.seed !== undefined) input.seed = opts.seed;
-  if (opts.iterations !== undefined) input.iterations = opts.iterations;
-  if (opts.groupSize !== undefined) input.groupSize = opts.groupSize;
-  if (opts.tasksPerIteration !== undefined) input.tasksPerIteration = opts.tasksPerIteration;
-  if (opts.maxSteps !== undefined) input.maxSteps = opts.maxSteps;
-  if (opts.evalEpisodes !== undefined) input.evalEpisodes = opts.evalEpisodes;
-  if (opts.offlineEpisodes !== undefined) input.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
-  if (opts.sftEpochs !== undefined) input.sft = { epochs: opts.sftEpochs };
-  if (opts.embeddingScale !== undefined) input.policy = { embeddingScale: opts.embeddingScale };
   if (!opts.curriculum) input.curriculum = { enabled: false };
   if (opts.realBudget !== undefined) {
     if (opts.mode === 's2r') input.s2r = { realBudget: opts.realBudget };
@@ -817,35 +827,13 @@ function experimentFilePath(dir: string, name: string): string {
   return join(dir, clean);
 }
 
-interface ExperimentCliOptions {
+interface ExperimentCliOptions extends SizeOptions {
   env: EnvName;
   seeds: number;
   preset: PresetName;
   out: string;
   arm?: string[];
-  iterations?: number;
-  offlineEpisodes?: number;
-  groupSize?: number;
-  tasksPerIteration?: number;
-  maxSteps?: number;
-  sftEpochs?: number;
-  embeddingScale?: number;
-  evalEpisodes?: number;
   trainEvalEpisodes?: number;
-}
-
-/** Overrides of every arm's configuration from the (hidden) size options. */
-function experimentOverrides(opts: ExperimentCliOptions): Partial<TrainingConfigInput> {
-  const o: Partial<TrainingConfigInput> = {};
-  if (opts.iterations !== undefined) o.iterations = opts.iterations;
-  if (opts.offlineEpisodes !== undefined) o.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
-  if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
-  if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
-  if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
-  if (opts.sftEpochs !== undefined) o.sft = { epochs: opts.sftEpochs };
-  if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
-  if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
-  return o;
 }
 
 async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out): Promise<void> {
@@ -878,7 +866,7 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
       seeds: opts.seeds,
       preset: opts.preset,
       ...(opts.arm ? { arms: opts.arm } : {}),
-      overrides: experimentOverrides(opts),
+      overrides: sizeOverrides(opts),
       ...(opts.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: opts.trainEvalEpisodes } : {}),
       signal: controller.signal,
       onProgress: (text) => err(`dreamgym: ${text.replace(/[\x00-\x1f\x7f]+/g, ' ')}\n`),

@@ -26,7 +26,7 @@ export class EmbedderConfigError extends RangeError {
 }
 
 /** FNV-1a 32-bit with a seed, so that the index hash and the sign hash are independent. */
-function fnv1a(text: string, seed: number): number {
+export function fnv1a(text: string, seed: number): number {
   let h = (0x811c9dc5 ^ seed) >>> 0;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);

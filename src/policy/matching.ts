@@ -8,8 +8,7 @@
  * serials); a "bound" is a number after "lower than", "under", "at most", ... or "more than",
  * "over", "at least", ...; a "template" is an action with its arguments replaced by slots.
  */
-import { hashString } from '../core/rng.ts';
-import { tokenize } from './hashed-embedder.ts';
+import { fnv1a, tokenize } from './hashed-embedder.ts';
 
 /** What an opaque identifier is replaced by before hashing. */
 export const ID_PLACEHOLDER = 'opaqueid';
@@ -467,22 +466,11 @@ export function conjunctionKeys(
   });
 }
 
-/** murmur3's finaliser over FNV-1a, so that the low bits spread well for short keys. */
-function mix(text: string): number {
-  let h = hashString(text);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
 /** Signed feature hashing of `keys` into `out` (length = the block's width), each key with weight `weight`. */
 export function hashKeys(keys: readonly string[], out: Float32Array, weight = 1): void {
   if (out.length === 0) return;
   for (const key of keys) {
-    const h = mix(key);
+    const h = fnv1a(key, 0);
     const index = h % out.length;
     out[index] = (out[index] as number) + ((h >>> 31) === 0 ? weight : -weight);
   }

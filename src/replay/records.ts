@@ -69,6 +69,26 @@ export function usableEvicted(c: unknown): RunCounters['evicted'] | null {
   return { trajectories: c.evicted.trajectories, transitions: c.evicted.transitions };
 }
 
+/**
+ * Adds trajectory headers to `counters` (per source: trajectories, transitions, reward, successes)
+ * and returns the next free trajectory and transition seqs, at least `transitionFloor`. Headers
+ * must be sound (see {@link trajectoryProblem}).
+ */
+export function tallyTrajectories(counters: RunCounters, headers: Iterable<TrajectoryRecord>, transitionFloor = 0): { nextTrajectory: number; nextTransition: number } {
+  let nextTrajectory = 0;
+  let nextTransition = transitionFloor;
+  for (const h of headers) {
+    nextTrajectory = Math.max(nextTrajectory, h.seq + 1);
+    nextTransition = Math.max(nextTransition, h.firstStep + h.length);
+    const c = counters.bySource[h.source];
+    c.trajectories += 1;
+    c.transitions += h.length;
+    c.rewardSum += h.reward;
+    if (h.success) c.successes += 1;
+  }
+  return { nextTrajectory, nextTransition };
+}
+
 /** A task record. */
 export function taskProblem(r: unknown): RecordProblem {
   if (!isObject(r)) return 'not an object';

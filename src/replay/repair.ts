@@ -5,7 +5,7 @@
  * rebuilds each run's counters from what is left. A dry run lists only. Browser- and
  * worker-safe (no Node imports), so the page can offer it as a button.
  */
-import { assemblyProblem, checkpointProblem, derivedRunProblem, metricProblem, runProblem, taskProblem, trajectoryProblem, usableEvicted } from './records.ts';
+import { assemblyProblem, checkpointProblem, derivedRunProblem, metricProblem, runProblem, taskProblem, tallyTrajectories, trajectoryProblem, usableEvicted } from './records.ts';
 import { emptyCounters, runRange, type RunRecord, type TaskRecord, type TrajectoryRecord, type TransitionRecord } from './schema.ts';
 import type { MaintenanceTx, ReplayStore } from './store.ts';
 
@@ -194,17 +194,7 @@ function rebuildFrom(run: RunRecord, tasks: readonly TaskRecord[], headers: read
   counters.tasks = tasks.length;
   let nextTask = 0;
   for (const t of tasks) nextTask = Math.max(nextTask, t.seq + 1);
-  let nextTrajectory = 0;
-  let nextTransition = 0;
-  for (const h of headers) {
-    nextTrajectory = Math.max(nextTrajectory, h.seq + 1);
-    nextTransition = Math.max(nextTransition, h.firstStep + h.length);
-    const c = counters.bySource[h.source];
-    c.trajectories += 1;
-    c.transitions += h.length;
-    c.rewardSum += h.reward;
-    if (h.success) c.successes += 1;
-  }
+  const { nextTrajectory, nextTransition } = tallyTrajectories(counters, headers);
   const derived = derivedRunProblem(run as unknown as Record<string, unknown>);
   if (derived) why.push(`damaged: ${derived}`);
   else if (JSON.stringify(run.counters) !== JSON.stringify(counters)) why.push('counters did not match the records');

@@ -52,6 +52,7 @@ import {
   metricProblem,
   runProblem,
   taskProblem,
+  tallyTrajectories,
   toTransitionRecords,
   trajectoryOf,
   trajectoryProblem,
@@ -173,18 +174,11 @@ async function rebuildRun(tx: AnyTx, raw: RunRecord): Promise<RunRecord> {
     if (typeof t.seq === 'number' && Number.isFinite(t.seq)) nextTask = Math.max(nextTask, t.seq + 1);
     if (taskProblem(t) === null) counters.tasks += 1;
   }
-  let nextTrajectory = 0;
-  let nextTransition = lastSeq + 1;
-  for (const h of headers) {
-    if (trajectoryProblem(h) !== null) continue;
-    nextTrajectory = Math.max(nextTrajectory, h.seq + 1);
-    nextTransition = Math.max(nextTransition, h.firstStep + h.length);
-    const c = counters.bySource[h.source];
-    c.trajectories += 1;
-    c.transitions += h.length;
-    c.rewardSum += h.reward;
-    if (h.success) c.successes += 1;
-  }
+  const { nextTrajectory, nextTransition } = tallyTrajectories(
+    counters,
+    headers.filter((h) => trajectoryProblem(h) === null),
+    lastSeq + 1,
+  );
   const old = raw.next as Partial<RunRecord['next']> | undefined;
   const keep = (n: unknown, floor: number): number => (typeof n === 'number' && Number.isInteger(n) && n >= floor ? n : floor);
   const now = Date.now();
