@@ -46,8 +46,26 @@ describe('priors without an LLM', () => {
     expect(lp[0]).toBeGreaterThan(lp[1] as number);
     expect(lp[2]).toBeGreaterThan(lp[1] as number);
     expect([...lexicalLogProbs('x', ['a', 'b'], 0)]).toEqual([Math.fround(-Math.log(2)), Math.fround(-Math.log(2))]);
-    expect(() => new LexicalPrior(-1)).toThrow(/got -1/);
+    expect(() => new LexicalPrior({ strength: -1 })).toThrow(/got -1/);
+    expect(() => new LexicalPrior({ repeatPenalty: Number.NaN })).toThrow(/repeatPenalty.*got NaN/);
     await expect(new LexicalPrior().score({ instruction: 'x', observation: { text: '', actions: [] } })).rejects.toThrow(LLMConfigError);
+  });
+});
+
+describe('lexical prior: repeats', () => {
+  it('takes mass off actions the episode already took, more for each time', async () => {
+    const observation = { text: '', actions: ['click[red]', 'click[blue]', 'click[buy now]'] };
+    const fresh = await new LexicalPrior().score({ instruction: 'a red mug', observation });
+    expect(fresh[0]).toBeGreaterThan(fresh[2] as number);
+    const once = await new LexicalPrior().score({ instruction: 'a red mug', history: [{ action: 'click[red]' }], observation });
+    const twice = await new LexicalPrior().score({ instruction: 'a red mug', history: [{ action: 'click[red]' }, { action: 'click[red]' }], observation });
+    // Overlap 3 - one repeat 2 = 1 > 0 (buy now); a second repeat puts it below the untried ones.
+    expect(once[0]).toBeGreaterThan(once[2] as number);
+    expect(twice[0]).toBeLessThan(twice[2] as number);
+    expect(twice[1]).toBeCloseTo(twice[2] as number, 6);
+    // Without a penalty, history changes nothing.
+    const off = await new LexicalPrior({ repeatPenalty: 0 }).score({ instruction: 'a red mug', history: [{ action: 'click[red]' }, { action: 'click[red]' }], observation });
+    expect([...off]).toEqual([...fresh]);
   });
 });
 

@@ -53,6 +53,32 @@ describe('policy head configuration', () => {
   });
 });
 
+describe('initial scale', () => {
+  it('scales only the output and state projections, and the untrained policy is then (almost) its prior', async () => {
+    const full = initialValues(parsePolicyHeadConfig({ ...DIMS, interaction: 'product', seed: 5 }));
+    const small = initialValues(parsePolicyHeadConfig({ ...DIMS, interaction: 'product', seed: 5, initScale: 0.01 }));
+    for (const [name, values] of full) {
+      const factor = name === 'policy.out.w' || name === 'policy.state.w' ? 0.01 : 1;
+      const got = small.get(name) as Float32Array;
+      values.forEach((v, i) => expect(got[i]).toBeCloseTo(v * factor, 6));
+    }
+    expect(() => parsePolicyHeadConfig({ ...DIMS, initScale: 2 })).toThrow(/initScale/);
+    // The head's raw scores shrink with the scale (both the MLP and the bilinear term).
+    const spread = async (initScale: number): Promise<number> => {
+      const head = new PolicyHead({ ...DIMS, interaction: 'product', seed: 5, initScale });
+      const logits = await head.logits(input);
+      head.dispose();
+      let max = 0;
+      for (let i = 0; i < input.count; i++) for (let j = 0; j < (input.candidateCounts[i] as number); j++) max = Math.max(max, Math.abs((logits[i * input.maxCandidates + j] as number) - (input.prior[i * input.maxCandidates + j] as number)));
+      return max;
+    };
+    const wide = await spread(1);
+    const narrow = await spread(0.01);
+    expect(wide).toBeGreaterThan(0.2);
+    expect(narrow).toBeLessThan(wide / 20);
+  });
+});
+
 describe('forward pass', () => {
   it('masks padding, adds the prior and divides by the temperature', async () => {
     const head = new PolicyHead({ ...DIMS, hiddenDim: 8, seed: 1 });

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import type { RealEnvironment, Task, Trajectory } from '../src/core/types.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
-import { parseTrainingConfig, PRESETS, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
+import { parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
 import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
@@ -59,7 +59,13 @@ describe('training config', () => {
     expect(c.groupSize).toBe(PRESETS.quick.groupSize);
     expect(c.rl.entropyCoef).toBe(0.001);
     // The RL learning rate depends on the starting point unless given.
-    expect(c.rl.learningRate).toBe(1e-2);
+    expect(c.rl.learningRate).toBe(RL_LEARNING_RATE.scratch);
+    expect(c.prior).toBe('lexical');
+    // From scratch the head starts near 0 (the policy is its prior); after behaviour cloning at full scale.
+    expect(c.policy.initScale).toBe(SCRATCH_INIT_SCALE);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'sft' }).policy.initScale).toBe(1);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft' }).policy.initScale).toBe(1);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'real', policy: { initScale: 0.5 } }).policy.initScale).toBe(0.5);
     expect(parseTrainingConfig({ env: 'shop', mode: 'real', warmStart: 'sft' }).rl.learningRate).toBe(3e-4);
     expect(parseTrainingConfig({ env: 'shop', mode: 'real', warmStart: 'sft', rl: { learningRate: 1e-3 } }).rl.learningRate).toBe(1e-3);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'train-hard' as 'sft' })).toThrow(TrainingConfigError);

@@ -949,7 +949,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--env-module <path>', 'the environment module of --checkpoint, or of a --run trained on one')
     .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .option('--episodes <n>', 'held-out tasks (default: the run\'s evalEpisodes, or 100)', countArg(1, 100_000))
-    .addOption(new Option('--prior <prior>', 'prior of --checkpoint (a run uses its own)').choices(['uniform', 'lexical']).default('uniform'))
+    .addOption(new Option('--prior <prior>', 'prior of --checkpoint (a run uses its own)').choices(['uniform', 'lexical']).default('lexical'))
     .option('--embedding-scale <x>', 'embedding scale --checkpoint was trained with (a run uses its own; default 1)', decimalArg(0, 100))
     .option('--json', 'print the evaluation as JSON')
     .action(async (opts: EvalOptions, command: Command) => evalCommand(opts, command, out));

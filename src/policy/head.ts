@@ -48,6 +48,12 @@ export const PolicyHeadConfigSchema = z
     valueHiddenDim: z.number().int().min(1).default(64),
     /** Seed of the weight initialisation (the same seed gives the same weights on every backend). */
     seed: z.number().int().default(0),
+    /**
+     * Multiplies the initial `policy.out.w` and `policy.state.w` (full-rank state projection):
+     * both paths of the head's score (the MLP and the bilinear term) then start near 0, so the
+     * untrained policy is its prior, while every weight still gets a gradient. 1: the usual scales.
+     */
+    initScale: z.number().min(0).max(1).default(1),
   })
   .strict()
   .refine((c) => c.interaction === 'none' || c.stateDim >= c.actionDim, {
@@ -138,7 +144,8 @@ export function initialValues(config: PolicyHeadConfig): Map<string, Float32Arra
     if (spec.init !== 'zeros') {
       const fanIn = spec.shape[0] ?? 1;
       const fanOut = spec.shape[1] ?? 1;
-      const limit = spec.init === 'projection' ? Math.sqrt(12 / fanOut) : Math.sqrt(6 / (fanIn + fanOut));
+      const scaled = spec.name === 'policy.out.w' || spec.name === 'policy.state.w' ? config.initScale : 1;
+      const limit = scaled * (spec.init === 'projection' ? Math.sqrt(12 / fanOut) : Math.sqrt(6 / (fanIn + fanOut)));
       const r = rng.fork(spec.name);
       for (let i = 0; i < size; i++) data[i] = (2 * r.next() - 1) * limit;
     }

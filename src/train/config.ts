@@ -18,8 +18,10 @@ export const TRAINING_MODES = ['zero-shot', 'sft', 'real', 'dreamgym', 's2r'] as
 export type TrainingMode = (typeof TRAINING_MODES)[number];
 
 const EMBEDDING_SCALE_DEFAULT = 1;
+/** Initial scale of the head's output weights from scratch (see `policy.initScale`). */
+export const SCRATCH_INIT_SCALE = 0.01;
 /** RL learning rates by starting point (see `rl.learningRate`). */
-export const RL_LEARNING_RATE = { warm: 3e-4, scratch: 1e-2 } as const;
+export const RL_LEARNING_RATE = { warm: 3e-4, scratch: 2e-3 } as const;
 
 export const TrainingConfigSchema = z
   .object({
@@ -30,8 +32,15 @@ export const TrainingConfigSchema = z
     warmStart: z.enum(['none', 'sft']).default('none'),
     /** Experience model of the synthetic modes: `retrieval` (no download) or `llm` (page only). */
     sim: z.enum(['retrieval', 'llm']).default('retrieval'),
-    /** Prior over candidates added to the head's logits: none, word overlap with the instruction, or an LLM's. */
-    prior: z.enum(['uniform', 'lexical', 'llm']).default('uniform'),
+    /**
+     * Prior over candidates added to the head's logits: none (`uniform`), word overlap with the
+     * instruction less a penalty on repeated actions (`lexical`, the offline stand-in for an LLM's
+     * common sense), or an LLM's. Default `lexical`: greedy on 50 held-out tasks it takes the
+     * untrained policy from 0% to 8% (shop) and 2% to 4% (household), gives RL from scratch
+     * rewards to start from, and behaviour cloning does as well with it (shop 66% against 62%,
+     * household 52% both; one seed).
+     */
+    prior: z.enum(['uniform', 'lexical', 'llm']).default('lexical'),
     seed: z.number().int().default(0),
     /** RL iterations (synthetic ones for `s2r`). */
     iterations: z.number().int().min(0).default(20),
@@ -68,8 +77,10 @@ export const TrainingConfigSchema = z
       .object({
         /**
          * Default: 3e-4 after a warm start (at 1e-3 rollouts drifted from the SFT policy, KL 0.25 in
-         * ten iterations, without gain); 1e-2 from scratch (shop `real`, 10 iterations: mean
-         * reward of rollouts 0.02 -> 0.5 at 1e-2, 0.02 -> 0.25 at 3e-3; 3e-2 collapsed to 0).
+         * ten iterations, without gain); 2e-3 from scratch (lexical prior, `initScale` 0.01, quick
+         * preset, one seed, held-out success: shop `real` 20 / 48 / 62 / 36% at 1e-2 / 3e-3 /
+         * 2e-3 / 1e-3, shop `dreamgym` 26 / 56 / 46 / 36%, household `real` 0 / 4 / 12 / 16%;
+         * above 2e-3 the first update's KL to the start reached 10-10^4 and could collapse the policy).
          */
         learningRate: z.number().positive().optional(),
         lossType: z.enum(GRPO_LOSS_TYPES).default('grpo'),
@@ -137,12 +148,26 @@ export const TrainingConfigSchema = z
          * at 1, 44% at 0.5, 41% at 0.3. One default for every domain: 1.
          */
         embeddingScale: z.number().min(0).max(100).default(EMBEDDING_SCALE_DEFAULT),
+        /**
+         * Scale of the head's initial output weights (see `PolicyHeadConfig.initScale`). Default:
+         * 1 with a warm start (behaviour cloning's 20-30 full-batch updates need the usual scale);
+         * 0.01 from scratch, so that the untrained policy is its prior: `zero-shot` is the prior
+         * alone, and RL from scratch starts there instead of from the random head's choices.
+         */
+        initScale: z.number().min(0).max(1).optional(),
       })
       .strict()
       .prefault({}),
   })
   .strict()
-  .transform((c) => ({ ...c, rl: { ...c.rl, learningRate: c.rl.learningRate ?? (c.warmStart === 'sft' ? RL_LEARNING_RATE.warm : RL_LEARNING_RATE.scratch) } }));
+  .transform((c) => {
+    const warm = c.warmStart === 'sft' || c.mode === 'sft';
+    return {
+      ...c,
+      rl: { ...c.rl, learningRate: c.rl.learningRate ?? (c.warmStart === 'sft' ? RL_LEARNING_RATE.warm : RL_LEARNING_RATE.scratch) },
+      policy: { ...c.policy, initScale: c.policy.initScale ?? (warm ? 1 : SCRATCH_INIT_SCALE) },
+    };
+  });
 
 export type TrainingConfig = z.output<typeof TrainingConfigSchema>;
 export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;

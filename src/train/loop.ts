@@ -201,6 +201,7 @@ export function createTrainer(config: TrainingConfig, featurizer: Featurizer): T
       hiddenDim: config.policy.hiddenDim,
       interaction: 'product',
       seed: config.seed,
+      initScale: config.policy.initScale,
     },
     optimizer: { learningRate: config.sft.learningRate },
     epochs: config.rl.epochs,
