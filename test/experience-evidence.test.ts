@@ -3,13 +3,16 @@ import {
   abstractText,
   actionSignature,
   actionsOnPage,
+  choiceLists,
   EVIDENCE_DIM,
   latestChoices,
   evidenceFeatures,
   instructionNumbers,
   instructionWords,
   isOpaqueToken,
+  namedChoices,
   stem,
+  unofferedChoices,
   withoutInstruction,
 } from '../src/experience/evidence.ts';
 
@@ -250,5 +253,32 @@ describe('evidenceFeatures', () => {
       expect(unchosen([], colours.map((c) => `click[${c}]`), ask)).toBe(1);
       expect(unchosen([], colours.slice(0, 4).map((c) => `click[${c}]`), ask)).toBe(Math.fround(4 / 5));
     });
+  });
+});
+
+describe('choices the instruction names', () => {
+  const item = ['click[black]', 'click[white]', 'click[space gray]', 'click[description]', 'click[buy now]'];
+  const page = 'Page: item B0FCAXDG47\nHelwenul Smart Phone Case - High Definition\ncolor: [black] [white] [space gray] (selected: none)\nActions: click[black] click[white] click[space gray] click[description] click[buy now]';
+
+  it('an option list is a line of standalone brackets; a line of actions is not one', () => {
+    expect([...choiceLists(page, item).keys()]).toEqual(['black', 'white', 'space gray']);
+  });
+
+  it('names list values whose words appear in order in the instruction, the longest one only', () => {
+    const known = ['gray', 'space gray', 'silver', '8 fl oz', 'large'];
+    expect(namedChoices('i need a phone case in space gray', known)).toEqual(['space gray']);
+    expect(namedChoices('i need a lotion, size 8 fl oz', known)).toEqual(['8 fl oz']);
+    expect(namedChoices('i need a desk lamp that is large capacity', known)).toEqual(['large']);
+  });
+
+  it('counts a reliable named value the page neither offers nor mentions (a phone case page without the silver asked for)', () => {
+    const known = ['black', 'white', 'silver', 'olive', 'large'];
+    const reliable = new Set(['black', 'white', 'silver', 'olive']);
+    expect(unofferedChoices('i need a phone case that is high definition, in silver', page, item, known, reliable)).toBe(1);
+    expect(unofferedChoices('i need a phone case that is high definition, in white', page, item, known, reliable)).toBe(0);
+    // "large" in "large capacity" asks for no choice: the data never showed it reliably offered.
+    expect(unofferedChoices('i need a phone case that is large capacity', page, item, known, reliable)).toBe(0);
+    // "olive" named by the product ("Olive Oil" on screen) is not a missing colour.
+    expect(unofferedChoices('i need some olive oil', 'Page: item B01\nGourmet Olive Oil', ['click[buy now]'], known, reliable)).toBe(0);
   });
 });

@@ -38,6 +38,29 @@ describe('RetrievalExperienceModel', () => {
     expect(step.reasoning).toMatch(/same state and action/);
   });
 
+  it('a click on a listed product the data never opened shows that product\'s own title and price, not the neighbour\'s', async () => {
+    // Before, the page came from the nearest stored click (usually the expert opening the target
+    // product from the same results page) with only the id rewritten, so a random click showed the
+    // product asked for and buying it "succeeded".
+    const opened = new Set(trajectories.flatMap((t) => t.steps.map((s) => s.action)));
+    let checked = 0;
+    for (const traj of trajectories) {
+      const task = tasks.find((t) => t.id === traj.taskId) as Task;
+      for (const [i, s] of traj.steps.entries()) {
+        const unseen = s.observation.actions.find((a) => /^click\[B0/.test(a) && !opened.has(a));
+        if (!unseen || checked >= 5) continue;
+        const id = unseen.slice(6, -1);
+        const listing = s.observation.text.split('\n').find((l) => l.startsWith(`[${id}] `)) as string;
+        const [title, price] = listing.slice(id.length + 3).split(' | ') as [string, string];
+        const history = traj.steps.slice(0, i).map((h) => ({ observation: h.observation, action: h.action }));
+        const step = await model.step({ task, history, observation: s.observation, action: unseen, demos: [] });
+        expect(step.observation.text.split('\n')).toEqual(expect.arrayContaining([`Page: item ${id}`, title, `Price: ${price}`]));
+        checked++;
+      }
+    }
+    expect(checked).toBe(5);
+  });
+
   it('episode memory: repeating a search after visiting a product shows the results again, not the product page', async () => {
     // A real episode: search, open a product, back to search, the same search again.
     const spec = getEnvSpec('shop');
