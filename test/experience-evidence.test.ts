@@ -108,16 +108,27 @@ describe('actionSignature', () => {
 });
 
 describe('actionsOnPage', () => {
-  const page = ['click[back to search]', 'click[8 fl oz]', 'click[buy now]'];
+  const page = ['click[back to search]', 'click[8 fl oz]', 'click[description]', 'click[buy now]'];
   const history = [
     { observation: { actions: ['search[...]'] }, action: 'search[lotion]' },
     { observation: { actions: page }, action: 'click[8 fl oz]' },
+    { observation: { actions: page.slice() }, action: 'click[description]' },
     { observation: { actions: ['click[back to search]', 'click[< prev]'] }, action: 'click[< prev]' },
     { observation: { actions: page.slice() }, action: 'click[buy now]' },
   ];
-  it('keeps the actions taken in states that offered exactly the current actions', () => {
+  it('keeps the actions taken in states that offered exactly the current actions and stayed on them', () => {
     expect(actionsOnPage(history, { actions: page })).toEqual(['click[8 fl oz]', 'click[buy now]']);
-    expect(actionsOnPage(history, { actions: ['search[...]'] })).toEqual(['search[lotion]']);
+    expect(actionsOnPage(history.slice(0, 1), { actions: ['search[...]'] })).toEqual(['search[lotion]']);
+  });
+  it('an action that led away chose nothing on the page, even when the agent came back', () => {
+    // At the desk, to the sink basin and back: "go to sinkbasin 1" is not a choice made at the desk.
+    const desk = ['go to sinkbasin 1', 'use desklamp 1', 'examine desk 1'];
+    const trip = [
+      { observation: { actions: desk }, action: 'go to sinkbasin 1' },
+      { observation: { actions: ['go to desk 1', 'examine sinkbasin 1'] }, action: 'go to desk 1' },
+      { observation: { actions: desk.slice() }, action: 'examine desk 1' },
+    ];
+    expect(actionsOnPage(trip, { actions: desk })).toEqual(['examine desk 1']);
   });
   it('a different order or a subset is another page', () => {
     expect(actionsOnPage(history, { actions: [...page].reverse() })).toEqual([]);

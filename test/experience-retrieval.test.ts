@@ -61,6 +61,32 @@ describe('RetrievalExperienceModel', () => {
     expect(checked).toBe(5);
   });
 
+  it('household: going on from a place the data never left gives that place back to "go to" and takes its own actions away', async () => {
+    // The task's only recorded "go to B" started in the middle of the room; here the agent stands
+    // at A. Before, "go to A" stayed missing and A's "open"/"examine" stayed offered at B.
+    const spec = getEnvSpec('household');
+    const task = spec.tasks({ split: 'train', count: 1, seed: 21 })[0] as Task;
+    const env = spec.create();
+    const start = env.reset(task);
+    const places = start.actions.filter((a) => a.startsWith('go to ')).map((a) => a.slice(6));
+    const [a, b] = places as [string, string];
+    const recorded = [{ observation: start, action: `go to ${b}`, reward: 0, done: false, valid: true }];
+    const atB = env.step(`go to ${b}`).observation;
+    recorded.push({ observation: atB, action: 'look', reward: 0, done: false, valid: true });
+    const hh = await RetrievalExperienceModel.fromTrajectories([task], [{ id: 'r', taskId: task.id, env: 'household', source: 'offline', steps: recorded, success: false, reward: 0 }], new HashedEmbedder({ dim: 64 }), { useRewardModel: false });
+    try {
+      env.reset(task);
+      const atA = env.step(`go to ${a}`).observation;
+      const realB = env.step(`go to ${b}`).observation;
+      const step = await hh.step({ task, history: [{ observation: start, action: `go to ${a}` }], observation: atA, action: `go to ${b}`, demos: [] });
+      expect(step.observation.actions).toContain(`go to ${a}`);
+      expect(step.observation.actions.filter((x) => x !== `go to ${a}` && x.includes(a))).toEqual([]);
+      expect(new Set(step.observation.actions)).toEqual(new Set(realB.actions));
+    } finally {
+      hh.dispose();
+    }
+  });
+
   it('episode memory: repeating a search after visiting a product shows the results again, not the product page', async () => {
     // A real episode: search, open a product, back to search, the same search again.
     const spec = getEnvSpec('shop');

@@ -228,10 +228,13 @@ export function unofferedChoices(instruction: string, screen: string, offered: r
 
 /**
  * The actions taken on the current page: those taken in earlier states of the episode that
- * offered exactly the same admissible actions as `current` (options chosen on a product page,
- * including before a look at its description and back).
+ * offered exactly the same admissible actions as `current` and after which the page stayed the
+ * same (options chosen on a product page, including before a look at its description and back).
+ * An action that led away is not a choice made on the page, even when the agent came back: going
+ * to the sink basin and back to the desk chose nothing at the desk (it was counted as an unasked
+ * choice and turned real household successes down).
  */
 export function actionsOnPage(history: readonly { observation: { actions: readonly string[] }; action: string }[], current: { actions: readonly string[] }): string[] {
   const same = (a: readonly string[]): boolean => a.length === current.actions.length && a.every((x, i) => x === current.actions[i]);
-  return history.filter((h) => same(h.observation.actions)).map((h) => h.action);
+  return history.filter((h, i) => same(h.observation.actions) && same((history[i + 1]?.observation ?? current).actions)).map((h) => h.action);
 }

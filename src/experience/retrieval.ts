@@ -566,17 +566,23 @@ export class RetrievalExperienceModel implements ExperienceModel {
         if (theirs.has(e)) swapped.add(`${template}#${slot}`);
       });
     }
+    const comingBack = (template: string, slot: number): string | undefined => {
+      const fill = (o: Observation): Set<string> =>
+        new Set(o.actions.map((x) => actionTemplate(x)).filter((x) => x.template === template).map((x) => x.entities[slot] ?? ''));
+      const now = fill(observation);
+      const candidates = new Set<string>();
+      for (const o of seen.slice(0, -1)) for (const f of fill(o)) if (f !== '' && !now.has(f) && !own.has(f)) candidates.add(f);
+      return candidates.size === 1 ? ([...candidates][0] as string) : undefined;
+    };
+    const refilled = new Set<string>();
     for (const a of addedRaw) {
       const { template, entities } = actionTemplate(a);
       entities.forEach((e, slot) => {
-        if (mapped.has(e) || !swapped.has(`${template}#${slot}`)) return;
-        const fill = (o: Observation): Set<string> =>
-          new Set(o.actions.map((x) => actionTemplate(x)).filter((x) => x.template === template).map((x) => x.entities[slot] ?? ''));
-        const now = fill(observation);
-        const candidates = new Set<string>();
-        for (const o of seen.slice(0, -1)) for (const f of fill(o)) if (f !== '' && !now.has(f) && !own.has(f)) candidates.add(f);
-        if (candidates.size === 1) {
-          const [f] = [...candidates] as [string];
+        if (!swapped.has(`${template}#${slot}`)) return;
+        refilled.add(`${template}#${slot}`);
+        if (mapped.has(e)) return;
+        const f = comingBack(template, slot);
+        if (f !== undefined) {
           if (f !== e) pairs.push([e, f]);
           mapped.add(e);
         }
@@ -587,8 +593,37 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const text = editText(observation.text, t.state.text, next.text, sub);
     // Apply the neighbour's edit of its admissible actions to this state's actions.
     const gone = new Set(removed.map((a) => applySubstitution(a, sub)));
+    // A removed action that names an entity this state lacks (an object at the neighbour's place)
+    // removes every action of ours of that form with the same other entities: leaving a place
+    // takes away all "take {} from" it, whatever lies there. Without this, a place's actions
+    // stayed offered everywhere after the agent left it.
+    const entitiesHere = new Set(observation.actions.flatMap((a) => actionTemplate(a).entities));
+    const patterns = [...gone]
+      .filter((a) => !observation.actions.includes(a))
+      .map((a) => {
+        const { template, entities } = actionTemplate(a);
+        return { template, slots: entities.map((e) => (entitiesHere.has(e) ? e : null)) };
+      })
+      .filter((p) => p.slots.some((e) => e !== null) && p.slots.some((e) => e === null));
+    const matches = (a: string): boolean => {
+      const { template, entities } = actionTemplate(a);
+      return patterns.some((p) => p.template === template && p.slots.length === entities.length && p.slots.every((e, i) => e === null || e === entities[i]));
+    };
     const added = addedRaw.map((a) => applySubstitution(a, sub));
-    const actions = observation.actions.filter((a) => !gone.has(a));
+    let actions = observation.actions.filter((a) => !gone.has(a) && !matches(a));
+    // The neighbour's own entity left a one-entity slot and nothing came back (it started where no
+    // place was held, e.g. the middle of the room): here the entity that left that slot earlier in
+    // this episode comes back to it and gives up its other actions (the place the agent leaves is
+    // again one to go to, and its "open", "take from" and "examine" go). Without this, the place
+    // left was missing from "go to" and its actions stayed offered.
+    for (const key of swapped) {
+      const [template, slot] = [key.slice(0, key.lastIndexOf('#')), Number(key.slice(key.lastIndexOf('#') + 1))];
+      if (refilled.has(key) || template.split('{}').length !== 2) continue;
+      const back = comingBack(template, slot);
+      if (back === undefined) continue;
+      actions = actions.filter((a) => !actionTemplate(a).entities.includes(back));
+      actions.push(template.replace('{}', back));
+    }
     for (const a of added) if (!actions.includes(a)) actions.push(a);
     return { text, actions };
   }
