@@ -3,13 +3,16 @@ import {
   abstractText,
   actionSignature,
   actionsOnPage,
+  choiceLists,
   EVIDENCE_DIM,
   latestChoices,
   evidenceFeatures,
   instructionNumbers,
   instructionWords,
   isOpaqueToken,
+  namedChoices,
   stem,
+  unofferedChoices,
   withoutInstruction,
 } from '../src/experience/evidence.ts';
 
@@ -105,16 +108,27 @@ describe('actionSignature', () => {
 });
 
 describe('actionsOnPage', () => {
-  const page = ['click[back to search]', 'click[8 fl oz]', 'click[buy now]'];
+  const page = ['click[back to search]', 'click[8 fl oz]', 'click[description]', 'click[buy now]'];
   const history = [
     { observation: { actions: ['search[...]'] }, action: 'search[lotion]' },
     { observation: { actions: page }, action: 'click[8 fl oz]' },
+    { observation: { actions: page.slice() }, action: 'click[description]' },
     { observation: { actions: ['click[back to search]', 'click[< prev]'] }, action: 'click[< prev]' },
     { observation: { actions: page.slice() }, action: 'click[buy now]' },
   ];
-  it('keeps the actions taken in states that offered exactly the current actions', () => {
+  it('keeps the actions taken in states that offered exactly the current actions and stayed on them', () => {
     expect(actionsOnPage(history, { actions: page })).toEqual(['click[8 fl oz]', 'click[buy now]']);
-    expect(actionsOnPage(history, { actions: ['search[...]'] })).toEqual(['search[lotion]']);
+    expect(actionsOnPage(history.slice(0, 1), { actions: ['search[...]'] })).toEqual(['search[lotion]']);
+  });
+  it('an action that led away chose nothing on the page, even when the agent came back', () => {
+    // At the desk, to the sink basin and back: "go to sinkbasin 1" is not a choice made at the desk.
+    const desk = ['go to sinkbasin 1', 'use desklamp 1', 'examine desk 1'];
+    const trip = [
+      { observation: { actions: desk }, action: 'go to sinkbasin 1' },
+      { observation: { actions: ['go to desk 1', 'examine sinkbasin 1'] }, action: 'go to desk 1' },
+      { observation: { actions: desk.slice() }, action: 'examine desk 1' },
+    ];
+    expect(actionsOnPage(trip, { actions: desk })).toEqual(['examine desk 1']);
   });
   it('a different order or a subset is another page', () => {
     expect(actionsOnPage(history, { actions: [...page].reverse() })).toEqual([]);
@@ -250,5 +264,32 @@ describe('evidenceFeatures', () => {
       expect(unchosen([], colours.map((c) => `click[${c}]`), ask)).toBe(1);
       expect(unchosen([], colours.slice(0, 4).map((c) => `click[${c}]`), ask)).toBe(Math.fround(4 / 5));
     });
+  });
+});
+
+describe('choices the instruction names', () => {
+  const item = ['click[black]', 'click[white]', 'click[space gray]', 'click[description]', 'click[buy now]'];
+  const page = 'Page: item B0FCAXDG47\nHelwenul Smart Phone Case - High Definition\ncolor: [black] [white] [space gray] (selected: none)\nActions: click[black] click[white] click[space gray] click[description] click[buy now]';
+
+  it('an option list is a line of standalone brackets; a line of actions is not one', () => {
+    expect([...choiceLists(page, item).keys()]).toEqual(['black', 'white', 'space gray']);
+  });
+
+  it('names list values whose words appear in order in the instruction, the longest one only', () => {
+    const known = ['gray', 'space gray', 'silver', '8 fl oz', 'large'];
+    expect(namedChoices('i need a phone case in space gray', known)).toEqual(['space gray']);
+    expect(namedChoices('i need a lotion, size 8 fl oz', known)).toEqual(['8 fl oz']);
+    expect(namedChoices('i need a desk lamp that is large capacity', known)).toEqual(['large']);
+  });
+
+  it('counts a reliable named value the page neither offers nor mentions (a phone case page without the silver asked for)', () => {
+    const known = ['black', 'white', 'silver', 'olive', 'large'];
+    const reliable = new Set(['black', 'white', 'silver', 'olive']);
+    expect(unofferedChoices('i need a phone case that is high definition, in silver', page, item, known, reliable)).toBe(1);
+    expect(unofferedChoices('i need a phone case that is high definition, in white', page, item, known, reliable)).toBe(0);
+    // "large" in "large capacity" asks for no choice: the data never showed it reliably offered.
+    expect(unofferedChoices('i need a phone case that is large capacity', page, item, known, reliable)).toBe(0);
+    // "olive" named by the product ("Olive Oil" on screen) is not a missing colour.
+    expect(unofferedChoices('i need some olive oil', 'Page: item B01\nGourmet Olive Oil', ['click[buy now]'], known, reliable)).toBe(0);
   });
 });

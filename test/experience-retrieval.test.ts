@@ -38,6 +38,55 @@ describe('RetrievalExperienceModel', () => {
     expect(step.reasoning).toMatch(/same state and action/);
   });
 
+  it('a click on a listed product the data never opened shows that product\'s own title and price, not the neighbour\'s', async () => {
+    // Before, the page came from the nearest stored click (usually the expert opening the target
+    // product from the same results page) with only the id rewritten, so a random click showed the
+    // product asked for and buying it "succeeded".
+    const opened = new Set(trajectories.flatMap((t) => t.steps.map((s) => s.action)));
+    let checked = 0;
+    for (const traj of trajectories) {
+      const task = tasks.find((t) => t.id === traj.taskId) as Task;
+      for (const [i, s] of traj.steps.entries()) {
+        const unseen = s.observation.actions.find((a) => /^click\[B0/.test(a) && !opened.has(a));
+        if (!unseen || checked >= 5) continue;
+        const id = unseen.slice(6, -1);
+        const listing = s.observation.text.split('\n').find((l) => l.startsWith(`[${id}] `)) as string;
+        const [title, price] = listing.slice(id.length + 3).split(' | ') as [string, string];
+        const history = traj.steps.slice(0, i).map((h) => ({ observation: h.observation, action: h.action }));
+        const step = await model.step({ task, history, observation: s.observation, action: unseen, demos: [] });
+        expect(step.observation.text.split('\n')).toEqual(expect.arrayContaining([`Page: item ${id}`, title, `Price: ${price}`]));
+        checked++;
+      }
+    }
+    expect(checked).toBe(5);
+  });
+
+  it('household: going on from a place the data never left gives that place back to "go to" and takes its own actions away', async () => {
+    // The task's only recorded "go to B" started in the middle of the room; here the agent stands
+    // at A. Before, "go to A" stayed missing and A's "open"/"examine" stayed offered at B.
+    const spec = getEnvSpec('household');
+    const task = spec.tasks({ split: 'train', count: 1, seed: 21 })[0] as Task;
+    const env = spec.create();
+    const start = env.reset(task);
+    const places = start.actions.filter((a) => a.startsWith('go to ')).map((a) => a.slice(6));
+    const [a, b] = places as [string, string];
+    const recorded = [{ observation: start, action: `go to ${b}`, reward: 0, done: false, valid: true }];
+    const atB = env.step(`go to ${b}`).observation;
+    recorded.push({ observation: atB, action: 'look', reward: 0, done: false, valid: true });
+    const hh = await RetrievalExperienceModel.fromTrajectories([task], [{ id: 'r', taskId: task.id, env: 'household', source: 'offline', steps: recorded, success: false, reward: 0 }], new HashedEmbedder({ dim: 64 }), { useRewardModel: false });
+    try {
+      env.reset(task);
+      const atA = env.step(`go to ${a}`).observation;
+      const realB = env.step(`go to ${b}`).observation;
+      const step = await hh.step({ task, history: [{ observation: start, action: `go to ${a}` }], observation: atA, action: `go to ${b}`, demos: [] });
+      expect(step.observation.actions).toContain(`go to ${a}`);
+      expect(step.observation.actions.filter((x) => x !== `go to ${a}` && x.includes(a))).toEqual([]);
+      expect(new Set(step.observation.actions)).toEqual(new Set(realB.actions));
+    } finally {
+      hh.dispose();
+    }
+  });
+
   it('episode memory: repeating a search after visiting a product shows the results again, not the product page', async () => {
     // A real episode: search, open a product, back to search, the same search again.
     const spec = getEnvSpec('shop');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Task } from '../src/core/types.ts';
-import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, withSwaps } from '../src/experience/substitution.ts';
+import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, withSwaps } from '../src/experience/substitution.ts';
 
 const task = (id: string, instruction: string, goal: Task['goal']): Task => ({ id, env: 'household', instruction, goal, split: 'train', origin: 'seed' });
 
@@ -103,5 +103,24 @@ describe('instruction alignment', () => {
 
   it('gives nothing for equal instructions', () => {
     expect(instructionAlignment('look at cup under the desklamp.', 'look at cup under the desklamp.')).toEqual([]);
+  });
+});
+
+describe('listing alignment', () => {
+  it("maps what a results page lists for the neighbour's clicked product to what it lists for ours", () => {
+    const theirs = 'Page: results for "art set"\n[B0IRAZE5M3] Vimerul Classic Art Set - Washable | $30.03\n[B0PYHJQUHE] Wentek Classic Art Set - Travel Friendly | $31.33';
+    const ours = 'Page: results for "art set washable"\n[B0AAAAAAA1] Other Art Set - Durable | $12.00\n[B0PYHJQUHE] Wentek Classic Art Set - Travel Friendly | $31.33';
+    const sub = listingAlignment(theirs, 'click[B0IRAZE5M3]', ours, 'click[B0PYHJQUHE]');
+    expect(sub).toEqual([
+      ['Vimerul Classic Art Set - Washable', 'Wentek Classic Art Set - Travel Friendly'],
+      ['$30.03', '$31.33'],
+    ]);
+    // The product page the neighbour's click led to, rewritten, shows our product's title and price.
+    expect(applySubstitution('Page: item B0IRAZE5M3\nVimerul Classic Art Set - Washable\nPrice: $30.03', [['B0IRAZE5M3', 'B0PYHJQUHE'], ...sub])).toBe(
+      'Page: item B0PYHJQUHE\nWentek Classic Art Set - Travel Friendly\nPrice: $31.33',
+    );
+    // Nothing to align without a listing line for both, or for actions of different kinds.
+    expect(listingAlignment(theirs, 'click[B0IRAZE5M3]', 'Page: search', 'click[B0PYHJQUHE]')).toEqual([]);
+    expect(listingAlignment(theirs, 'click[B0IRAZE5M3]', ours, 'search[art set]')).toEqual([]);
   });
 });

@@ -32,7 +32,9 @@ const RANDOM_SUCCESS_CEILING = 0.1;
 /** Margins over the best trivial simulator. */
 const MARGINS: Record<Env, Partial<Record<keyof FidelityMeasures, number>>> = {
   shop: { actionAgreement: 0.3, nextStateMatch: 0.3, finalVerdictBalanced: 0.2 },
-  household: { actionAgreement: 0.08, nextStateMatch: 0.3 },
+  // Household's verdict tied majority (97.5 both at this size) while a trip away and back counted
+  // as an unasked choice at the place; it now measures 100.
+  household: { actionAgreement: 0.08, nextStateMatch: 0.3, finalVerdictBalanced: 0.01 },
 };
 
 const SIZE = { trainEpisodes: 150, testEpisodes: 40, seed: 0, falseSuccessEpisodes: 40 };

@@ -166,13 +166,7 @@ export function evidenceFeatures(
  * this, choosing "10 inch" and then "8 inch" answered an instruction asking for 10 inch.
  */
 export function latestChoices(screen: string, pageActions: readonly string[], offered: readonly string[]): string[] {
-  const offeredEntities = [...new Set(offered.flatMap((a) => actionTemplate(a).entities))].filter((e) => e.trim() !== '');
-  const listOf = new Map<string, number>();
-  screen.split('\n').forEach((line, i) => {
-    const lower = line.toLowerCase();
-    const onLine = offeredEntities.filter((e) => lower.includes(`[${e.toLowerCase()}]`));
-    if (onLine.length >= 2) for (const e of onLine) if (!listOf.has(e)) listOf.set(e, i);
-  });
+  const listOf = choiceLists(screen, offered);
   const entities = pageActions.map((a) => actionTemplate(a).entities);
   const latestOfList = new Map<number, number>();
   entities.forEach((es, k) => {
@@ -192,11 +186,55 @@ export function latestChoices(screen: string, pageActions: readonly string[], of
 }
 
 /**
+ * The offered entities that the screen shows as one of several on one line (an option list such
+ * as "size: [8 inch] [10 inch] [12 inch]"), each with the index of its line. Only the first
+ * occurrence on a line counts, and only a bracket that stands alone.
+ */
+export function choiceLists(screen: string, offered: readonly string[]): Map<string, number> {
+  const offeredEntities = [...new Set(offered.flatMap((a) => actionTemplate(a).entities))].filter((e) => e.trim() !== '');
+  const listOf = new Map<string, number>();
+  screen.split('\n').forEach((line, i) => {
+    // `[x]` standing alone: a line of actions (`click[x] click[y]`) names actions, not a list.
+    const lower = ` ${line.toLowerCase()}`;
+    const onLine = offeredEntities.filter((e) => /\s/.test(lower[lower.indexOf(`[${e.toLowerCase()}]`) - 1] ?? ''));
+    if (onLine.length >= 2) for (const e of onLine) if (!listOf.has(e)) listOf.set(e, i);
+  });
+  return listOf;
+}
+
+/**
+ * The values of `known` (values option lists showed somewhere in the data, see `choiceLists`)
+ * that the instruction names: their words appear in order in the instruction ("in silver",
+ * "size 8 fl oz"). A value inside a longer named one ("gray" in "space gray") is left out.
+ */
+export function namedChoices(instruction: string, known: Iterable<string>): string[] {
+  const text = ` ${tokenize(instruction).join(' ')} `;
+  const named = [...known].map((v) => ` ${tokenize(v).join(' ')} `).filter((v) => v.trim() !== '' && text.includes(v));
+  return named.filter((v) => !named.some((o) => o.length > v.length && o.includes(v))).map((v) => v.trim());
+}
+
+/**
+ * How many choices the instruction names (`namedChoices` of `known`, counting only values in
+ * `reliable`, default all) that the state neither offers nor mentions anywhere on its screen
+ * (`screen`: the state text without its instruction line): a page without the colour asked for
+ * is not the product asked for, whatever its title says. A value the screen mentions elsewhere
+ * ("olive" in "Olive Oil") is not counted: the instruction may have named the product, not a choice.
+ */
+export function unofferedChoices(instruction: string, screen: string, offered: readonly string[], known: Iterable<string>, reliable?: ReadonlySet<string>): number {
+  const here = new Set(offered.flatMap((a) => actionTemplate(a).entities).map((e) => tokenize(e).join(' ')));
+  const shown = ` ${tokenize(screen).join(' ')} `;
+  return namedChoices(instruction, known).filter((v) => (reliable === undefined || reliable.has(v)) && !here.has(v) && !shown.includes(` ${v} `)).length;
+}
+
+/**
  * The actions taken on the current page: those taken in earlier states of the episode that
- * offered exactly the same admissible actions as `current` (options chosen on a product page,
- * including before a look at its description and back).
+ * offered exactly the same admissible actions as `current` and after which the page stayed the
+ * same (options chosen on a product page, including before a look at its description and back).
+ * An action that led away is not a choice made on the page, even when the agent came back: going
+ * to the sink basin and back to the desk chose nothing at the desk (it was counted as an unasked
+ * choice and turned real household successes down).
  */
 export function actionsOnPage(history: readonly { observation: { actions: readonly string[] }; action: string }[], current: { actions: readonly string[] }): string[] {
   const same = (a: readonly string[]): boolean => a.length === current.actions.length && a.every((x, i) => x === current.actions[i]);
-  return history.filter((h) => same(h.observation.actions)).map((h) => h.action);
+  return history.filter((h, i) => same(h.observation.actions) && same((history[i + 1]?.observation ?? current).actions)).map((h) => h.action);
 }

@@ -28,9 +28,10 @@ import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
-import { actionSignature, actionsOnPage, evidenceFeatures, EVIDENCE_DIM, instructionWords, withoutInstruction } from './evidence.ts';
+import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, unofferedChoices, withoutInstruction } from './evidence.ts';
+import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
-import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, withSwaps, type Substitution } from './substitution.ts';
+import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, withSwaps, type Substitution } from './substitution.ts';
 import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from './types.ts';
 
 /** One real transition the model learns from. `next` is null after an episode's last step. */
@@ -121,6 +122,8 @@ interface KindStats {
    */
   evidenceFloor: Float32Array | null;
   evidenceCeiling: Float32Array | null;
+  /** The most choices named by the instruction and not offered (`unofferedChoices`) that a successful occurrence showed (99th percentile). */
+  unofferedCeiling: number;
 }
 
 const sameActions = (a: Observation, b: Observation): boolean => a.actions.length === b.actions.length && a.actions.every((x, i) => x === b.actions[i]);
@@ -229,6 +232,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     /** Episodes' first states, indexed by the embedding of their task instruction. */
     private readonly initial: { index: RetrievalIndex; states: RealTransition[] },
     private readonly kinds: ReadonlyMap<string, KindStats>,
+    /** Values option lists offered in the data, and those an instruction naming them always asked for (see `unofferedChoices`). */
+    private readonly listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string> },
     private readonly binaryRewards: boolean,
     readonly rewardModel: RewardModel | null,
   ) {}
@@ -279,7 +284,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       (byVerb.get(verb) ?? byVerb.set(verb, []).get(verb))?.push(i);
       const step = t.history.length;
       for (const k of kindKeys(t.action, t.task.instruction)) {
-        const s = kinds.get(k) ?? { count: 0, ends: 0, successes: 0, returns: new Map<string, number>(), evidenceFloor: null, evidenceCeiling: null };
+        const s = kinds.get(k) ?? { count: 0, ends: 0, successes: 0, returns: new Map<string, number>(), evidenceFloor: null, evidenceCeiling: null, unofferedCeiling: 0 };
         s.count++;
         if (t.done && !t.next) s.ends++;
         if (t.success) s.successes++;
@@ -292,16 +297,40 @@ export class RetrievalExperienceModel implements ExperienceModel {
       }
     });
 
+    // Values that option lists offered anywhere in the data: an instruction naming one asks for a choice.
+    const known = new Set<string>();
+    for (const t of usable) for (const e of choiceLists(withoutInstruction(t.state.text, t.task.instruction), t.state.actions).keys()) known.add(tokenize(e).join(' '));
+    // Only values that every real success whose instruction named them offered, at least twice:
+    // "large" is a size in some lists but in "large capacity" it asks for no choice.
+    const namedAt = new Map<string, { named: number; offered: number }>();
+    for (const t of usable) {
+      if (!t.success) continue;
+      const here = new Set(t.state.actions.flatMap((a) => actionTemplate(a).entities).map((e) => tokenize(e).join(' ')));
+      for (const v of namedChoices(t.task.instruction, known)) {
+        const c = namedAt.get(v) ?? { named: 0, offered: 0 };
+        c.named++;
+        if (here.has(v)) c.offered++;
+        namedAt.set(v, c);
+      }
+    }
+    const listValues = { known, reliable: new Set([...namedAt].filter(([, c]) => c.named >= 2 && c.offered === c.named).map(([v]) => v)) };
     // Evidence ranges of successful steps, per kind.
     const successEvidence = new Map<string, Float32Array[]>();
+    const successUnoffered = new Map<string, number[]>();
     for (const t of usable) {
       if (!t.success) continue;
       const f = evidenceFeatures(t.task.instruction, t.state.text, t.action, t.history, t.pageActions, t.state.actions);
-      for (const k of kindKeys(t.action, t.task.instruction)) (successEvidence.get(k) ?? successEvidence.set(k, []).get(k))?.push(f);
+      const unoffered = unofferedChoices(t.task.instruction, withoutInstruction(t.state.text, t.task.instruction), t.state.actions, listValues.known, listValues.reliable);
+      for (const k of kindKeys(t.action, t.task.instruction)) {
+        (successEvidence.get(k) ?? successEvidence.set(k, []).get(k))?.push(f);
+        (successUnoffered.get(k) ?? successUnoffered.set(k, []).get(k))?.push(unoffered);
+      }
     }
     for (const [k, list] of successEvidence) {
       const s = kinds.get(k);
       if (!s) continue;
+      const unoffered = (successUnoffered.get(k) ?? [0]).sort((a, b) => a - b);
+      s.unofferedCeiling = unoffered[Math.ceil(0.99 * (unoffered.length - 1))] ?? 0;
       s.evidenceFloor = new Float32Array(EVIDENCE_DIM);
       s.evidenceCeiling = new Float32Array(EVIDENCE_DIM);
       for (let j = 0; j < EVIDENCE_DIM; j++) {
@@ -328,7 +357,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     firstStates.forEach((_, seq) => initialIndex.add({ seq, source: 'real', taskId: '', vector: instrVectors[seq] as Float32Array }));
 
     const binaryRewards = usable.every((t) => t.reward === 0 || t.reward === 1);
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, binaryRewards, null);
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, null);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -336,7 +365,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, binaryRewards, rewardModel);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, rewardModel);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -420,7 +449,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const ceiling = trusted ? kind.stats.evidenceCeiling : null;
     const pageActions = actionsOnPage(history, observation);
     const evidence = evidenceFeatures(task.instruction, observation.text, action, history.map((h) => h.action), pageActions, observation.actions);
-    const short = floor && ceiling ? [...floor].findIndex((x, j) => (evidence[j] as number) < x - 1e-6 || (evidence[j] as number) > (ceiling[j] as number) + 1e-6) : -1;
+    const outside = floor && ceiling ? [...floor].findIndex((x, j) => (evidence[j] as number) < x - 1e-6 || (evidence[j] as number) > (ceiling[j] as number) + 1e-6) : -1;
+    // A choice the instruction names that the page does not offer (more of them than any real success showed).
+    const short = outside < 0 && trusted && unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > kind.stats.unofferedCeiling ? EVIDENCE_DIM : outside;
     let success: number;
     let expected: number;
     if (short >= 0) {
@@ -508,7 +539,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
   private rewrite(t: RealTransition, seen: readonly Observation[], action: string, task: AgentTask = t.task): Observation {
     const observation = seen[seen.length - 1] as Observation;
     const next = t.next as Observation;
-    const pairs: Substitution = [...buildSubstitution(t.task, task, t.action, action)];
+    const pairs: Substitution = [...buildSubstitution(t.task, task, t.action, action), ...listingAlignment(t.state.text, t.action, observation.text, action)];
     const mapped = new Set(pairs.map(([a]) => a));
     const before = new Set(t.state.actions);
     const after = new Set(next.actions);
@@ -535,17 +566,23 @@ export class RetrievalExperienceModel implements ExperienceModel {
         if (theirs.has(e)) swapped.add(`${template}#${slot}`);
       });
     }
+    const comingBack = (template: string, slot: number): string | undefined => {
+      const fill = (o: Observation): Set<string> =>
+        new Set(o.actions.map((x) => actionTemplate(x)).filter((x) => x.template === template).map((x) => x.entities[slot] ?? ''));
+      const now = fill(observation);
+      const candidates = new Set<string>();
+      for (const o of seen.slice(0, -1)) for (const f of fill(o)) if (f !== '' && !now.has(f) && !own.has(f)) candidates.add(f);
+      return candidates.size === 1 ? ([...candidates][0] as string) : undefined;
+    };
+    const refilled = new Set<string>();
     for (const a of addedRaw) {
       const { template, entities } = actionTemplate(a);
       entities.forEach((e, slot) => {
-        if (mapped.has(e) || !swapped.has(`${template}#${slot}`)) return;
-        const fill = (o: Observation): Set<string> =>
-          new Set(o.actions.map((x) => actionTemplate(x)).filter((x) => x.template === template).map((x) => x.entities[slot] ?? ''));
-        const now = fill(observation);
-        const candidates = new Set<string>();
-        for (const o of seen.slice(0, -1)) for (const f of fill(o)) if (f !== '' && !now.has(f) && !own.has(f)) candidates.add(f);
-        if (candidates.size === 1) {
-          const [f] = [...candidates] as [string];
+        if (!swapped.has(`${template}#${slot}`)) return;
+        refilled.add(`${template}#${slot}`);
+        if (mapped.has(e)) return;
+        const f = comingBack(template, slot);
+        if (f !== undefined) {
           if (f !== e) pairs.push([e, f]);
           mapped.add(e);
         }
@@ -556,8 +593,37 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const text = editText(observation.text, t.state.text, next.text, sub);
     // Apply the neighbour's edit of its admissible actions to this state's actions.
     const gone = new Set(removed.map((a) => applySubstitution(a, sub)));
+    // A removed action that names an entity this state lacks (an object at the neighbour's place)
+    // removes every action of ours of that form with the same other entities: leaving a place
+    // takes away all "take {} from" it, whatever lies there. Without this, a place's actions
+    // stayed offered everywhere after the agent left it.
+    const entitiesHere = new Set(observation.actions.flatMap((a) => actionTemplate(a).entities));
+    const patterns = [...gone]
+      .filter((a) => !observation.actions.includes(a))
+      .map((a) => {
+        const { template, entities } = actionTemplate(a);
+        return { template, slots: entities.map((e) => (entitiesHere.has(e) ? e : null)) };
+      })
+      .filter((p) => p.slots.some((e) => e !== null) && p.slots.some((e) => e === null));
+    const matches = (a: string): boolean => {
+      const { template, entities } = actionTemplate(a);
+      return patterns.some((p) => p.template === template && p.slots.length === entities.length && p.slots.every((e, i) => e === null || e === entities[i]));
+    };
     const added = addedRaw.map((a) => applySubstitution(a, sub));
-    const actions = observation.actions.filter((a) => !gone.has(a));
+    let actions = observation.actions.filter((a) => !gone.has(a) && !matches(a));
+    // The neighbour's own entity left a one-entity slot and nothing came back (it started where no
+    // place was held, e.g. the middle of the room): here the entity that left that slot earlier in
+    // this episode comes back to it and gives up its other actions (the place the agent leaves is
+    // again one to go to, and its "open", "take from" and "examine" go). Without this, the place
+    // left was missing from "go to" and its actions stayed offered.
+    for (const key of swapped) {
+      const [template, slot] = [key.slice(0, key.lastIndexOf('#')), Number(key.slice(key.lastIndexOf('#') + 1))];
+      if (refilled.has(key) || template.split('{}').length !== 2) continue;
+      const back = comingBack(template, slot);
+      if (back === undefined) continue;
+      actions = actions.filter((a) => !actionTemplate(a).entities.includes(back));
+      actions.push(template.replace('{}', back));
+    }
     for (const a of added) if (!actions.includes(a)) actions.push(a);
     return { text, actions };
   }

@@ -59,6 +59,38 @@ export function buildSubstitution(fromTask: AgentTask, toTask: AgentTask, fromAc
   return pairs;
 }
 
+/**
+ * Replacements that turn what a listing said about the neighbour's chosen entity into what this
+ * state's listing says about ours: where a state text has a line `[entity] description | more`
+ * (a results page listing products), the neighbour's description and each `|` field map to ours.
+ * A product page reached from a neighbour's click then shows the clicked product's own title and
+ * price rather than the neighbour's product (before, a random click showed the product the
+ * expert clicked from the same page, and buying it "succeeded").
+ */
+export function listingAlignment(fromState: string, fromAction: string, toState: string, toAction: string): Substitution {
+  const a = actionTemplate(fromAction);
+  const b = actionTemplate(toAction);
+  if (a.template !== b.template) return [];
+  const fieldsOf = (text: string, entity: string): string[] | undefined => {
+    const prefix = `[${entity}] `;
+    const line = text.split('\n').find((l) => l.startsWith(prefix));
+    return line?.slice(prefix.length).split(' | ').map((f) => f.trim());
+  };
+  const pairs: Substitution = [];
+  a.entities.forEach((e, i) => {
+    const to = b.entities[i];
+    if (to === undefined || to === e || e.trim() === '') return;
+    const x = fieldsOf(fromState, e);
+    const y = fieldsOf(toState, to);
+    if (!x || !y || x.length !== y.length) return;
+    x.forEach((f, j) => {
+      const g = y[j] as string;
+      if (f !== '' && g !== '' && f !== g) pairs.push([f, g]);
+    });
+  });
+  return pairs;
+}
+
 /** Each entity named by a state's admissible actions, with the slots it fills (`take {} from {}#1`). */
 function entityRoles(actions: readonly string[]): Map<string, string> {
   const roles = new Map<string, Set<string>>();
