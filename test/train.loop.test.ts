@@ -126,6 +126,34 @@ describe('runTraining smoke: every mode and ablation runs two iterations', () =>
   }
 });
 
+describe('a real budget that runs out mid-iteration', () => {
+  it('leaves groups with an unfinished episode out of the update and the iteration figures', async () => {
+    // 4 tasks x 2 rollouts of shop after a short behaviour cloning, against 26 real transitions:
+    // the budget stops some episodes before they end. Their outcome is unknown; scoring them 0 (as
+    // before) made them failures in the figures and in the update.
+    const c = config({ mode: 'real', warmStart: 'sft', sft: { epochs: 15 }, offline: { expertEpisodes: 30, noisyEpisodes: 4, extraTasks: 0 }, iterations: 1, tasksPerIteration: 4, budgets: { realTransitions: 26 }, curriculum: { enabled: false } });
+    const run = await prepareRun(c);
+    const stored: Trajectory[] = [];
+    const res = await runTraining(c, { ...run.deps, storeRollouts: async (t) => void stored.push(...t) });
+    try {
+      expect(res.realTransitions).toBe(26);
+      const m = res.metrics.at(-1);
+      expect(m?.phase).toBe('real');
+      const ended = (t: Trajectory): boolean => t.steps.at(-1)?.done === true || t.steps.length >= c.maxSteps;
+      const finished = stored.filter(ended);
+      expect(finished.length).toBeGreaterThan(0);
+      expect(stored.length).toBeGreaterThan(finished.length);
+      const meanOf = (ts: readonly Trajectory[]): number => ts.reduce((s, t) => s + t.reward, 0) / ts.length;
+      expect(meanOf(finished)).toBeGreaterThan(0);
+      expect(m?.meanReward).toBeCloseTo(meanOf(finished), 6);
+      expect(m?.successRate).toBeCloseTo(finished.filter((t) => t.success).length / finished.length, 6);
+    } finally {
+      res.trainer.dispose();
+      run.dispose();
+    }
+  });
+});
+
 describe('honesty: a synthetic-only run never touches the real environment', () => {
   it('dreamgym (with sft warm start and curriculum) makes 0 real resets and steps', async () => {
     const c = config({ mode: 'dreamgym', warmStart: 'sft', iterations: 3 });

@@ -228,6 +228,8 @@ interface Episode {
   grpo: GrpoTrajectory;
   done: boolean;
   success: boolean;
+  /** The real budget ran out while this episode was still going: its outcome is unknown, not a failure. */
+  cut: boolean;
 }
 
 /** Runs the loop. The returned trainer is the caller's to dispose. */
@@ -402,7 +404,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
           observation = recorded ?? (await (deps.experience as ExperienceModel).reset(agentView(task), []));
           if (!recorded) m.simCalls++;
         }
-        episodes.push({ task, env, observation, history: [], steps: [], grpo: { steps: [], reward: 0 }, done: false, success: false });
+        episodes.push({ task, env, observation, history: [], steps: [], grpo: { steps: [], reward: 0 }, done: false, success: false, cut: false });
       }
     }
     // A real phase stops taking real steps once its budget is spent (episodes cut short earn 0).
@@ -410,7 +412,12 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     for (let t = 0; t < maxSteps; t++) {
       checkAbort();
       let running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
-      if (realBudget > 0) running = running.slice(0, Math.max(0, realBudget - counter.steps));
+      if (realBudget > 0) {
+        // Episodes come in group order, so the budget finishes whole groups first.
+        const allowed = Math.max(0, realBudget - counter.steps);
+        for (const e of running.slice(allowed)) e.cut = true;
+        running = running.slice(0, allowed);
+      }
       if (running.length === 0) break;
       const choices = await agent.choose(
         running.map((e) => ({ instruction: e.task.instruction, history: e.history, observation: e.observation })),
@@ -451,12 +458,22 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     }
     m.rolloutMs = performance.now() - tr;
     m.syntheticStepsPerSec = m.syntheticSteps > 0 ? m.syntheticSteps / (m.rolloutMs / 1000) : 0;
-    m.successRate = mean(episodes.map((e) => (e.success ? 1 : 0)));
-    m.meanReward = mean(episodes.map((e) => e.grpo.reward));
+    // A group with an episode the budget cut is left out of the update and the curriculum: scoring
+    // an unfinished episode 0 would push the policy away from whatever it was doing. The iteration's
+    // success and reward are over finished episodes (all of them if the budget cut every one).
+    const groups: Episode[][] = [];
+    for (let g = 0; g < episodes.length; g += config.groupSize) groups.push(episodes.slice(g, g + config.groupSize));
+    const whole = groups.filter((group) => group.every((e) => !e.cut));
+    const finished = episodes.filter((e) => !e.cut);
+    const measured = finished.length > 0 ? finished : episodes;
+    m.successRate = mean(measured.map((e) => (e.success ? 1 : 0)));
+    m.meanReward = mean(measured.map((e) => e.grpo.reward));
 
     // 3. Update.
-    const update: UpdateMetrics = await trainer.grpoUpdate({ groupSize: config.groupSize, trajectories: episodes.map((e) => e.grpo) });
-    Object.assign(m, { loss: update.loss, kl: update.kl, clipFraction: update.clipFraction, entropy: update.entropy, updateMs: update.ms });
+    if (whole.length > 0) {
+      const update: UpdateMetrics = await trainer.grpoUpdate({ groupSize: config.groupSize, trajectories: whole.flat().map((e) => e.grpo) });
+      Object.assign(m, { loss: update.loss, kl: update.kl, clipFraction: update.clipFraction, entropy: update.entropy, updateMs: update.ms });
+    }
 
     // 4. Store.
     if (deps.storeRollouts) {
@@ -478,7 +495,11 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     }
 
     // 5. Curriculum: V_tau per group; informative tasks seed new ones.
-    const scored = groupVariances(chosen, episodes.map((e) => e.grpo.reward), config.groupSize);
+    const scored = groupVariances(
+      chosen.filter((_, g) => whole.includes(groups[g] as Episode[])),
+      whole.flat().map((e) => e.grpo.reward),
+      config.groupSize,
+    );
     for (const { task, vTau } of scored) if (task.origin === 'generated') lastSeen.set(task.id, { iteration, vTau });
     m.vTauMean = mean(scored.map((x) => x.vTau));
     m.vTauPositiveShare = mean(scored.map((x) => (x.vTau > 0 ? 1 : 0)));
