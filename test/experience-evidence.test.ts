@@ -11,6 +11,7 @@ import {
   instructionWords,
   isOpaqueToken,
   namedChoices,
+  openedRank,
   stem,
   unofferedChoices,
   withoutInstruction,
@@ -137,9 +138,30 @@ describe('actionsOnPage', () => {
   });
 });
 
+describe('openedRank', () => {
+  const results = { actions: ['click[back to search]', 'click[B0AAAA1111]', 'click[B0BBBB2222]', 'click[B0CCCC3333]', 'click[next >]'] };
+  it('is where the latest item opened by an opaque id stood among the items of its list, over 10', () => {
+    expect(openedRank([])).toBe(0);
+    expect(openedRank([{ observation: results, action: 'click[B0AAAA1111]' }])).toBe(0);
+    expect(openedRank([{ observation: results, action: 'click[B0CCCC3333]' }])).toBeCloseTo(0.2, 6);
+    // Later steps that open nothing (options, buy) leave it; a later opened item replaces it.
+    const page = { actions: ['click[red]', 'click[blue]', 'click[buy now]'] };
+    expect(openedRank([{ observation: results, action: 'click[B0CCCC3333]' }, { observation: page, action: 'click[red]' }])).toBeCloseTo(0.2, 6);
+    expect(openedRank([{ observation: results, action: 'click[B0CCCC3333]' }, { observation: results, action: 'click[B0BBBB2222]' }])).toBeCloseTo(0.1, 6);
+    // Words are not opaque ids: household places give 0.
+    expect(openedRank([{ observation: { actions: ['go to drawer 1', 'go to drawer 2'] }, action: 'go to drawer 2' }])).toBe(0);
+    const long = { actions: Array.from({ length: 14 }, (_, i) => `click[B0ZZZZ${String(i).padStart(4, '0')}]`) };
+    expect(openedRank([{ observation: long, action: 'click[B0ZZZZ0013]' }])).toBe(1);
+  });
+
+  it('is the last evidence feature', () => {
+    expect(evidenceFeatures('a red mug', 'Page: item', 'click[buy now]', [], [], [], 0.3)[10]).toBeCloseTo(0.3, 6);
+  });
+});
+
 describe('evidenceFeatures', () => {
   it('has EVIDENCE_DIM features, the ninth a constant 1', () => {
-    expect(EVIDENCE_DIM).toBe(10);
+    expect(EVIDENCE_DIM).toBe(11);
     const f = evidenceFeatures('find a red apple', 'nothing here', 'look', []);
     expect(f).toBeInstanceOf(Float32Array);
     expect(f).toHaveLength(EVIDENCE_DIM);
@@ -150,13 +172,13 @@ describe('evidenceFeatures', () => {
     const instruction = 'find a red apple and a green pear';
     const state = `Instruction: ${instruction}\nYou see a red apple 1 and a knife 2.`;
     const f = evidenceFeatures(instruction, state, 'take pear 1 from table 1', ['go to table 1', 'examine green box 1']);
-    expect(Array.from(f)).toEqual([0.5, 0.25, 0.25, 1, 1, 0.5, 0, 0, 1, 0]);
+    expect(Array.from(f)).toEqual([0.5, 0.25, 0.25, 1, 1, 0.5, 0, 0, 1, 0, 0]);
     // The instruction line alone covers nothing.
     expect(evidenceFeatures(instruction, `Instruction: ${instruction}`, 'look', [])[0]).toBe(0);
   });
 
   it('an instruction without content words covers nothing', () => {
-    expect(Array.from(evidenceFeatures('', 'a red apple', 'take apple 1', ['look']))).toEqual([0, 0, 0, 0, 1, 0.5, 0, 0, 1, 0]);
+    expect(Array.from(evidenceFeatures('', 'a red apple', 'take apple 1', ['look']))).toEqual([0, 0, 0, 0, 1, 0.5, 0, 0, 1, 0, 0]);
   });
 
   it('the share of the whole numbers asked for that are on screen', () => {
@@ -212,9 +234,9 @@ describe('evidenceFeatures', () => {
       const before = evidenceFeatures(instruction, state, 'click[buy now]', ['search[lotion 8 fl oz]', 'click[B0WE9QSUDS]'], [], item);
       // Words: lotion, size, fl, oz. Screen: all four; action: none; history: lotion, fl, oz; page: none.
       // The 8 asked for is on screen, $24.99 is within $30.00, one named size is offered but not chosen.
-      expect(Array.from(before)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0, 0.2, 1, 0]));
+      expect(Array.from(before)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0, 0.2, 1, 0, 0]));
       const after = evidenceFeatures(instruction, state, 'click[buy now]', ['search[lotion 8 fl oz]', 'click[B0WE9QSUDS]', 'click[8 fl oz]'], ['click[8 fl oz]'], item);
-      expect(Array.from(after)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0.5, 0, 1, 0]));
+      expect(Array.from(after)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0.5, 0, 1, 0, 0]));
     });
 
     it('choices the instruction did not ask for are counted: choosing every size is not choosing the right one', () => {

@@ -84,7 +84,40 @@ export function actionSignature(action: string, words: ReadonlySet<string>): str
 }
 
 /** Number of dense evidence features. */
-export const EVIDENCE_DIM = 10;
+export const EVIDENCE_DIM = 11;
+
+/** Ranks at or beyond this count as the end of a list (see {@link openedRank}). */
+const RANK_CAP = 10;
+
+/**
+ * Where in its list the latest item the agent opened by an opaque id stood: for the latest
+ * earlier step whose action names one opaque id (`click[B0AB12CD34]`), its position among the
+ * state's actions of the same template that name one (0 = first), capped at 10, over 10; 0 when
+ * no such step. Agent-visible (the order of a results page), and telling: in shop's offline data
+ * 70% of successful purchases opened the first result and none past the seventh but one, while
+ * failed ones spread over the list (a policy trained in the simulator without it learned to buy
+ * the last result, which the simulator called a success 60% of the time and the real shop 4%).
+ */
+export function openedRank(steps: readonly { observation: { actions: readonly string[] }; action: string }[]): number {
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const step = steps[i] as (typeof steps)[number];
+    const { template, entities } = actionTemplate(step.action);
+    if (!opaqueEntity(entities)) continue;
+    const items = step.observation.actions.filter((a) => {
+      const t = actionTemplate(a);
+      return t.template === template && opaqueEntity(t.entities);
+    });
+    const rank = items.indexOf(step.action);
+    if (rank >= 0) return Math.min(rank, RANK_CAP) / RANK_CAP;
+  }
+  return 0;
+}
+
+function opaqueEntity(entities: readonly string[]): boolean {
+  if (entities.length !== 1) return false;
+  const tokens = tokenize(entities[0] as string);
+  return tokens.length === 1 && isOpaqueToken(tokens[0] as string);
+}
 
 function coverage(words: ReadonlySet<string>, text: string): number {
   if (words.size === 0) return 0;
@@ -104,7 +137,8 @@ function coverage(words: ReadonlySet<string>, text: string): number {
  * instruction asks for by name but that were not chosen on this page (admissible-action entities
  * whose every word, numbers included, is in the instruction: `[8 fl oz]` for "size 8 fl oz"),
  * over 5, at most 1; a constant 1; and how many things chosen on this page the instruction did not
- * ask for (offered entities with a word outside the instruction), over 5, at most 1.
+ * ask for (offered entities with a word outside the instruction), over 5, at most 1; and where
+ * the item last opened stood in its list (`rank`: see {@link openedRank}).
  */
 export function evidenceFeatures(
   instruction: string,
@@ -113,6 +147,7 @@ export function evidenceFeatures(
   history: readonly string[],
   pageActions: readonly string[] = [],
   offered: readonly string[] = [],
+  rank = 0,
 ): Float32Array {
   const words = instructionWords(instruction);
   const screen = withoutInstruction(state, instruction);
@@ -156,6 +191,7 @@ export function evidenceFeatures(
     if (tokens.length > 0 && tokens.some((t) => !asks.has(stem(t)))) unasked++;
   }
   f[9] = Math.min(unasked, 5) / 5;
+  f[10] = rank;
   return f;
 }
 

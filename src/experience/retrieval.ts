@@ -28,7 +28,7 @@ import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
-import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, unofferedChoices, withoutInstruction } from './evidence.ts';
+import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
 import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, withSwaps, type Substitution } from './substitution.ts';
@@ -48,6 +48,8 @@ export interface RealTransition {
   history: readonly string[];
   /** The actions taken on this page (see `actionsOnPage`). */
   pageActions: readonly string[];
+  /** Where the item last opened stood in its list (see `openedRank`). */
+  rank: number;
   /** Whether this step completed its episode successfully. */
   success: boolean;
   /**
@@ -170,6 +172,7 @@ export function transitionsFromTrajectories(tasks: readonly (Task | AgentTask)[]
         valid: step.valid,
         history: history.slice(),
         pageActions,
+        rank: openedRank(traj.steps.slice(0, i)),
         success: step.done && traj.success && i === traj.steps.length - 1,
       };
       if (returnsTo !== undefined) {
@@ -319,7 +322,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const successUnoffered = new Map<string, number[]>();
     for (const t of usable) {
       if (!t.success) continue;
-      const f = evidenceFeatures(t.task.instruction, t.state.text, t.action, t.history, t.pageActions, t.state.actions);
+      const f = evidenceFeatures(t.task.instruction, t.state.text, t.action, t.history, t.pageActions, t.state.actions, t.rank);
       const unoffered = unofferedChoices(t.task.instruction, withoutInstruction(t.state.text, t.task.instruction), t.state.actions, listValues.known, listValues.reliable);
       for (const k of kindKeys(t.action, t.task.instruction)) {
         (successEvidence.get(k) ?? successEvidence.set(k, []).get(k))?.push(f);
@@ -362,7 +365,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
       .filter((t) => model.mayEnd(t.action, t.task.instruction))
-      .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
+      .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
     return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, rewardModel);
@@ -448,7 +451,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const floor = trusted ? kind.stats.evidenceFloor : null;
     const ceiling = trusted ? kind.stats.evidenceCeiling : null;
     const pageActions = actionsOnPage(history, observation);
-    const evidence = evidenceFeatures(task.instruction, observation.text, action, history.map((h) => h.action), pageActions, observation.actions);
+    const rank = openedRank(history);
+    const evidence = evidenceFeatures(task.instruction, observation.text, action, history.map((h) => h.action), pageActions, observation.actions, rank);
     const outside = floor && ceiling ? [...floor].findIndex((x, j) => (evidence[j] as number) < x - 1e-6 || (evidence[j] as number) > (ceiling[j] as number) + 1e-6) : -1;
     // A choice the instruction names that the page does not offer (more of them than any real success showed).
     const short = outside < 0 && trusted && unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > kind.stats.unofferedCeiling ? EVIDENCE_DIM : outside;
@@ -459,7 +463,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       expected = 0;
     } else if (this.rewardModel) {
       const [o] = await this.rewardModel.predictOutcomes([
-        { instruction: task.instruction, state: observation.text, action, history: history.map((h) => h.action), pageActions, offered: observation.actions },
+        { instruction: task.instruction, state: observation.text, action, history: history.map((h) => h.action), pageActions, offered: observation.actions, rank },
       ]);
       success = o?.success ?? 0;
       expected = o?.reward ?? 0;

@@ -25,6 +25,8 @@ export interface RewardExample {
   pageActions?: readonly string[];
   /** The state's admissible actions. Default none. */
   offered?: readonly string[];
+  /** Where the item last opened stood in its list (`openedRank`). Default 0. */
+  rank?: number;
   /** In [0, 1]. */
   reward: number;
   /** Whether the step completed the task. Default: `reward >= 1`. */
@@ -177,7 +179,7 @@ async function featurise(embedder: Embedder, items: readonly Omit<RewardExample,
   const d = embedder.dim;
   return items.map((it, i) => {
     const f = new Float32Array(EVIDENCE_DIM + 4 * d);
-    f.set(evidenceFeatures(it.instruction, it.state, it.action, it.history ?? [], it.pageActions ?? [], it.offered ?? []), 0);
+    f.set(evidenceFeatures(it.instruction, it.state, it.action, it.history ?? [], it.pageActions ?? [], it.offered ?? [], it.rank ?? 0), 0);
     for (let k = 0; k < 4; k++) f.set(vectors[4 * i + k] as Float32Array, EVIDENCE_DIM + k * d);
     return f;
   });
