@@ -46,6 +46,7 @@ import { parseCheckpoint, serializeCheckpoint, CheckpointError, type Checkpoint 
 import { TrainingConfigSchema, type TrainingConfig } from '../train/config.ts';
 import type { EvalResult } from '../train/evaluate.ts';
 import type { IterationMetrics, RunSnapshot } from '../train/loop.ts';
+import { decodeMetrics, decodeRunState, encodeRunState, RunStateSchema, StoredMetricsSchema } from '../train/run-state.ts';
 import { writeFileAtomic } from './output.ts';
 
 /** The store directory used when `--store` is not given. */
@@ -130,11 +131,6 @@ export const StoredEvaluationSchema = z
   .strict();
 export type StoredEvaluation = z.infer<typeof StoredEvaluationSchema>;
 
-/** Per-iteration metrics: the loop's figures (numbers; NaN is stored as null). */
-const MetricsSchema = z
-  .object({ iteration: z.number().int().min(0), phase: z.enum(['sft', 'synthetic', 'real']) })
-  .catchall(z.number().nullable());
-
 export const RunRecordSchema = z
   .object({
     format: z.literal('dreamgym-cli-run'),
@@ -147,7 +143,8 @@ export const RunRecordSchema = z
     /** Completed iterations, and how many the config plans. */
     iteration: z.number().int().min(0),
     totalIterations: z.number().int().min(0),
-    metrics: z.array(MetricsSchema),
+    /** Per-iteration metrics: the loop's figures (numbers; NaN is stored as null). */
+    metrics: z.array(StoredMetricsSchema),
     evaluation: StoredEvaluationSchema.nullable(),
     realTransitions: z.number().int().min(0),
     realResets: z.number().int().min(0),
@@ -180,31 +177,12 @@ export const RunRecordSchema = z
   .strict();
 export type RunRecord = z.infer<typeof RunRecordSchema>;
 
-const LastSeenSchema = z.object({ iteration: z.number().int(), vTau: z.number().nullable() }).strict();
-
-/** The loop's snapshot without its checkpoint (unknown fields are kept: a newer loop may add some). */
-const SnapshotBodySchema = z
-  .object({
-    format: z.literal('dreamgym-run'),
-    version: z.literal(1),
-    config: TrainingConfigSchema,
-    iteration: z.number().int().min(0),
-    pool: z.array(TaskSchema),
-    lastSeen: z.record(z.string(), LastSeenSchema),
-    metrics: z.array(MetricsSchema),
-    realTransitions: z.number().int().min(0),
-    realResets: z.number().int().min(0),
-    syntheticSteps: z.number().int().min(0),
-    wallMs: z.number().min(0),
-  })
-  .loose();
-
 const SnapshotFileSchema = z
   .object({
     format: z.literal('dreamgym-cli-snapshot'),
     version: z.literal(1),
     runId: z.string(),
-    snapshot: SnapshotBodySchema,
+    snapshot: RunStateSchema,
     checkpoint: z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), bytes: z.number().int().min(0) }).strict(),
     /** Bytes of rollouts.jsonl this snapshot covers. */
     rolloutsBytes: z.number().int().min(0),
@@ -225,14 +203,9 @@ function zodProblem(error: z.ZodError): string {
   return `${path ? `field ${path}: ` : ''}${issue.message}`;
 }
 
-/** JSON's NaN is null: give the loop's numbers back as they were. */
-function nullsToNaN<T>(rows: readonly Record<string, unknown>[]): T[] {
-  return rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v === null ? Number.NaN : v])) as T);
-}
-
 /** A run's metrics in the loop's type. */
 export function recordMetrics(record: RunRecord): IterationMetrics[] {
-  return nullsToNaN<IterationMetrics>(record.metrics);
+  return decodeMetrics(record.metrics);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,9 +318,7 @@ export class RunStore {
     } catch (e) {
       throw new CorruptRunError(id, cpFile, e instanceof CheckpointError ? e.message : reason(e));
     }
-    const body = file.snapshot;
-    const lastSeen = Object.fromEntries(Object.entries(body.lastSeen).map(([k, v]) => [k, { iteration: v.iteration, vTau: v.vTau ?? Number.NaN }]));
-    const snapshot = { ...body, lastSeen, metrics: nullsToNaN<IterationMetrics>(body.metrics), checkpoint } as RunSnapshot;
+    const snapshot: RunSnapshot = { ...decodeRunState(file.snapshot), checkpoint };
     return { snapshot, rolloutsBytes: file.rolloutsBytes };
   }
 
@@ -623,12 +594,11 @@ export class RunWriter {
     const bytes = serializeCheckpoint(snapshot.checkpoint);
     const next = join(this.dir, 'checkpoint.next.bin');
     await writeFileAtomic(next, bytes);
-    const { checkpoint: _, ...body } = snapshot;
     const file = {
       format: 'dreamgym-cli-snapshot',
       version: 1,
       runId: this.id,
-      snapshot: body,
+      snapshot: encodeRunState(snapshot),
       checkpoint: { sha256: sha256(bytes), bytes: bytes.length },
       rolloutsBytes: this.rolloutsBytes,
     };

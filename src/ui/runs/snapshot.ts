@@ -8,12 +8,10 @@
  * Per-iteration figures additionally go to the replay store's `metrics` table as plain numbers
  * ({@link metricValues}), the store's place for them, which other tabs hear about.
  */
-import { z } from 'zod';
-import { TaskSchema, type JsonValue } from '../../core/types.ts';
 import { fromRecord } from '../../policy/replay-sink.ts';
 import type { CheckpointInput, CheckpointRecord } from '../../replay/index.ts';
-import { TrainingConfigSchema } from '../../train/config.ts';
 import type { IterationMetrics, RunSnapshot } from '../../train/loop.ts';
+import { decodeRunState, encodeRunState, RunStateFormatError, type RunState } from '../../train/run-state.ts';
 
 /** Name of the checkpoint record that holds a run's latest snapshot (replaced every iteration). */
 export const SNAPSHOT_CHECKPOINT = 'run-snapshot';
@@ -52,40 +50,16 @@ export function metricsFromValues(values: Readonly<Record<string, number>>): Ite
   return out;
 }
 
-const MetricsSchema = z
-  .object({ phase: z.enum(['sft', 'synthetic', 'real']), ...Object.fromEntries(METRIC_FIELDS.map((k) => [k, z.number()])) })
-  .strict();
-
-const RunStateSchema = z
-  .object({
-    format: z.literal('dreamgym-run'),
-    version: z.literal(1),
-    config: TrainingConfigSchema,
-    iteration: z.number().int().min(0),
-    pool: z.array(TaskSchema),
-    // JSON has no NaN: a task generated but not yet scored is stored with vTau null.
-    lastSeen: z.record(z.string(), z.object({ iteration: z.number().int(), vTau: z.number().nullable() }).strict()),
-    metrics: z.array(MetricsSchema),
-    realTransitions: z.number().int().min(0),
-    realResets: z.number().int().min(0),
-    syntheticSteps: z.number().int().min(0),
-    wallMs: z.number().min(0),
-  })
-  .strict();
-
 /** A snapshot as the checkpoint record {@link SNAPSHOT_CHECKPOINT} of its run. */
 export function snapshotToCheckpoint(snapshot: RunSnapshot): CheckpointInput {
-  const { checkpoint, ...state } = snapshot;
-  const lastSeen: Record<string, { iteration: number; vTau: number | null }> = {};
-  for (const [id, seen] of Object.entries(state.lastSeen)) lastSeen[id] = { iteration: seen.iteration, vTau: Number.isNaN(seen.vTau) ? null : seen.vTau };
-  const run = { ...state, lastSeen };
+  const { checkpoint } = snapshot;
   return {
     name: SNAPSHOT_CHECKPOINT,
     iteration: snapshot.iteration,
     tensors: checkpoint.weights,
     optimizer: { tensors: checkpoint.optimizer.slots, config: { kind: checkpoint.optimizer.kind, step: checkpoint.optimizer.step } },
     // `updates` is the policy checkpoint's own count (trainer updates), unlike the loop iteration.
-    config: { format: checkpoint.format, version: checkpoint.version, trainer: checkpoint.config, updates: checkpoint.iteration, run: run as unknown as JsonValue },
+    config: { format: checkpoint.format, version: checkpoint.version, trainer: checkpoint.config, updates: checkpoint.iteration, run: encodeRunState(snapshot) },
   };
 }
 
@@ -94,14 +68,13 @@ export function snapshotFromCheckpoint(record: CheckpointRecord): RunSnapshot {
   const config = record.config !== null && typeof record.config === 'object' && !Array.isArray(record.config) ? record.config : null;
   const updates = config?.['updates'];
   if (typeof updates !== 'number') throw new SnapshotFormatError(`checkpoint ${JSON.stringify(record.name)} is not a run snapshot (no update count)`);
-  const parsed = RunStateSchema.safeParse(config?.['run']);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new SnapshotFormatError(`checkpoint ${JSON.stringify(record.name)} holds no valid run state (${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'})`);
+  let state: RunState;
+  try {
+    state = decodeRunState(config?.['run']);
+  } catch (e) {
+    if (!(e instanceof RunStateFormatError)) throw e;
+    throw new SnapshotFormatError(`checkpoint ${JSON.stringify(record.name)} holds no valid run state: ${e.message}`);
   }
-  const state = parsed.data;
-  const lastSeen: RunSnapshot['lastSeen'] = {};
-  for (const [id, seen] of Object.entries(state.lastSeen)) lastSeen[id] = { iteration: seen.iteration, vTau: seen.vTau ?? Number.NaN };
   const checkpoint = { ...fromRecord(record), iteration: updates };
-  return { ...state, metrics: state.metrics as IterationMetrics[], lastSeen, checkpoint };
+  return { ...state, checkpoint };
 }
