@@ -15,6 +15,7 @@ import type { AppConfig } from '../src/llm/engine.ts';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
 import { freshStorage, setUpTinyRun } from './fixtures/training-page.ts';
+import { RunIndex } from '../src/ui/runs/records.ts';
 
 /** The test's model list: two chat models that run here (one cached), two that cannot, an embedding model. */
 const appConfig: AppConfig = {
@@ -54,12 +55,12 @@ afterEach(() => {
 });
 
 /** Mounts the page with the scripted LLM worker `variant` ('slow': loads in 1.5 s; 'fail-load': the hub is unreachable; 'stall'). */
-function mount(variant: string) {
+function mount(variant: string, storage = freshStorage()) {
   const host = document.createElement('div');
   document.body.appendChild(host);
   let workers = 0;
   const page = mountTrainingPage(host, {
-    storage: freshStorage(),
+    storage,
     backend: 'wasm',
     llm: {
       appConfig,
@@ -212,4 +213,41 @@ describe('training page with a local LLM (browser, scripted LLM worker)', () => 
     expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
     expect(page.llm.client).toBeNull();
   });
+
+  it('an LLM run interrupted by a reload waits for Resume, which loads its model and finishes the run', async () => {
+    const names = freshStorage();
+    const first = mount('ok', names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 30);
+    await userEvent.click(first.byTestId('setup-sim-llm'));
+    await expect.poll(() => first.has('setup-llm-model'), { timeout: 10_000 }).toBe(true);
+    await userEvent.selectOptions(first.byTestId<HTMLSelectElement>('setup-llm-model'), 'PageChat-0.5B-q4f32_1-MLC');
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.iteration, { timeout: 40_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+    const runId = first.page.store.state.value.runId as string;
+    // As a reload does: the page, its training worker and its LLM worker go away mid-run.
+    first.page.destroy();
+    first.host.remove();
+    mounted.splice(0, 1);
+
+    const second = mount('ok', names);
+    await second.page.ready;
+    const found = second.page.store.state.value;
+    expect(found).toMatchObject({ runId, status: 'paused' });
+    expect(found.iteration).toBeGreaterThanOrEqual(1);
+    expect(second.byTestId('train-llm').textContent).toMatch(/Local LLM: PageChat-0\.5B-q4f32_1-MLC\..*Resume loads the model first/);
+    // Loading a model is the person's call: nothing loaded by itself.
+    expect(second.workers()).toBe(0);
+    const index = await RunIndex.open({ name: names.index as string });
+    try {
+      expect((await index.get(runId))?.status).toBe('running');
+    } finally {
+      index.close();
+    }
+    await userEvent.click(second.byTestId('train-resume'));
+    await expect.poll(() => second.byTestId('train-status').dataset['state'], { timeout: 90_000, interval: 100 }).toBe('done');
+    expect(second.workers()).toBe(1);
+    expect(second.page.store.state.value).toMatchObject({ resumed: true, iteration: 30 });
+    expect(second.page.store.state.value.metrics.map((m) => m.iteration)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+  }, 120_000);
 });
