@@ -266,4 +266,19 @@ describe('training host with a local LLM (bridge)', () => {
     expect(events.at(-1)).toMatchObject({ kind: 'finished', record: { status: 'done', iteration: 3 } });
     expect(simRequests(third.engine)).toBeGreaterThan(0);
   });
+
+  it('evaluates a checkpoint file with the LLM prior through the bridge', async () => {
+    const { host, events, indexedDB } = setup();
+    const config = parseTrainingConfig({ ...TINY, iterations: 1 });
+    await host.handle({ kind: 'start', runId: 'src', config });
+    const replay = await openReplayStore({ indexedDB });
+    const file = serializeCheckpoint(snapshotFromCheckpoint(await replay.loadCheckpoint('src', SNAPSHOT_CHECKPOINT)).checkpoint);
+    await replay.close();
+    const llm = llmLink({ embeddingModel: null });
+    await host.handle({ kind: 'evaluate-checkpoint', runId: 'ev', config: parseTrainingConfig({ ...TINY, iterations: 1, prior: 'llm' }), checkpoint: file, fileName: 'p.dgckpt', llm: llm.link });
+    expect(events.at(-1)).toMatchObject({ kind: 'finished', record: { id: 'ev', status: 'done', llm: { chatModel: 'scripted-chat', embeddingModel: null } } });
+    // Every greedy evaluation step asked the LLM prior (label logits through the bridge).
+    expect(llm.server.stats['label-logits']).toBeGreaterThan(0);
+    await expect.poll(() => llm.closed()).toBe(1);
+  });
 });
