@@ -281,4 +281,17 @@ describe('training host with a local LLM (bridge)', () => {
     expect(llm.server.stats['label-logits']).toBeGreaterThan(0);
     await expect.poll(() => llm.closed()).toBe(1);
   });
+
+  it('a run on the LLM stopped mid-way is still evaluated with the LLM prior', async () => {
+    const { host, events, setOnEvent } = setup();
+    const llm = llmLink({ embeddingModel: null });
+    setOnEvent((e) => {
+      if (e.kind === 'iteration' && e.iteration === 1) void host.handle({ kind: 'stop' });
+    });
+    await host.handle({ kind: 'start', runId: 'ls', config: parseTrainingConfig({ ...LLM_TINY, iterations: 5 }), llm: llm.link });
+    expect(events.at(-1)).toMatchObject({ kind: 'finished', record: { status: 'done', iteration: 1, stoppedBy: 'user' }, evaluation: { iteration: 1 } });
+    const evaluating = events.findIndex((e) => e.kind === 'evaluating');
+    expect(evaluating).toBeGreaterThan(0);
+    expect(llm.server.stats.failed).toBe(0);
+  });
 });

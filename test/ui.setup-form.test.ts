@@ -86,5 +86,9 @@ describe('setup form', () => {
     expect(thrown(() => llmSelectionFromForm({ ...form, llmEmbeddings: true, embeddingModel: '' }, catalogue))).toMatchObject({ field: 'embedding-model' });
     expect(thrown(() => llmSelectionFromForm({ ...form, llmEmbeddings: true, embeddingModel: 'chat-a' }, catalogue))?.message).toMatch(/is not an embedding model/);
     expect(thrown(() => configFromForm({ ...form, sim: 'gpt' as 'llm' }))).toMatchObject({ field: 'sim' });
+    // Nothing can run here (no WebGPU): said plainly, with the way out.
+    const none = ['WebGPU is not available'];
+    const blocked = [model('chat-a', { usable: false, reasons: none }), model('chat-b', { usable: false, reasons: [...none, 'needs shader-f16, which this GPU does not offer'] })];
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: '' }, blocked))?.message).toBe('No chat model in the catalogue can run on this device (WebGPU is not available): choose “No download” as the experience model.');
   });
 });

@@ -164,7 +164,7 @@ export class TrainingHost {
 
       // Seed data from a file: the file's records (when resuming, as the replay buffer stored them).
       const offline = seedFile?.offline ?? (record.seedData ? await storedSeedData(replay, runId) : null);
-      link = record.llm && command.llm ? await openLink(command.llm, active.controller.signal) : null;
+      link = record.llm && command.llm ? await openLink(command.llm) : null;
       prepared = await prepareRun(record.config, { ...(offline ? { data: seedFileRun(record.config, offline) } : {}), ...link?.options });
       if (!seeded) await this.storeSeedData(replay, runId, prepared);
       const offlineTransitions = prepared.deps.offline.trajectories.reduce((s, t) => s + t.steps.length, 0);
@@ -221,7 +221,7 @@ export class TrainingHost {
       const checkpoint = parseCheckpoint(command.checkpoint);
       const report = this.options.chooseBackend ? await this.options.chooseBackend(command.backend ?? 'auto') : null;
       this.post({ kind: 'backend', report });
-      link = command.llm ? await openLink(command.llm, active.controller.signal) : null;
+      link = command.llm ? await openLink(command.llm) : null;
       prepared = await prepareRun(config, link?.options ?? {});
       const policy = (checkpoint.config as { policy?: { stateDim?: unknown; actionDim?: unknown } }).policy;
       const { featurizer } = prepared.deps;
@@ -398,11 +398,14 @@ const taken = new WeakSet<LLMLink>();
 /**
  * Opens the run's side of the LLM bridge: the chat engine (and label-logit source) of the LLM
  * parts and, when the run's features come from the embedding model, its embedder (which asks the
- * model once for its width). Aborting `signal` (pause, stop) gives up the pending requests.
+ * model once for its width). The bridge lives as long as the run: pause and stop take effect at
+ * an iteration boundary (and a stopped run is still evaluated, with the LLM prior), so they do
+ * not cut it; the run's end closes it, which rejects whatever is still pending and lets the page
+ * drop what it has not started.
  */
-async function openLink(link: LLMLink, signal: AbortSignal): Promise<OpenLink> {
+async function openLink(link: LLMLink): Promise<OpenLink> {
   taken.add(link);
-  const bridge = new LLMBridgeClient(link.port as BridgeEndpoint, { signal });
+  const bridge = new LLMBridgeClient(link.port as BridgeEndpoint);
   try {
     const embedder = link.embeddingModel === null ? null : await WebLLMEmbedder.create(bridge, { model: link.embeddingModel });
     return { bridge, options: { llm: { engine: bridge, model: link.chatModel, labelLogits: link.labelLogits ? bridge : null }, embedder } };

@@ -117,6 +117,12 @@ export function configFromForm(form: SetupForm): TrainingConfig {
 /** A chosen model of `kind`, checked against the catalogue; throws {@link SetupFormError} on `field`. */
 function checkedModel(models: readonly ModelView[], id: string, kind: 'chat' | 'embedding', field: string): string {
   const what = kind === 'chat' ? 'an LLM' : 'an embedding model';
+  const ofKind = models.filter((m) => m.kind === kind);
+  if (id === '' && !ofKind.some((m) => m.usable)) {
+    // Say why nothing runs: the reasons every model of the kind shares (e.g. no WebGPU).
+    const shared = (ofKind[0]?.reasons ?? []).filter((r) => ofKind.every((m) => m.reasons.includes(r)));
+    throw new SetupFormError(field, `No ${kind} model in the catalogue can run on this device${shared.length ? ` (${shared.join('; ')})` : ''}: choose “No download” as the experience model.`);
+  }
   if (id === '') throw new SetupFormError(field, `Choose ${what} to download, or choose “No download” as the experience model.`);
   const model = models.find((m) => m.modelId === id);
   if (!model) throw new SetupFormError(field, `${id} is not in the model catalogue.`);
