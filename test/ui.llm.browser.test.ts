@@ -166,6 +166,8 @@ describe('training page with a local LLM (browser, scripted LLM worker)', () => 
     expect(byTestId('train-llm').textContent).toMatch(/Local LLM: PageChat-0.5B-q4f32_1-MLC, features from PageEmbed-q0f32-MLC-b4\. Requests the page’s LLM served: [1-9]\d* chat/);
     // The run closed its bridge.
     await expect.poll(() => page.llm.activeLinks, { timeout: 5000 }).toBe(0);
+    // The comparison table tells the LLM run apart.
+    expect(byTestId('comparison-table').querySelector('tbody tr[data-run-id]')?.textContent).toContain('dreamgym, on PageChat-0.5B-q4f32_1-MLC');
     // The loaded model now counts as cached.
     expect(optionTexts(byTestId<HTMLSelectElement>('setup-llm-model')).find((o) => o.id === 'PageChat-0.5B-q4f32_1-MLC')?.text).toMatch(/cached, no download/);
   });

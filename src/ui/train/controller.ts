@@ -153,11 +153,14 @@ export class TrainingController {
   private async linkFor(selection: LLMSelection): Promise<LLMLink | null> {
     const llm = this.options.llm;
     if (!llm) throw new Error('this page has no local LLM controller');
+    let client;
     try {
-      return await llm.openLink(await llm.load(selection));
+      client = await llm.load(selection);
     } catch {
+      // Failed or cancelled: the LLM state (and so the setup panel) says why.
       return null;
     }
+    return llm.openLink(client);
   }
 
   /**
