@@ -18,6 +18,7 @@ import type { TrainingConfig } from '../../train/config.ts';
 import type { IterationMetrics } from '../../train/loop.ts';
 import type { TrainingWorkerHandle } from '../../../workers/training.client.ts';
 import type { LLMLink, StorageNames, TrainingCommand } from '../../../workers/training.protocol.ts';
+import type { LLMClient } from '../../llm/client.ts';
 import type { LLMController } from '../llm/controller.ts';
 import type { LLMSelection } from '../state/llm-state.ts';
 import { newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
@@ -153,7 +154,7 @@ export class TrainingController {
   private async linkFor(selection: LLMSelection): Promise<LLMLink | null> {
     const llm = this.options.llm;
     if (!llm) throw new Error('this page has no local LLM controller');
-    let client;
+    let client: LLMClient;
     try {
       client = await llm.load(selection);
     } catch {
