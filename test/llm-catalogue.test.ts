@@ -5,10 +5,13 @@ import {
   type DeviceFacts,
   NO_WEBGPU,
   describeCatalogue,
+  bitsPerWeight,
   embeddingBatchOf,
+  estimateDownloadMB,
   estimateVramBudgetMB,
   findModel,
   needsShaderF16,
+  parametersOf,
   quantizationOf,
   selectModels,
   usableModels,
@@ -55,6 +58,39 @@ describe('model facts', () => {
   it('names an unknown model and similar ones', () => {
     expect(() => findModel(prebuiltAppConfig, 'Llama-9')).toThrow(LLMConfigError);
     expect(() => findModel(prebuiltAppConfig, 'Llama-9')).toThrow(/Unknown model "Llama-9".*similar: Llama-/);
+  });
+});
+
+describe('model sizes', () => {
+  it('reads parameter counts from ids, and a few known ones', () => {
+    expect(parametersOf('Qwen2.5-1.5B-Instruct-q4f16_1-MLC')).toBe(1.5e9);
+    expect(parametersOf('SmolLM2-135M-Instruct-q0f32-MLC')).toBe(135e6);
+    expect(parametersOf('gemma-2-2b-it-q4f32_1-MLC')).toBe(2e9);
+    expect(parametersOf('stablelm-2-zephyr-1_6b-q4f16_1-MLC')).toBeCloseTo(1.6e9);
+    // A version number is not a parameter count.
+    expect(parametersOf('Llama-3.2-1B-Instruct-q4f32_1-MLC')).toBe(1e9);
+    expect(parametersOf('Phi-3-mini-4k-instruct-q4f16_1-MLC')).toBe(3.8e9);
+    expect(parametersOf('snowflake-arctic-embed-s-q0f32-MLC-b4')).toBe(33e6);
+    expect(parametersOf('Mystery-Model-q4f16_1-MLC')).toBeNull();
+  });
+
+  it('estimates downloads from parameters and bits per weight', () => {
+    expect(bitsPerWeight('q4f16_1')).toBe(4.5);
+    expect(bitsPerWeight('q4f32_1')).toBe(5);
+    expect(bitsPerWeight('q0f32')).toBe(32);
+    expect(bitsPerWeight('q0f16')).toBe(16);
+    expect(bitsPerWeight(null)).toBeNull();
+    expect(bitsPerWeight('int8')).toBeNull();
+    expect(estimateDownloadMB('SmolLM2-135M-Instruct-q0f32-MLC')).toBe(540);
+    expect(estimateDownloadMB('Qwen2.5-0.5B-Instruct-q4f16_1-MLC')).toBe(281);
+    expect(estimateDownloadMB('Mystery-Model-q4f16_1-MLC')).toBeNull();
+    expect(estimateDownloadMB('SmolLM2-135M-Instruct')).toBeNull();
+    const entry = describeCatalogue(prebuiltAppConfig, swiftShader).find((e) => e.modelId === 'SmolLM2-360M-Instruct-q4f32_1-MLC');
+    expect(entry).toMatchObject({ parameters: 360e6, downloadMB: 225 });
+    // Every prebuilt chat model's download estimate is below its GPU memory need (weights plus KV cache and activations).
+    for (const e of describeCatalogue(prebuiltAppConfig, swiftShader)) {
+      if (e.downloadMB !== null && e.vramMB !== null && e.kind === 'chat') expect(e.downloadMB, e.modelId).toBeLessThan(e.vramMB);
+    }
   });
 });
 

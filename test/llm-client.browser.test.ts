@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { DeviceFacts } from '../src/llm/catalogue.ts';
 import { createLLMClient, deleteCachedModel, detectDevice, listCachedModels } from '../src/llm/client.ts';
 import type { AppConfig, InitProgressReport } from '../src/llm/engine.ts';
-import { LLMConfigError, LLMUnavailableError } from '../src/llm/errors.ts';
+import { LLMAbortedError, LLMConfigError, LLMUnavailableError } from '../src/llm/errors.ts';
 import { LLMExperienceModel } from '../src/experience/llm.ts';
 import type { Task } from '../src/core/types.ts';
 
@@ -93,6 +93,27 @@ describe('LLM worker protocol (scripted engine in the real worker host)', () => 
     expect(error).toMatchObject({ reason: 'load-failed' });
     expect((error as Error).message).toMatch(/made no progress for 1 s/);
     expect(performance.now() - started).toBeLessThan(5000);
+  });
+  it('a load cancelled through its signal rejects with LLMAbortedError at once, not a load failure', async () => {
+    const controller = new AbortController();
+    const loading = createLLMClient({
+      chatModel: 'scripted-chat-q4f32_1-MLC',
+      embeddingModel: null,
+      appConfig: scriptedConfig,
+      device: fakeDevice,
+      // Its load takes a minute: the person cancels it midway.
+      createWorker: scriptedWorker('stall'),
+      signal: controller.signal,
+    }).catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const started = performance.now();
+    controller.abort();
+    const error = await loading;
+    expect(error).toBeInstanceOf(LLMAbortedError);
+    expect((error as Error).message).toMatch(/cancelled/);
+    expect(performance.now() - started).toBeLessThan(1000);
+    // An already aborted signal loads nothing.
+    await expect(createLLMClient({ chatModel: 'scripted-chat-q4f32_1-MLC', embeddingModel: null, appConfig: scriptedConfig, device: fakeDevice, createWorker: scriptedWorker(), signal: controller.signal })).rejects.toThrow(LLMAbortedError);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * The training worker's logic in Node (fake-indexeddb, tfjs cpu): a tiny run from start to
  * evaluation with its events and stored data, pause at an iteration boundary and resume with the
- * metrics history intact, stop with evaluation, and refusals.
+ * metrics history intact, stop with evaluation, and refusals; and runs on a local LLM served
+ * through the LLM bridge by a scripted engine (as the page serves its WebLLM client).
  */
 import * as tf from '@tensorflow/tfjs';
 import { IDBFactory } from 'fake-indexeddb';
@@ -15,7 +16,10 @@ import { SNAPSHOT_CHECKPOINT, snapshotFromCheckpoint } from '../src/ui/runs/snap
 import { fromRecord } from '../src/policy/replay-sink.ts';
 import { serializeCheckpoint } from '../src/policy/checkpoint.ts';
 import { IMPORTED_CHECKPOINT, TrainingHost } from '../workers/training-host.ts';
-import type { TrainingEvent } from '../workers/training.protocol.ts';
+import type { LLMLink, TrainingEvent } from '../workers/training.protocol.ts';
+import { serveLLMBridge, type BridgeEndpoint, type LLMBridgeServer } from '../src/llm/bridge.ts';
+import { LLMRequestError } from '../src/llm/errors.ts';
+import { echoScript, ScriptedEngine } from './fixtures/scripted-engine.ts';
 
 installIdbGlobals();
 // No "install tfjs-node" banner from the cpu backend.
@@ -182,5 +186,112 @@ describe('training host', () => {
     const index = await RunIndex.open({ indexedDB });
     expect((await index.list()).map((r) => r.id)).toEqual(['src']);
     index.close();
+  });
+});
+
+/** A scripted LLM served as the page serves its WebLLM client, and the link a command carries. */
+function llmLink(models: { chatModel?: string; embeddingModel?: string | null; labelLogits?: boolean } = {}) {
+  const engine = new ScriptedEngine({ chat: echoScript, logits: () => ({ A: 1, B: 0.5 }) });
+  const channel = new MessageChannel();
+  let closed = 0;
+  const labelLogits = { labelLogits: async (_r: unknown, labels: readonly string[]) => new Float32Array(labels.map((_, i) => -i)) };
+  const server: LLMBridgeServer = serveLLMBridge(channel.port1 as BridgeEndpoint, { chat: engine, embeddings: engine, labelLogits }, { onClose: () => closed++ });
+  const link: LLMLink = {
+    port: channel.port2,
+    chatModel: models.chatModel ?? 'scripted-chat',
+    embeddingModel: models.embeddingModel === undefined ? 'scripted-embed' : models.embeddingModel,
+    labelLogits: models.labelLogits ?? true,
+  };
+  return { engine, server, link, closed: () => closed };
+}
+
+/** Chat requests the experience model sent (its system prompt casts the LLM as the environment simulator). */
+const simRequests = (engine: ScriptedEngine) => engine.requests.filter((r) => String(r.messages[0]?.content).startsWith('You are the environment simulator')).length;
+
+describe('training host with a local LLM (bridge)', () => {
+  const LLM_TINY: TrainingConfigInput = { ...TINY, sim: 'llm', prior: 'llm', iterations: 2 };
+
+  it('trains on the LLM: experience model, prior, task generator and feature embeddings all go through the bridge', async () => {
+    const { host, events, indexedDB } = setup();
+    const llm = llmLink();
+    await host.handle({ kind: 'start', runId: 'l1', config: parseTrainingConfig(LLM_TINY), llm: llm.link });
+    expect(events.at(-1)).toMatchObject({ kind: 'finished', record: { status: 'done', iteration: 2, llm: { chatModel: 'scripted-chat', embeddingModel: 'scripted-embed' } } });
+    expect(simRequests(llm.engine)).toBeGreaterThan(0);
+    expect(llm.engine.embeddingRequests.length).toBeGreaterThan(1);
+    expect(llm.engine.embeddingRequests.every((r) => r.model === 'scripted-embed')).toBe(true);
+    expect(llm.engine.requests.every((r) => r.model === 'scripted-chat')).toBe(true);
+    expect(llm.server.stats['label-logits']).toBeGreaterThan(0);
+    const iterations = events.filter((e): e is Extract<TrainingEvent, { kind: 'iteration' }> => e.kind === 'iteration');
+    expect(iterations.map((e) => e.metrics.simCalls).every((n) => n > 0)).toBe(true);
+    // The run let go of the bridge.
+    await expect.poll(() => llm.closed()).toBe(1);
+    const replay = await openReplayStore({ indexedDB });
+    expect((await replay.counts('l1')).trajectories).toBeGreaterThan(0);
+    await replay.close();
+  });
+
+  it('a run made with the LLM resumes only with its models; the LLM failing mid-run fails the run with its message', async () => {
+    const { host, events, setOnEvent } = setup();
+    const first = llmLink({ embeddingModel: null, labelLogits: false });
+    setOnEvent((e) => {
+      if (e.kind === 'iteration' && e.iteration === 1) void host.handle({ kind: 'pause' });
+    });
+    await host.handle({ kind: 'start', runId: 'l2', config: parseTrainingConfig({ ...LLM_TINY, iterations: 3 }), llm: first.link });
+    expect(events.at(-1)).toMatchObject({ kind: 'paused', record: { llm: { chatModel: 'scripted-chat', embeddingModel: null } } });
+    // Logprobs readout without label logits: no label-logit request was made.
+    expect(first.server.stats['label-logits']).toBe(0);
+    setOnEvent(() => undefined);
+
+    await host.handle({ kind: 'resume', runId: 'l2' });
+    expect((events.at(-1) as { message: string }).message).toMatch(/trains on the local LLM scripted-chat: load that model to resume it/);
+    // Refused, not failed: the run stays resumable.
+    expect(events.at(-1)).toMatchObject({ record: { status: 'paused' } });
+    const other = llmLink({ chatModel: 'other-chat', embeddingModel: null });
+    await host.handle({ kind: 'resume', runId: 'l2', llm: other.link });
+    expect((events.at(-1) as { message: string }).message).toMatch(/but the page offered other-chat/);
+    // The link the run refused is closed, so the page stops serving it.
+    await expect.poll(() => other.closed()).toBe(1);
+
+    // The page unloads the model while the run trains: the run fails with the LLM's own message.
+    const second = llmLink({ embeddingModel: null });
+    setOnEvent((e) => {
+      if (e.kind === 'iteration-start') second.server.close(new LLMRequestError('the local LLM was unloaded'));
+    });
+    await host.handle({ kind: 'resume', runId: 'l2', llm: second.link });
+    expect(events.at(-1)).toMatchObject({ kind: 'failed', runId: 'l2', message: 'the local LLM was unloaded', record: { status: 'paused', iteration: 1, error: 'the local LLM was unloaded' } });
+
+    const third = llmLink({ embeddingModel: null });
+    setOnEvent(() => undefined);
+    await host.handle({ kind: 'resume', runId: 'l2', llm: third.link });
+    expect(events.at(-1)).toMatchObject({ kind: 'finished', record: { status: 'done', iteration: 3 } });
+    expect(simRequests(third.engine)).toBeGreaterThan(0);
+  });
+
+  it('evaluates a checkpoint file with the LLM prior through the bridge', async () => {
+    const { host, events, indexedDB } = setup();
+    const config = parseTrainingConfig({ ...TINY, iterations: 1 });
+    await host.handle({ kind: 'start', runId: 'src', config });
+    const replay = await openReplayStore({ indexedDB });
+    const file = serializeCheckpoint(snapshotFromCheckpoint(await replay.loadCheckpoint('src', SNAPSHOT_CHECKPOINT)).checkpoint);
+    await replay.close();
+    const llm = llmLink({ embeddingModel: null });
+    await host.handle({ kind: 'evaluate-checkpoint', runId: 'ev', config: parseTrainingConfig({ ...TINY, iterations: 1, prior: 'llm' }), checkpoint: file, fileName: 'p.dgckpt', llm: llm.link });
+    expect(events.at(-1)).toMatchObject({ kind: 'finished', record: { id: 'ev', status: 'done', llm: { chatModel: 'scripted-chat', embeddingModel: null } } });
+    // Every greedy evaluation step asked the LLM prior (label logits through the bridge).
+    expect(llm.server.stats['label-logits']).toBeGreaterThan(0);
+    await expect.poll(() => llm.closed()).toBe(1);
+  });
+
+  it('a run on the LLM stopped mid-way is still evaluated with the LLM prior', async () => {
+    const { host, events, setOnEvent } = setup();
+    const llm = llmLink({ embeddingModel: null });
+    setOnEvent((e) => {
+      if (e.kind === 'iteration' && e.iteration === 1) void host.handle({ kind: 'stop' });
+    });
+    await host.handle({ kind: 'start', runId: 'ls', config: parseTrainingConfig({ ...LLM_TINY, iterations: 5 }), llm: llm.link });
+    expect(events.at(-1)).toMatchObject({ kind: 'finished', record: { status: 'done', iteration: 1, stoppedBy: 'user' }, evaluation: { iteration: 1 } });
+    const evaluating = events.findIndex((e) => e.kind === 'evaluating');
+    expect(evaluating).toBeGreaterThan(0);
+    expect(llm.server.stats.failed).toBe(0);
   });
 });

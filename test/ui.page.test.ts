@@ -234,6 +234,14 @@ describe('the built page', () => {
     await quick.getByTestId('advanced-evalEpisodes').fill('10');
     expect(await seriousViolations(quick)).toEqual([]);
     await screenshotView(quick, 'setup', 'setup-form');
+    // The local-LLM controls (this adapter's real catalogue), every list open, pass too.
+    await quick.getByTestId('setup-sim-llm').check();
+    await quick.getByTestId('setup-llm-model').waitFor();
+    await quick.getByTestId('setup-llm-show-all').check();
+    await quick.getByTestId('setup-llm-embeddings').check();
+    expect(await seriousViolations(quick)).toEqual([]);
+    await screenshotView(quick, 'setup-llm', 'setup-form');
+    await quick.getByTestId('setup-sim-retrieval').check();
 
     // Frame gaps: the longest time between animation frames while the run trains in its worker.
     await quick.evaluate(() => {
@@ -312,6 +320,48 @@ describe('the built page', () => {
     expect(errors).toEqual([]);
     await quick.close();
   }, 300_000);
+
+  it('downloads a model only when asked, from the hosts its CSP allows, and says why a failed download failed', async () => {
+    const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 900 } });
+    const llmPage = await context.newPage();
+    const errors: string[] = [];
+    llmPage.on('pageerror', (error) => errors.push(String(error)));
+    await llmPage.addInitScript(() => {
+      const seen: string[] = ((globalThis as unknown as { __csp: string[] }).__csp = []);
+      document.addEventListener('securitypolicyviolation', (e) => seen.push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
+    // Every request that leaves the page's origin, the workers' included (Hugging Face's are answered by a stand-in).
+    const outside: string[] = [];
+    await context.route(
+      (url) => url.origin !== new URL(baseUrl).origin,
+      async (route) => {
+        outside.push(route.request().url());
+        if (new URL(route.request().url()).hostname === 'huggingface.co') await route.fulfill({ status: 404, body: 'stand-in hub: not found' });
+        else await route.abort('internetdisconnected');
+      },
+    );
+    try {
+      await llmPage.goto(`${baseUrl}?backend=wasm`, { waitUntil: 'load' });
+      await llmPage.getByTestId('setup-sim-llm').check();
+      await llmPage.getByTestId('setup-llm-model').waitFor();
+      // Picking the LLM reads the GPU and the cache, and fetches nothing.
+      expect(outside).toEqual([]);
+      const model = await llmPage.getByTestId('setup-llm-model').inputValue();
+      expect(model).toMatch(/q4f32_1|q0f32/);
+      await llmPage.getByTestId('llm-load').click();
+      await llmPage.getByTestId('llm-error').waitFor({ timeout: 30_000 });
+      // The download went to the model hub (the CSP let it through), and the failure is said plainly.
+      expect(outside.length).toBeGreaterThan(0);
+      expect(outside.every((u) => u.startsWith(`https://huggingface.co/mlc-ai/${model}/resolve/main/`))).toBe(true);
+      expect(await llmPage.getByTestId('llm-error').textContent()).toMatch(new RegExp(`${model.replace(/[.]/g, '\\.')} could not be (downloaded|loaded)`));
+      expect(await llmPage.evaluate(() => (globalThis as unknown as { __csp: string[] }).__csp)).toEqual([]);
+      await llmPage.getByTestId('llm-use-retrieval').click();
+      expect(await llmPage.getByTestId('setup-sim-retrieval').isChecked()).toBe(true);
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 90_000);
 
   it('after one visit, loads and trains a no-download run with the network cut (app-shell service worker)', async () => {
     // Its own server, so that the network can really be cut: the server goes away.

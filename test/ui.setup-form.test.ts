@@ -1,7 +1,23 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
 import { PRESETS } from '../src/train/config.ts';
-import { configFromForm, defaultSetupForm, presetValue, SetupFormError } from '../src/ui/setup/form.ts';
+import { configFromForm, defaultSetupForm, llmSelectionFromForm, presetValue, SetupFormError } from '../src/ui/setup/form.ts';
+import type { ModelView } from '../src/ui/state/llm-state.ts';
+
+const model = (modelId: string, patch: Partial<ModelView> = {}): ModelView => ({
+  modelId, kind: 'chat', vramMB: 100, quantization: 'q4f32_1', needsShaderF16: false, contextWindow: null, parameters: 1e8, downloadMB: 60, usable: true, reasons: [], cached: false, ...patch,
+});
+const catalogue = [model('chat-a'), model('chat-f16', { usable: false, reasons: ['needs shader-f16, which this GPU does not offer'] }), model('embed-a', { kind: 'embedding' })];
+
+/** The error `f` throws (or null). */
+function thrown(f: () => unknown): SetupFormError | null {
+  try {
+    f();
+  } catch (e) {
+    return e as SetupFormError;
+  }
+  return null;
+}
 
 describe('setup form', () => {
   it('layers the preset under the fields filled in; blank fields keep the preset', () => {
@@ -41,5 +57,38 @@ describe('setup form', () => {
     expect(presetValue('quick', 'iterations')).toBe(PRESETS.quick.iterations);
     expect(presetValue('standard', 'expertEpisodes')).toBe(PRESETS.standard.offline.expertEpisodes);
     expect(presetValue('quick', 'sftEpochs')).toBe(PRESETS.quick.sft.epochs);
+  });
+
+  it('no download by default: retrieval, no LLM to load', () => {
+    const form = defaultSetupForm();
+    expect(form.sim).toBe('retrieval');
+    expect(configFromForm(form)).toMatchObject({ sim: 'retrieval', prior: 'uniform' });
+    expect(llmSelectionFromForm(form, null)).toBeNull();
+    // LLM choices left over from an earlier pick do not leak into a retrieval run.
+    expect(configFromForm({ ...form, llmPrior: true }).prior).toBe('uniform');
+  });
+
+  it('the local LLM: its experience model, the LLM prior when asked, and the models to load', () => {
+    const form = { ...defaultSetupForm(), sim: 'llm' as const, llmModel: 'chat-a', embeddingModel: 'embed-a' };
+    expect(configFromForm(form)).toMatchObject({ sim: 'llm', prior: 'uniform' });
+    expect(configFromForm({ ...form, llmPrior: true }).prior).toBe('llm');
+    expect(llmSelectionFromForm(form, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: null });
+    expect(llmSelectionFromForm({ ...form, llmEmbeddings: true }, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: 'embed-a' });
+  });
+
+  it('refuses a missing, unknown, wrong-kind or unusable model, naming the field', () => {
+    const form = { ...defaultSetupForm(), sim: 'llm' as const, llmModel: 'chat-a' };
+    expect(thrown(() => llmSelectionFromForm(form, null))).toMatchObject({ field: 'llm-model', message: expect.stringMatching(/still being checked/) });
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: '' }, catalogue))).toMatchObject({ field: 'llm-model', message: expect.stringMatching(/Choose an LLM to download, or choose “No download”/) });
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: 'nope' }, catalogue))?.message).toMatch(/not in the model catalogue/);
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: 'embed-a' }, catalogue))?.message).toMatch(/is not a chat model/);
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: 'chat-f16' }, catalogue))?.message).toBe('chat-f16 cannot run on this device: needs shader-f16, which this GPU does not offer. Choose another model, or “No download”.');
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmEmbeddings: true, embeddingModel: '' }, catalogue))).toMatchObject({ field: 'embedding-model' });
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmEmbeddings: true, embeddingModel: 'chat-a' }, catalogue))?.message).toMatch(/is not an embedding model/);
+    expect(thrown(() => configFromForm({ ...form, sim: 'gpt' as 'llm' }))).toMatchObject({ field: 'sim' });
+    // Nothing can run here (no WebGPU): said plainly, with the way out.
+    const none = ['WebGPU is not available'];
+    const blocked = [model('chat-a', { usable: false, reasons: none }), model('chat-b', { usable: false, reasons: [...none, 'needs shader-f16, which this GPU does not offer'] })];
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: '' }, blocked))?.message).toBe('No chat model in the catalogue can run on this device (WebGPU is not available): choose “No download” as the experience model.');
   });
 });

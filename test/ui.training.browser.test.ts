@@ -56,7 +56,9 @@ describe('training page (browser)', () => {
     const { page, byTestId } = mount(names);
     await page.ready;
     expect(byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]')).toHaveLength(0);
-    expect(byTestId<HTMLInputElement>('setup-sim-llm').disabled).toBe(true);
+    // The no-download experience model is the default; the local LLM is offered next to it.
+    expect(byTestId<HTMLInputElement>('setup-sim-retrieval').checked).toBe(true);
+    expect(byTestId<HTMLInputElement>('setup-sim-llm').disabled).toBe(false);
     await setUpTinyRun(byTestId, 3);
     await userEvent.click(byTestId('train-start'));
 

@@ -1,7 +1,9 @@
 /**
  * The training worker's logic, apart from the worker global so that Node tests can drive it with
  * fake-indexeddb: it runs `runTraining` (src/train/loop.ts) with the no-download retrieval
- * experience model, persists every iteration into IndexedDB (the resume snapshot and metrics in
+ * experience model, or with the page's local LLM reached through the LLM bridge that the command
+ * brings (src/llm/bridge.ts: experience model, prior, task generator and optionally the feature
+ * embeddings), persists every iteration into IndexedDB (the resume snapshot and metrics in
  * the replay store, rollouts in the replay buffer, status in the page's run index), honours pause
  * and stop at iteration boundaries, resumes from the last snapshot, and evaluates on held-out
  * tasks at the end. It reports through `post` (see ./training.protocol.ts).
@@ -16,11 +18,15 @@ import { Trainer } from '../src/rl/trainer.ts';
 import { PolicyAgent } from '../src/train/agent.ts';
 import { evaluate } from '../src/train/evaluate.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, type RunSnapshot, type TrainingDeps, type TrainingResult } from '../src/train/loop.ts';
-import { prepareRun, type PreparedRun } from '../src/train/setup.ts';
-import { isUnfinished, RunIndex, type PageRunRecord, type StoredRunEvaluation } from '../src/ui/runs/records.ts';
+import { prepareRun, type PreparedRun, type RunLLM } from '../src/train/setup.ts';
+import { LLMBridgeClient, type BridgeEndpoint } from '../src/llm/bridge.ts';
+import { WebLLMEmbedder } from '../src/llm/embedder.ts';
+import { LLMConfigError, LLMRequestError, LLMUnavailableError } from '../src/llm/errors.ts';
+import type { Embedder } from '../src/core/embedding.ts';
+import { isUnfinished, RunIndex, type PageRunRecord, type RunLLMModels, type StoredRunEvaluation } from '../src/ui/runs/records.ts';
 import { seedFileOffline, seedFileRun, storedSeedData } from '../src/ui/runs/seed-file.ts';
 import { metricValues, SNAPSHOT_CHECKPOINT, snapshotFromCheckpoint, snapshotToCheckpoint } from '../src/ui/runs/snapshot.ts';
-import type { StorageNames, TrainingCommand, TrainingEvent } from './training.protocol.ts';
+import type { LLMLink, StorageNames, TrainingCommand, TrainingEvent } from './training.protocol.ts';
 
 /** Options of {@link TrainingHost}. */
 export interface TrainingHostOptions {
@@ -82,16 +88,19 @@ export class TrainingHost {
       case 'resume':
       case 'evaluate-checkpoint': {
         if (this.active) {
+          if (command.llm) closeUnused(command.llm);
           this.post({ kind: 'failed', runId: command.runId, message: `run ${this.active.runId} is already training here` });
           return;
         }
         const active: Active = { runId: command.runId, controller: new AbortController(), request: null };
         this.active = active;
         try {
-          if (command.kind === 'evaluate-checkpoint') await this.evaluateCheckpoint(command);
+          if (command.kind === 'evaluate-checkpoint') await this.evaluateCheckpoint(command, active);
           else await this.run(command, active);
         } finally {
           this.active = null;
+          // A link the run did not take (it failed first, or needs no LLM) is closed, so the page stops serving it.
+          if (command.llm) closeUnused(command.llm);
         }
         return;
       }
@@ -104,6 +113,7 @@ export class TrainingHost {
     let index: RunIndex | null = null;
     let lock: RunLock | null = null;
     let prepared: PreparedRun | null = null;
+    let link: OpenLink | null = null;
     try {
       const report = this.options.chooseBackend ? await this.options.chooseBackend(command.backend ?? 'auto') : null;
       this.post({ kind: 'backend', report });
@@ -128,6 +138,7 @@ export class TrainingHost {
           offlineTransitions: 0,
           trainWallMs: 0,
           ...(seedFile ? { seedData: seedFile.summary } : {}),
+          ...(command.llm ? { llm: { chatModel: command.llm.chatModel, embeddingModel: command.llm.embeddingModel } } : {}),
         };
         await index.put(record);
         const embedder = transitionEmbedder();
@@ -138,6 +149,7 @@ export class TrainingHost {
         const found = await index.get(runId);
         if (!found) throw new Error(`no run ${JSON.stringify(runId)} to resume`);
         if (!isUnfinished(found)) throw new Error(`run ${runId} is ${found.status}: nothing to resume`);
+        checkLink(found, command.llm);
         record = found;
         if (!(await replay.getRun(runId))) {
           // The tab closed between indexing the run and creating its buffer: create it now.
@@ -152,7 +164,8 @@ export class TrainingHost {
 
       // Seed data from a file: the file's records (when resuming, as the replay buffer stored them).
       const offline = seedFile?.offline ?? (record.seedData ? await storedSeedData(replay, runId) : null);
-      prepared = await prepareRun(record.config, offline ? { data: seedFileRun(record.config, offline) } : {});
+      link = record.llm && command.llm ? await openLink(command.llm) : null;
+      prepared = await prepareRun(record.config, { ...(offline ? { data: seedFileRun(record.config, offline) } : {}), ...link?.options });
       if (!seeded) await this.storeSeedData(replay, runId, prepared);
       const offlineTransitions = prepared.deps.offline.trajectories.reduce((s, t) => s + t.steps.length, 0);
       record = await index.update(runId, { status: 'running', offlineTransitions, error: undefined });
@@ -176,11 +189,19 @@ export class TrainingHost {
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       let record: PageRunRecord | undefined;
-      // A run someone else trains is not failed: it just is not ours to touch.
-      if (index && !(e instanceof RunLockedError)) record = await index.update(runId, { status: 'failed', error: message }).catch(() => undefined);
+      if (index && isLLMFailure(e)) {
+        // The local LLM failed (unloaded, device lost, model missing): the run is not broken and
+        // resumes from its last iteration once the model is back. A run cut mid-iteration rests as paused.
+        const at = await index.get(runId).catch(() => undefined);
+        if (at) record = await index.update(runId, { error: message, ...(at.status === 'running' ? { status: 'paused' as const } : {}) }).catch(() => undefined);
+      } else if (index && !(e instanceof RunLockedError)) {
+        // A run someone else trains is not failed: it just is not ours to touch.
+        record = await index.update(runId, { status: 'failed', error: message }).catch(() => undefined);
+      }
       this.post(record ? { kind: 'failed', runId, message, record } : { kind: 'failed', runId, message });
     } finally {
       prepared?.dispose();
+      link?.bridge.close();
       await lock?.release().catch(() => undefined);
       await replay?.close().catch(() => undefined);
       index?.close();
@@ -188,18 +209,20 @@ export class TrainingHost {
   }
 
   /** Makes a run of an imported checkpoint file and evaluates it (see the command's comment). */
-  private async evaluateCheckpoint(command: Extract<TrainingCommand, { kind: 'evaluate-checkpoint' }>): Promise<void> {
+  private async evaluateCheckpoint(command: Extract<TrainingCommand, { kind: 'evaluate-checkpoint' }>, active: Active): Promise<void> {
     const { runId, config } = command;
     let replay: ReplayStore | null = null;
     let index: RunIndex | null = null;
     let prepared: PreparedRun | null = null;
     let trainer: Trainer | null = null;
+    let link: OpenLink | null = null;
     try {
       // Parse before anything is written: a bad file leaves no run behind.
       const checkpoint = parseCheckpoint(command.checkpoint);
       const report = this.options.chooseBackend ? await this.options.chooseBackend(command.backend ?? 'auto') : null;
       this.post({ kind: 'backend', report });
-      prepared = await prepareRun(config);
+      link = command.llm ? await openLink(command.llm) : null;
+      prepared = await prepareRun(config, link?.options ?? {});
       const policy = (checkpoint.config as { policy?: { stateDim?: unknown; actionDim?: unknown } }).policy;
       const { featurizer } = prepared.deps;
       if (policy?.stateDim !== featurizer.stateDim || policy?.actionDim !== featurizer.actionDim) {
@@ -223,6 +246,7 @@ export class TrainingHost {
         offlineTransitions: 0,
         trainWallMs: 0,
         imported: { file: command.fileName, updates: checkpoint.iteration },
+        ...(command.llm ? { llm: { chatModel: command.llm.chatModel, embeddingModel: command.llm.embeddingModel } } : {}),
       };
       await index.put(record);
       const embedder = transitionEmbedder();
@@ -240,6 +264,7 @@ export class TrainingHost {
     } finally {
       trainer?.dispose();
       prepared?.dispose();
+      link?.bridge.close();
       await replay?.close().catch(() => undefined);
       index?.close();
     }
@@ -358,6 +383,67 @@ export class TrainingHost {
       iteration,
       wallMs: performance.now() - started,
     };
+  }
+}
+
+/** An LLM link in use by a run: its bridge and what `prepareRun` takes from it. */
+interface OpenLink {
+  bridge: LLMBridgeClient;
+  options: { llm: RunLLM; embedder: Embedder | null };
+}
+
+/** Ports of links that a run took over (the rest are closed when the command ends). */
+const taken = new WeakSet<LLMLink>();
+
+/**
+ * Opens the run's side of the LLM bridge: the chat engine (and label-logit source) of the LLM
+ * parts and, when the run's features come from the embedding model, its embedder (which asks the
+ * model once for its width). The bridge lives as long as the run: pause and stop take effect at
+ * an iteration boundary (and a stopped run is still evaluated, with the LLM prior), so they do
+ * not cut it; the run's end closes it, which rejects whatever is still pending and lets the page
+ * drop what it has not started.
+ */
+async function openLink(link: LLMLink): Promise<OpenLink> {
+  taken.add(link);
+  const bridge = new LLMBridgeClient(link.port as BridgeEndpoint);
+  try {
+    const embedder = link.embeddingModel === null ? null : await WebLLMEmbedder.create(bridge, { model: link.embeddingModel });
+    return { bridge, options: { llm: { engine: bridge, model: link.chatModel, labelLogits: link.labelLogits ? bridge : null }, embedder } };
+  } catch (e) {
+    bridge.close();
+    throw e;
+  }
+}
+
+/** Closes a link's port that no run took, telling the page it is not needed. */
+function closeUnused(link: LLMLink): void {
+  if (taken.has(link)) return;
+  link.port.postMessage({ kind: 'close' });
+  link.port.close();
+}
+
+/** Thrown when a run made with the local LLM is resumed without its models. */
+export class RunNeedsLLMError extends Error {
+  override name = 'RunNeedsLLMError';
+}
+
+/** Whether `e` is the local LLM's failure (or its absence), not the run's. */
+function isLLMFailure(e: unknown): boolean {
+  return e instanceof RunNeedsLLMError || e instanceof LLMRequestError || e instanceof LLMUnavailableError || e instanceof LLMConfigError;
+}
+
+/**
+ * Refuses to resume a run made with the local LLM without that LLM: its experience model, prior
+ * and features came from those models (the features' width, too).
+ */
+function checkLink(record: PageRunRecord, link: LLMLink | undefined): void {
+  const want: RunLLMModels | undefined = record.llm;
+  if (!want) return;
+  const features = want.embeddingModel ? ` with features from ${want.embeddingModel}` : '';
+  if (!link) throw new RunNeedsLLMError(`run ${record.id} trains on the local LLM ${want.chatModel}${features}: load that model to resume it`);
+  if (link.chatModel !== want.chatModel || link.embeddingModel !== want.embeddingModel) {
+    const got = `${link.chatModel}${link.embeddingModel ? ` with features from ${link.embeddingModel}` : ''}`;
+    throw new RunNeedsLLMError(`run ${record.id} trains on the local LLM ${want.chatModel}${features}, but the page offered ${got}: load the run's models to resume it`);
   }
 }
 

@@ -2,10 +2,11 @@
  * Starting the training worker from the page: a module Worker running ./training.worker.ts, with
  * typed `send` and `onEvent` over the messages of ./training.protocol.ts.
  */
-import type { TrainingCommand, TrainingEvent } from './training.protocol.ts';
+import { transferablesOf, type TrainingCommand, type TrainingEvent } from './training.protocol.ts';
 
 /** A running training worker. */
 export interface TrainingWorkerHandle {
+  /** Sends a command (an LLM bridge port in it is transferred, no longer usable here). */
   send(command: TrainingCommand): void;
   /** Adds a listener for the worker's events; returns its remover. */
   onEvent(listener: (event: TrainingEvent) => void): () => void;
@@ -35,7 +36,7 @@ export function wrapTrainingWorker(worker: Worker): TrainingWorkerHandle {
     for (const listener of listeners) listener(event);
   };
   return {
-    send: (command) => worker.postMessage(command),
+    send: (command) => worker.postMessage(command, transferablesOf(command)),
     onEvent(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -15,21 +15,37 @@ export interface StorageNames {
   index?: string;
 }
 
+/**
+ * The page's local LLM, for a run that uses one: the requester's end of an LLM bridge
+ * (src/llm/bridge.ts; the page serves the other end with its WebLLM client) and the models loaded
+ * behind it. The port is transferred with the command ({@link transferablesOf}).
+ */
+export interface LLMLink {
+  port: MessagePort;
+  /** The chat model: experience model, prior and task generator. */
+  chatModel: string;
+  /** The embedding model whose vectors are the policy's features; null: the hashed features. */
+  embeddingModel: string | null;
+  /** Whether the page's LLM reads label logits (the prior's one-pass readout; else logprobs). */
+  labelLogits: boolean;
+}
+
 /** What the page asks of the worker. */
 export type TrainingCommand =
   /**
    * Creates run `runId` and trains it from scratch; with `seedData` (a dreamgym JSONL file's text),
-   * on that file's episodes instead of generated ones (checked whole before anything is written).
+   * on that file's episodes instead of generated ones (checked whole before anything is written);
+   * with `llm`, on the page's local LLM (the run records its models, and resumes only with them).
    */
-  | { kind: 'start'; runId: string; config: TrainingConfig; backend?: BackendPreference; storage?: StorageNames; seedData?: { fileName: string; text: string } }
-  /** Continues an unfinished run from its last snapshot (or re-seeds it when it has none). */
-  | { kind: 'resume'; runId: string; backend?: BackendPreference; storage?: StorageNames }
+  | { kind: 'start'; runId: string; config: TrainingConfig; backend?: BackendPreference; storage?: StorageNames; seedData?: { fileName: string; text: string }; llm?: LLMLink }
+  /** Continues an unfinished run from its last snapshot (or re-seeds it when it has none); a run made with an LLM needs `llm` with its models. */
+  | { kind: 'resume'; runId: string; backend?: BackendPreference; storage?: StorageNames; llm?: LLMLink }
   /**
    * Creates run `runId` from a policy checkpoint file (`serializeCheckpoint`, as the page exports it)
    * and evaluates it on the held-out tasks of `config` (its environment, prior, features and
    * number of evaluation tasks), without training.
    */
-  | { kind: 'evaluate-checkpoint'; runId: string; config: TrainingConfig; checkpoint: Uint8Array; fileName: string; backend?: BackendPreference; storage?: StorageNames }
+  | { kind: 'evaluate-checkpoint'; runId: string; config: TrainingConfig; checkpoint: Uint8Array; fileName: string; backend?: BackendPreference; storage?: StorageNames; llm?: LLMLink }
   /** Stops at the end of the current iteration, keeping the snapshot; the run stays resumable. */
   | { kind: 'pause' }
   /** Ends training at the end of the current iteration, then evaluates the policy as it stands. */
@@ -55,3 +71,8 @@ export type TrainingEvent =
   | { kind: 'paused'; record: PageRunRecord }
   /** The run could not go on; `record` when the run exists. */
   | { kind: 'failed'; runId: string; message: string; record?: PageRunRecord };
+
+/** What must be transferred (not copied) with `command`: the LLM bridge's port. */
+export function transferablesOf(command: TrainingCommand): Transferable[] {
+  return 'llm' in command && command.llm ? [command.llm.port] : [];
+}

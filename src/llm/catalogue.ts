@@ -44,6 +44,10 @@ export interface CatalogueEntry {
   needsShaderF16: boolean;
   /** Context window in tokens, when the record overrides it. */
   contextWindow: number | null;
+  /** Parameter count, from the model id (or a known figure), null when unknown. */
+  parameters: number | null;
+  /** An estimate of the download, MB: parameters times bits per weight (null when either is unknown). */
+  downloadMB: number | null;
   /** Whether the model should run on this device. */
   usable: boolean;
   /** Why it should not, in plain words (empty when usable). */
@@ -83,6 +87,52 @@ const MODEL_TYPE_VLM = 2;
 export function quantizationOf(modelId: string): string | null {
   const m = /(?:^|-)(q\d+f\d+(?:_\d+)?)(?:-|$)/i.exec(modelId);
   return m?.[1]?.toLowerCase() ?? null;
+}
+
+/** Parameter counts of catalogue models whose ids do not carry one (published figures). */
+const KNOWN_PARAMETERS: readonly (readonly [RegExp, number])[] = [
+  [/^snowflake-arctic-embed-s-/i, 33e6],
+  [/^snowflake-arctic-embed-m-/i, 109e6],
+  [/^Phi-(?:3|3\.5|4)-mini-/i, 3.8e9],
+  [/^phi-2-/i, 2.7e9],
+  [/^phi-1_5-/i, 1.3e9],
+];
+
+/**
+ * The parameter count a model id names (`Qwen2.5-1.5B-…` → 1.5e9, `SmolLM2-135M-…` → 1.35e8; a
+ * rounded figure: `Llama-3.2-1B` has 1.24e9),
+ * or a known figure for a few ids that name none; null otherwise.
+ */
+export function parametersOf(modelId: string): number | null {
+  // `1_6b` (stablelm) writes the decimal point as an underscore.
+  const m = /(?:^|-)(\d+(?:[._]\d+)?)([BM])(?=-|$)/i.exec(modelId);
+  if (m?.[1] && m[2]) return Number(m[1].replace('_', '.')) * (m[2].toUpperCase() === 'B' ? 1e9 : 1e6);
+  return KNOWN_PARAMETERS.find(([re]) => re.test(modelId))?.[1] ?? null;
+}
+
+/**
+ * Stored bits per weight of a quantisation: the weight bits, plus for grouped quantisation
+ * (`q4f16_1`) one scale of the float width per group of 32 weights; `q0fN` stores plain N-bit
+ * floats. Null for an unknown form.
+ */
+export function bitsPerWeight(quantization: string | null): number | null {
+  const m = quantization === null ? null : /^q(\d+)f(\d+)(?:_\d+)?$/i.exec(quantization);
+  if (!m?.[1] || !m[2]) return null;
+  const bits = Number(m[1]);
+  const float = Number(m[2]);
+  return bits === 0 ? float : bits + float / 32;
+}
+
+/**
+ * An estimate of a model's download, MB: parameters × bits per weight (see {@link bitsPerWeight}).
+ * WebLLM's model list does not state download sizes, so this is what the page can say before
+ * the first download; null when the id names no parameter count or quantisation.
+ */
+export function estimateDownloadMB(modelId: string): number | null {
+  const parameters = parametersOf(modelId);
+  const bits = bitsPerWeight(quantizationOf(modelId));
+  if (parameters === null || bits === null) return null;
+  return Math.round((parameters * bits) / 8 / 1e6);
 }
 
 /** Whether a model needs `shader-f16`: it declares the feature, or its weights are f16. */
@@ -145,6 +195,8 @@ export function describeCatalogue(appConfig: AppConfig, facts: DeviceFacts, opti
       quantization: quantizationOf(record.model_id),
       needsShaderF16: needsShaderF16(record),
       contextWindow: record.overrides?.context_window_size ?? null,
+      parameters: parametersOf(record.model_id),
+      downloadMB: estimateDownloadMB(record.model_id),
       usable: reasons.length === 0,
       reasons,
     };

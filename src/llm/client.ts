@@ -24,7 +24,7 @@ import type {
   EmbeddingEngine,
   InitProgressReport,
 } from './engine.ts';
-import { LLMConfigError, LLMRequestError, LLMUnavailableError, classifyLoadError, errorText } from './errors.ts';
+import { LLMAbortedError, LLMConfigError, LLMRequestError, LLMUnavailableError, classifyLoadError, errorText } from './errors.ts';
 import { WebLLMEmbedder, type WebLLMEmbedderOptions } from './embedder.ts';
 import type { LabelLogitSource } from './logits.ts';
 import { LLMPrior, type LLMPriorConfig } from './prior.ts';
@@ -57,6 +57,8 @@ export interface LLMClientOptions {
   createWorker?: () => Worker;
   /** Device facts (default: asked from WebGPU by {@link detectDevice}). */
   device?: DeviceFacts;
+  /** Aborting it cancels the load: the worker (and its downloads) stop, the promise rejects with {@link LLMAbortedError}. */
+  signal?: AbortSignal;
 }
 
 /** Defaults of {@link LLMClientOptions}. */
@@ -167,10 +169,13 @@ function checkOptions(options: LLMClientOptions): void {
  * Starts the LLM worker and loads the chat and embedding models. Resolves once both are
  * loaded; rejects fast with an {@link LLMUnavailableError} when WebGPU is missing, a model needs
  * shader-f16 the GPU lacks, nothing fits in memory, the models cannot be downloaded, or loading
- * fails or stalls. The worker is terminated on failure.
+ * fails or stalls. The worker is terminated on failure. Aborting `options.signal` cancels the
+ * load (rejecting with {@link LLMAbortedError}).
  */
 export async function createLLMClient(options: LLMClientOptions = {}): Promise<LLMClient> {
   checkOptions(options);
+  const cancelled = (): LLMAbortedError => new LLMAbortedError('Loading the local LLM was cancelled.');
+  if (options.signal?.aborted) throw cancelled();
   const appConfig = withCacheBackend(options.appConfig ?? prebuiltAppConfig, options.cacheBackend);
   const device = options.device ?? (await detectDevice());
   const selection = selectModels(
@@ -192,6 +197,7 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
     }
   }
 
+  if (options.signal?.aborted) throw cancelled();
   const worker = (options.createWorker ?? defaultWorker)();
   const side = SideChannelClient.connect(worker);
   const stallMs = options.stallTimeoutMs ?? DEFAULT_LLM_CLIENT_OPTIONS.stallTimeoutMs;
@@ -209,6 +215,8 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
   };
   const onWorkerError = (event: ErrorEvent): void => fail(new LLMUnavailableError('load-failed', `The LLM worker failed to start: ${event.message || 'unknown error'}`));
   worker.addEventListener('error', onWorkerError);
+  const onAbort = (): void => fail(cancelled());
+  options.signal?.addEventListener('abort', onAbort, { once: true });
   const engine = new WebWorkerMLCEngine(worker, {
     appConfig,
     initProgressCallback: (report) => {
@@ -224,11 +232,12 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
   } catch (error) {
     side.close();
     worker.terminate();
-    throw classifyLoadError(error, label);
+    throw error instanceof LLMAbortedError ? error : classifyLoadError(error, label);
   } finally {
     loading = false;
     if (timer !== undefined) clearTimeout(timer);
     worker.removeEventListener('error', onWorkerError);
+    options.signal?.removeEventListener('abort', onAbort);
   }
   return new LLMClient(engine, worker, side, {
     chatModel: selection.chat,

@@ -44,6 +44,14 @@ export class LLMRequestError extends Error {
   }
 }
 
+/**
+ * Thrown when an LLM operation was given up on purpose: a model load the person cancelled, or a
+ * request whose run was paused, stopped or ended before the reply came.
+ */
+export class LLMAbortedError extends LLMRequestError {
+  override name = 'LLMAbortedError';
+}
+
 /** The text of any thrown value: `Error` name and message, or the string itself. */
 export function errorText(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;

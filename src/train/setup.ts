@@ -1,11 +1,12 @@
 /**
  * Builds what a run needs from its configuration, with no download: offline seed data from the
  * built-in environment's rule-based policies, the retrieval experience model grounded on it, the
- * hashed-embedding featurizer, the prior and the recombination task generator. The page builds
- * the same from IndexedDB and WebLLM instead. Given an LLM (`options.llm`: the Node CLI passes an
- * OpenAI-compatible server through `HttpChatEngine`), it also builds the LLM experience model
- * (grounded by demonstrations retrieved from the offline data), the logprobs prior and the LLM
- * task generator.
+ * hashed-embedding featurizer, the prior and the recombination task generator. Given an LLM
+ * (`options.llm`: the Node CLI passes an OpenAI-compatible server through `HttpChatEngine`, the
+ * page's training worker the page's WebLLM through the LLM bridge), it also builds the LLM
+ * experience model (grounded by demonstrations retrieved from the offline data), the LLM prior
+ * (label logits when the LLM offers them, else logprobs) and the LLM task generator; given an
+ * embedder (`options.embedder`, e.g. WebLLM's embedding model), the policy's features come from it.
  */
 import type { Task, Trajectory } from '../core/types.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../curriculum/generator.ts';
@@ -15,7 +16,9 @@ import type { AnyEnvSpec } from '../envs/spec.ts';
 import { DemonstrationIndex } from '../experience/demos.ts';
 import { LLMExperienceModel } from '../experience/llm.ts';
 import { RetrievalExperienceModel } from '../experience/retrieval.ts';
+import type { Embedder } from '../core/embedding.ts';
 import type { ChatEngine } from '../llm/engine.ts';
+import type { LabelLogitSource } from '../llm/logits.ts';
 import { LexicalPrior, LLMPrior } from '../llm/prior.ts';
 import { Featurizer } from '../policy/features.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
@@ -69,6 +72,11 @@ export interface RunLLM {
   engine: ChatEngine;
   /** Model name sent with every request (omitted when undefined). */
   model?: string;
+  /**
+   * Label logits through WebLLM's logit processor (one pass scores every candidate). Without it
+   * the LLM prior reads `logprobs` (at most 5 candidates per pass).
+   */
+  labelLogits?: LabelLogitSource | null;
 }
 
 /** Options of {@link prepareRun}. */
@@ -83,6 +91,13 @@ export interface PrepareRunOptions {
    * data-only run: `dataOnlySpec`, which has none) and the tasks evaluated on.
    */
   data?: { spec: AnyEnvSpec; offline: OfflineData; evalTasks: Task[] } | null;
+  /**
+   * The embedder of the policy's features (e.g. WebLLM's embedding model through
+   * `WebLLMEmbedder`). Default: the hashed n-gram embedder of width `config.policy.embeddingDim`,
+   * which needs no download. A given embedder sets the width itself, so a checkpoint trained with
+   * one only loads with the same embedder.
+   */
+  embedder?: Embedder | null;
 }
 
 /** Builds the dependencies of `config` (Node and page alike; `sim: 'llm'` and `prior: 'llm'` need `options.llm`). */
@@ -100,10 +115,16 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   const demoIndex = synthetic && config.sim === 'llm' ? await DemonstrationIndex.fromTrajectories(offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
   const deps: TrainingDeps = {
     spec,
-    featurizer: new Featurizer(new HashedEmbedder({ dim: config.policy.embeddingDim }), { embeddingScale: config.policy.embeddingScale }),
+    featurizer: new Featurizer(options.embedder ?? new HashedEmbedder({ dim: config.policy.embeddingDim }), { embeddingScale: config.policy.embeddingScale }),
     offline,
     experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, model) : null),
-    prior: config.prior === 'lexical' ? new LexicalPrior() : config.prior === 'llm' && llm ? new LLMPrior(llm.engine, null, { readout: 'logprobs', ...model }) : null,
+    prior:
+      config.prior === 'lexical'
+        ? new LexicalPrior()
+        : config.prior === 'llm' && llm
+          ? // With label logits: one pass per state, falling back to logprobs if a read fails.
+            new LLMPrior(llm.engine, llm.labelLogits ?? null, { readout: llm.labelLogits ? 'auto' : 'logprobs', ...model })
+          : null,
     generator: !config.curriculum.enabled ? null : llm ? new LLMTaskGenerator(llm.engine, model) : new RecombinationTaskGenerator({ seed: config.seed }),
     ...(demoIndex ? { demos: (observation, action, k) => demoIndex.top(observation, action, k) } : {}),
   };

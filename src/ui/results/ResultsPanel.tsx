@@ -67,7 +67,10 @@ export const ResultsPanel = memo(function ResultsPanel({ evaluation, runs }: Res
                 <tr key={r.id} data-run-id={r.id}>
                   <th scope="row">{r.id}</th>
                   <td>{r.config.env}</td>
-                  <td>{modeLabel(r.config)}</td>
+                  <td>
+                    {modeLabel(r.config)}
+                    {r.llm ? `, on ${r.llm.chatModel}` : ''}
+                  </td>
                   <td>{r.config.seed}</td>
                   <td>
                     {r.iteration}

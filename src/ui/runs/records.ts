@@ -58,6 +58,16 @@ export interface PageRunRecord {
   imported?: { file: string; updates: number };
   /** The run's offline seed data came from this dreamgym JSONL file (not generated). */
   seedData?: SeedFileSummary;
+  /** The run trains on the page's local LLM (WebLLM): it resumes only with these models loaded. */
+  llm?: RunLLMModels;
+}
+
+/** The local LLM models of a run. */
+export interface RunLLMModels {
+  /** The chat model: experience model, prior and task generator. */
+  chatModel: string;
+  /** The embedding model of the policy's features, or null for the hashed features. */
+  embeddingModel: string | null;
 }
 
 /** Statuses of a run that has not reached its end. */

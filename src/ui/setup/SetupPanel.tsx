@@ -1,16 +1,20 @@
 /**
- * The setup panel: environment, experience model, mode, preset, seed and the advanced knobs of a
- * new run, with labels; Start builds the configuration (./form.ts) and hands it to the controller.
+ * The setup panel: environment, experience model (no download, or a local LLM from the catalogue:
+ * ./LLMChoice.tsx), mode, preset, seed and the advanced knobs of a new run, with labels; Start
+ * builds the configuration and the models to load (./form.ts) and hands them to the controller.
  */
 import { memo } from 'preact/compat';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ENV_NAMES } from '../../core/types.ts';
 import { ENVIRONMENTS } from '../../envs/registry.ts';
 import { PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingMode } from '../../train/config.ts';
 import type { BackendPreference } from '../../policy/backend-preference.ts';
 import { BACKEND_NAMES } from '../../policy/backend-preference.ts';
 import type { StartOptions } from '../train/controller.ts';
-import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
+import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, llmSelectionFromForm, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
+import { initialLLMState, type LLMSelection, type LLMViewState } from '../state/llm-state.ts';
+import { defaultModel } from '../llm/models.ts';
+import { LLMLoadStatus, LLMModelChoice } from './LLMChoice.tsx';
 
 /** What each mode does, in a sentence. */
 export const MODE_DESCRIPTIONS: Record<TrainingMode, string> = {
@@ -29,28 +33,79 @@ export interface SetupPanelProps {
   onStart: (config: TrainingConfig, extras: StartOptions) => void;
   /** The tfjs backend chosen at first (the page's `?backend=`; default `auto`). */
   backend?: BackendPreference;
-  /** Evaluates a checkpoint file with these settings (its environment, prior, features, evaluation tasks). */
-  onEvaluateCheckpoint?: (config: TrainingConfig, file: File) => void;
+  /** Evaluates a checkpoint file with these settings (its environment, prior, features, evaluation tasks, and LLM models if any). */
+  onEvaluateCheckpoint?: (config: TrainingConfig, file: File, llm?: LLMSelection) => void;
+  /** The local LLM's state (catalogue, loading). */
+  llm?: LLMViewState;
+  /** What the panel asks of the page's local LLM. */
+  llmActions?: SetupLLMActions;
 }
 
+/** The page's local-LLM controller, as the setup panel uses it. */
+export interface SetupLLMActions {
+  /** Reads the device and the model catalogue (once). */
+  check(): void;
+  load(selection: LLMSelection): void;
+  cancel(): void;
+  unload(): void;
+}
+
+const NO_LLM: LLMViewState = initialLLMState();
+
 /** The setup panel (re-rendered only when its props change, not on every worker event). */
-export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCheckpoint, backend: initialBackend = 'auto' }: SetupPanelProps) {
+export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onEvaluateCheckpoint, backend: initialBackend = 'auto', llm = NO_LLM, llmActions }: SetupPanelProps) {
   const [form, setForm] = useState<SetupForm>(defaultSetupForm);
   const [error, setError] = useState<{ field: string; message: string } | null>(null);
   const [seedFile, setSeedFile] = useState<File | null>(null);
   const [backend, setBackend] = useState<BackendPreference>(initialBackend);
   const update = (patch: Partial<SetupForm>): void => setForm((f) => ({ ...f, ...patch }));
   const setAdvanced = (key: AdvancedField, value: string): void => setForm((f) => ({ ...f, advanced: { ...f.advanced, [key]: value } }));
+  // Nothing new starts while a model loads.
+  const busy = running || llm.load.status === 'loading';
+  const models = llm.catalogue.status === 'ready' ? llm.catalogue.models : null;
+
+  // Once the catalogue is known, offer a model that runs here (a cached one first).
+  useEffect(() => {
+    if (models === null) return;
+    setForm((f) => ({
+      ...f,
+      llmModel: f.llmModel === '' ? defaultModel(models, 'chat') : f.llmModel,
+      embeddingModel: f.embeddingModel === '' ? defaultModel(models, 'embedding') : f.embeddingModel,
+    }));
+  }, [models]);
+
+  const fail = (e: unknown): void => setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
+
+  const chooseSim = (sim: SetupForm['sim']): void => {
+    update({ sim });
+    setError(null);
+    if (sim === 'llm') llmActions?.check();
+  };
 
   const submit = (event: Event): void => {
     event.preventDefault();
     try {
       const config = configFromForm(form);
+      const selection = llmSelectionFromForm(form, models);
       setError(null);
-      onStart(config, { backend, ...(seedFile ? { seedFile } : {}) });
+      onStart(config, { backend, ...(seedFile ? { seedFile } : {}), ...(selection ? { llm: selection } : {}) });
     } catch (e) {
-      setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
+      fail(e);
     }
+  };
+
+  const llmChoiceActions = {
+    load: () => {
+      try {
+        const selection = llmSelectionFromForm(form, models);
+        setError(null);
+        if (selection) llmActions?.load(selection);
+      } catch (e) {
+        fail(e);
+      }
+    },
+    cancel: () => llmActions?.cancel(),
+    unload: () => llmActions?.unload(),
   };
 
   const evaluateFile = (event: Event): void => {
@@ -61,10 +116,11 @@ export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCh
     if (!file || !onEvaluateCheckpoint) return;
     try {
       const config = configFromForm(form);
+      const selection = llmSelectionFromForm(form, models);
       setError(null);
-      onEvaluateCheckpoint(config, file);
+      onEvaluateCheckpoint(config, file, selection ?? undefined);
     } catch (e) {
-      setError({ field: e instanceof SetupFormError ? e.field : 'form', message: e instanceof Error ? e.message : String(e) });
+      fail(e);
     }
   };
 
@@ -98,16 +154,19 @@ export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCh
         <fieldset class="field sim-choice" data-testid="setup-sim">
           <legend>Experience model</legend>
           <label>
-            <input type="radio" name="setup-sim" value="retrieval" checked />
+            <input type="radio" name="setup-sim" value="retrieval" data-testid="setup-sim-retrieval" checked={form.sim === 'retrieval'} disabled={busy} onChange={() => chooseSim('retrieval')} />
             No download: retrieval from real transitions
           </label>
-          <label class="unavailable">
-            <input type="radio" name="setup-sim" value="llm" disabled aria-describedby="setup-llm-help" data-testid="setup-sim-llm" />
+          <label>
+            <input type="radio" name="setup-sim" value="llm" data-testid="setup-sim-llm" checked={form.sim === 'llm'} disabled={busy} aria-describedby="setup-llm-help" onChange={() => chooseSim('llm')} />
             Local LLM (WebLLM)
           </label>
           <span class="help" id="setup-llm-help">
-            Unavailable: needs a downloaded model, which this page cannot fetch yet.
+            A model from WebLLM’s catalogue plays the environment on your GPU (WebGPU; f16 models also need shader-f16). It is downloaded once (hundreds of MB to several GB) and cached by the browser; nothing else leaves or enters the machine.
           </span>
+          {form.sim === 'llm' && <LLMModelChoice form={form} update={update} llm={llm} busy={busy} invalidField={error?.field ?? null} actions={llmChoiceActions} />}
+          {/* A failed load concerns the LLM choice; progress and the loaded model show whichever is chosen (a resume loads its run's model). */}
+          {(form.sim === 'llm' || llm.load.status !== 'failed') && <LLMLoadStatus llm={llm} running={running} actions={llmChoiceActions} onUseRetrieval={() => chooseSim('retrieval')} />}
         </fieldset>
         <div class="field">
           <label for="setup-preset">Preset</label>
@@ -170,7 +229,7 @@ export const SetupPanel = memo(function SetupPanel({ busy, onStart, onEvaluateCh
       </details>
       <div class="field">
         <label for="setup-backend">tfjs backend</label>
-        <select id="setup-backend" data-testid="setup-backend" value={backend} disabled={busy} aria-describedby="setup-backend-help" onChange={(e) => setBackend((e.currentTarget as HTMLSelectElement).value as BackendPreference)}>
+        <select id="setup-backend" data-testid="setup-backend" value={backend} disabled={running} aria-describedby="setup-backend-help" onChange={(e) => setBackend((e.currentTarget as HTMLSelectElement).value as BackendPreference)}>
           {(['auto', ...BACKEND_NAMES] as const).map((name) => (
             <option key={name} value={name}>
               {name}

@@ -1,9 +1,11 @@
 /**
  * The setup form's values and how they become a training configuration: defaults < preset <
- * the advanced fields a person filled in (a blank field keeps the preset's value).
+ * the advanced fields a person filled in (a blank field keeps the preset's value); and, when the
+ * experience model is a local LLM, which models to load (checked against the device's catalogue).
  */
 import { ENV_NAMES, type EnvName } from '../../core/types.ts';
 import { parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
+import type { LLMSelection, ModelView } from '../state/llm-state.ts';
 
 /** The advanced fields: each a whole number, blank for the preset's value. */
 export const ADVANCED_FIELDS = [
@@ -29,6 +31,16 @@ export interface SetupForm {
   warmStart: boolean;
   seed: string;
   advanced: Partial<Record<AdvancedField, string>>;
+  /** The experience model: retrieval (no download) or a local LLM. */
+  sim: 'retrieval' | 'llm';
+  /** The LLM's chat model id ('' until one is chosen). */
+  llmModel: string;
+  /** The policy prior from the LLM's log-probabilities (`prior: 'llm'`). */
+  llmPrior: boolean;
+  /** The policy's features from WebLLM's embedding model (else the hashed embedder). */
+  llmEmbeddings: boolean;
+  /** The embedding model id ('' until one is chosen). */
+  embeddingModel: string;
 }
 
 /**
@@ -37,7 +49,7 @@ export interface SetupForm {
  * BENCHMARKS.md, "training").
  */
 export function defaultSetupForm(): SetupForm {
-  return { env: ENV_NAMES[0], mode: 'dreamgym', preset: 'quick', warmStart: true, seed: '0', advanced: {} };
+  return { env: ENV_NAMES[0], mode: 'dreamgym', preset: 'quick', warmStart: true, seed: '0', advanced: {}, sim: 'retrieval', llmModel: '', llmPrior: false, llmEmbeddings: false, embeddingModel: '' };
 }
 
 /** Thrown for a form value that is not acceptable; `field` names the input. */
@@ -85,7 +97,9 @@ export function configFromForm(form: SetupForm): TrainingConfig {
   if (!ENV_NAMES.includes(form.env)) throw new SetupFormError('env', `unknown environment ${JSON.stringify(form.env)}`);
   if (!TRAINING_MODES.includes(form.mode)) throw new SetupFormError('mode', `unknown mode ${JSON.stringify(form.mode)}`);
   if (!(form.preset in PRESETS)) throw new SetupFormError('preset', `unknown preset ${JSON.stringify(form.preset)}`);
-  const input: TrainingConfigInput = { env: form.env, mode: form.mode, sim: 'retrieval', seed: wholeNumber('seed', 'Seed', form.seed) };
+  if (form.sim !== 'retrieval' && form.sim !== 'llm') throw new SetupFormError('sim', `unknown experience model ${JSON.stringify(form.sim)}`);
+  const input: TrainingConfigInput = { env: form.env, mode: form.mode, sim: form.sim, seed: wholeNumber('seed', 'Seed', form.seed) };
+  if (form.sim === 'llm' && form.llmPrior) input.prior = 'llm';
   if (form.warmStart && isRlMode(form.mode)) input.warmStart = 'sft';
   const offline: NonNullable<TrainingConfigInput['offline']> = {};
   for (const { key, label, min } of ADVANCED_FIELDS) {
@@ -98,4 +112,34 @@ export function configFromForm(form: SetupForm): TrainingConfig {
   }
   if (Object.keys(offline).length > 0) input.offline = offline;
   return parseTrainingConfig(input, form.preset);
+}
+
+/** A chosen model of `kind`, checked against the catalogue; throws {@link SetupFormError} on `field`. */
+function checkedModel(models: readonly ModelView[], id: string, kind: 'chat' | 'embedding', field: string): string {
+  const what = kind === 'chat' ? 'an LLM' : 'an embedding model';
+  const ofKind = models.filter((m) => m.kind === kind);
+  if (id === '' && !ofKind.some((m) => m.usable)) {
+    // Say why nothing runs: the reasons every model of the kind shares (e.g. no WebGPU).
+    const shared = (ofKind[0]?.reasons ?? []).filter((r) => ofKind.every((m) => m.reasons.includes(r)));
+    throw new SetupFormError(field, `No ${kind} model in the catalogue can run on this device${shared.length ? ` (${shared.join('; ')})` : ''}: choose “No download” as the experience model.`);
+  }
+  if (id === '') throw new SetupFormError(field, `Choose ${what} to download, or choose “No download” as the experience model.`);
+  const model = models.find((m) => m.modelId === id);
+  if (!model) throw new SetupFormError(field, `${id} is not in the model catalogue.`);
+  if (model.kind !== kind) throw new SetupFormError(field, `${id} is not ${kind === 'chat' ? 'a chat' : 'an embedding'} model.`);
+  if (!model.usable) throw new SetupFormError(field, `${id} cannot run on this device: ${model.reasons.join('; ')}. Choose another model, or “No download”.`);
+  return id;
+}
+
+/**
+ * The local-LLM models a form asks for, or null when its experience model is retrieval (nothing
+ * to download). `models` is the device's catalogue (null while it is being checked). Throws
+ * {@link SetupFormError} on `llm-model` or `embedding-model` for a missing, unknown or unusable one.
+ */
+export function llmSelectionFromForm(form: SetupForm, models: readonly ModelView[] | null): LLMSelection | null {
+  if (form.sim !== 'llm') return null;
+  if (models === null) throw new SetupFormError('llm-model', 'The model catalogue of this device is still being checked: try again in a moment.');
+  const chatModel = checkedModel(models, form.llmModel, 'chat', 'llm-model');
+  const embeddingModel = form.llmEmbeddings ? checkedModel(models, form.embeddingModel, 'embedding', 'embedding-model') : null;
+  return { chatModel, embeddingModel };
 }

@@ -1,7 +1,9 @@
 /**
  * The training panel: what the run is doing (seed data, iterations, evaluation) with progress
- * bars, and Pause / Resume / Stop.
+ * bars, and Pause / Resume / Stop; for a run on the local LLM, its models and the requests the
+ * page's LLM served it.
  */
+import type { LLMViewState } from '../state/llm-state.ts';
 import type { TrainingViewState } from '../state/training-state.ts';
 import { isActive } from '../state/training-state.ts';
 import { isUnfinished } from '../runs/records.ts';
@@ -9,6 +11,8 @@ import { isUnfinished } from '../runs/records.ts';
 /** Props of {@link TrainPanel}. */
 export interface TrainPanelProps {
   state: TrainingViewState;
+  /** The local LLM's state (a model loading holds Resume back). */
+  llm?: LLMViewState;
   onPause: () => void;
   onResume: () => void;
   onStop: () => void;
@@ -43,8 +47,11 @@ export function statusText(s: TrainingViewState): string {
 }
 
 /** The training panel. */
-export function TrainPanel({ state, onPause, onResume, onStop }: TrainPanelProps) {
+export function TrainPanel({ state, llm, onPause, onResume, onStop }: TrainPanelProps) {
   const active = isActive(state.status);
+  const llmLoading = llm?.load.status === 'loading';
+  const runLLM = state.record?.llm;
+  const loaded = llm?.load.status === 'ready' && runLLM !== undefined && llm.load.chatModel === runLLM.chatModel;
   // A run another tab trains is that tab's to control.
   const canStopOrPause = !state.readOnly && (state.status === 'running' || state.status === 'seeding' || state.status === 'starting');
   // A failed resume (e.g. another tab trains the run) may be retried while the stored run is unfinished.
@@ -84,13 +91,21 @@ export function TrainPanel({ state, onPause, onResume, onStop }: TrainPanelProps
         <button type="button" data-testid="train-pause" disabled={!canStopOrPause} onClick={onPause}>
           Pause
         </button>
-        <button type="button" data-testid="train-resume" disabled={!canResume || active} onClick={onResume}>
+        <button type="button" data-testid="train-resume" disabled={!canResume || active || llmLoading} onClick={onResume}>
           Resume
         </button>
         <button type="button" data-testid="train-stop" disabled={!canStopOrPause} onClick={onStop}>
           Stop and evaluate
         </button>
       </div>
+      {runLLM && (
+        <p class="help" data-testid="train-llm">
+          Local LLM: {runLLM.chatModel}
+          {runLLM.embeddingModel ? `, features from ${runLLM.embeddingModel}` : ''}.
+          {llm ? ` Requests the page’s LLM served: ${llm.served.chat} chat, ${llm.served.embedding} embedding, ${llm.served.labelLogits} label-logit reads.` : ''}
+          {canResume && !loaded && !active ? ' Resume loads the model first (from the browser’s cache, or downloads it again if the cache was cleared).' : ''}
+        </p>
+      )}
       {b && (
         <p class="help" data-testid="train-backend">
           tfjs backend: {b.backend}

@@ -6,13 +6,21 @@
  * shown read-only: that tab re-sends its worker's events over the live channel (./live-channel.ts)
  * and this one follows them, until the run comes to rest or its lock is let go (that tab closed or
  * crashed); then Resume takes it over here.
+ *
+ * A run on the local LLM first has its models loaded by the LLM controller (../llm/controller.ts:
+ * download progress, Cancel, typed errors in the setup panel), then goes to the worker with one
+ * end of an LLM bridge. Such a run, found unfinished on load, waits for Resume instead of
+ * resuming at once: resuming loads its model, which the person should ask for.
  */
 import type { BackendPreference } from '../../policy/backend.ts';
 import { openReplayStore } from '../../replay/index.ts';
 import type { TrainingConfig } from '../../train/config.ts';
 import type { IterationMetrics } from '../../train/loop.ts';
 import type { TrainingWorkerHandle } from '../../../workers/training.client.ts';
-import type { StorageNames, TrainingCommand } from '../../../workers/training.protocol.ts';
+import type { LLMLink, StorageNames, TrainingCommand } from '../../../workers/training.protocol.ts';
+import type { LLMClient } from '../../llm/client.ts';
+import type { LLMController } from '../llm/controller.ts';
+import type { LLMSelection } from '../state/llm-state.ts';
 import { newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
 import { metricsFromValues } from '../runs/snapshot.ts';
 import { openLiveChannel, type LiveChannel } from './live-channel.ts';
@@ -27,6 +35,8 @@ export interface TrainingControllerOptions {
   storage?: StorageNames;
   /** tfjs backend preference for the worker (default `auto`). */
   backend?: BackendPreference;
+  /** The page's local LLM, for runs that use one. */
+  llm?: LLMController;
 }
 
 /** What a start may add to the run's configuration. */
@@ -35,6 +45,8 @@ export interface StartOptions {
   seedFile?: Blob & { name?: string };
   /** The tfjs backend for this run (default: the controller's `backend` option, else `auto`). */
   backend?: BackendPreference;
+  /** The local LLM models the run trains on (loaded first); none: the run needs no LLM. */
+  llm?: LLMSelection;
 }
 
 /** How often, and how far apart, the page re-checks a locked unfinished run before leaving it to its holder. */
@@ -99,40 +111,90 @@ export class TrainingController {
       void this.watchLock(unfinished.id);
       return;
     }
-    if (unfinished.status !== 'paused') await this.resume(unfinished.id);
+    if (unfinished.status === 'paused') return;
+    // A run on the local LLM waits for Resume (shown as paused): resuming loads its model.
+    if (unfinished.llm) this.store.dispatch({ kind: 'found', record: { ...unfinished, status: 'paused' }, metrics });
+    else await this.resume(unfinished.id);
   }
 
   /**
    * Starts a new run of `config`; returns its id. With `seedFile` (dreamgym JSONL), the run seeds on
    * that file's episodes; the worker checks it whole and writes nothing when it is malformed.
-   * `backend` (the setup panel's choice) overrides the page's tfjs backend preference.
+   * `backend` (the setup panel's choice) overrides the page's tfjs backend preference. With `llm`,
+   * its models are loaded first; when that fails or is cancelled no run is made (null), and the
+   * LLM state says why.
    */
-  async start(config: TrainingConfig, extras: StartOptions = {}): Promise<string> {
+  async start(config: TrainingConfig, extras: StartOptions = {}): Promise<string | null> {
+    const link = extras.llm ? await this.linkFor(extras.llm) : undefined;
+    if (link === null || this.destroyed) return null;
     const runId = newRunId(config);
     this.store.dispatch({ kind: 'request', what: 'start', runId });
     const { seedFile, backend } = extras;
     const seedData = seedFile ? { fileName: seedFile.name ?? 'seed data', text: await seedFile.text() } : undefined;
-    await this.send({ kind: 'start', runId, config, ...(seedData ? { seedData } : {}), ...this.common(), ...(backend ? { backend } : {}) });
+    await this.send({ kind: 'start', runId, config, ...(seedData ? { seedData } : {}), ...this.common(), ...(backend ? { backend } : {}), ...(link ? { llm: link } : {}) });
     return runId;
   }
 
   /**
    * Makes a new run of a checkpoint file and evaluates it with the held-out tasks, features and
-   * prior of `config` (the setup form's); returns the run id.
+   * prior of `config` (the setup form's), on the local LLM's models when `llm` names them; returns
+   * the run id (null when the models could not be loaded).
    */
-  async evaluateCheckpoint(config: TrainingConfig, file: Blob & { name?: string }): Promise<string> {
+  async evaluateCheckpoint(config: TrainingConfig, file: Blob & { name?: string }, llm?: LLMSelection): Promise<string | null> {
+    const link = llm ? await this.linkFor(llm) : undefined;
+    if (link === null || this.destroyed) return null;
     const runId = newRunId(config).replace(`-${config.mode}-`, '-checkpoint-');
     this.store.dispatch({ kind: 'request', what: 'start', runId });
     const checkpoint = new Uint8Array(await file.arrayBuffer());
-    await this.send({ kind: 'evaluate-checkpoint', runId, config, checkpoint, fileName: file.name ?? 'checkpoint', ...this.common() });
+    await this.send({ kind: 'evaluate-checkpoint', runId, config, checkpoint, fileName: file.name ?? 'checkpoint', ...this.common(), ...(link ? { llm: link } : {}) });
     return runId;
   }
 
-  /** Continues the paused (or interrupted) run `runId` (default: the one shown). */
+  /** Loads `selection` and opens a bridge to it; null when it could not be loaded (the LLM state says why). */
+  private async linkFor(selection: LLMSelection): Promise<LLMLink | null> {
+    const llm = this.options.llm;
+    if (!llm) throw new Error('this page has no local LLM controller');
+    let client: LLMClient;
+    try {
+      client = await llm.load(selection);
+    } catch {
+      // Failed or cancelled: the LLM state (and so the setup panel) says why.
+      return null;
+    }
+    return llm.openLink(client);
+  }
+
+  /**
+   * Continues the paused (or interrupted) run `runId` (default: the one shown). A run on the local
+   * LLM has its models loaded first; when that fails the run stays as it was, resumable.
+   */
   async resume(runId: string | null = this.store.state.value.runId): Promise<void> {
     if (!runId) return;
+    const shown = this.store.state.value.record;
+    const record = shown?.id === runId ? shown : await this.readRecord(runId);
+    let link: LLMLink | undefined;
+    if (record?.llm) {
+      const opened = this.options.llm ? await this.linkFor(record.llm) : null;
+      if (this.destroyed) return;
+      if (!opened) {
+        const why = this.store.llm.value.load;
+        const detail = why.status === 'failed' ? why.message : 'this page has no local LLM';
+        this.store.dispatch({ kind: 'failed', runId, message: `run ${runId} trains on the local LLM ${record.llm.chatModel}, which could not be loaded: ${detail}` });
+        return;
+      }
+      link = opened;
+    }
     this.store.dispatch({ kind: 'request', what: 'resume', runId });
-    await this.send({ kind: 'resume', runId, ...this.common() });
+    await this.send({ kind: 'resume', runId, ...this.common(), ...(link ? { llm: link } : {}) });
+  }
+
+  private async readRecord(runId: string): Promise<PageRunRecord | undefined> {
+    const index = await this.openIndex();
+    try {
+      return await index.get(runId);
+    } finally {
+      index.close();
+    }
   }
 
   /** Pauses at the end of the current iteration. */
@@ -152,6 +214,7 @@ export class TrainingController {
   destroy(): void {
     this.destroyed = true;
     this.live.close();
+    this.options.llm?.closeLinks();
     this.worker?.terminate();
     this.worker = null;
   }
@@ -176,7 +239,11 @@ export class TrainingController {
       worker.onEvent((event) => {
         this.store.dispatch(event);
         this.live.publish(event);
-        if (event.kind === 'failed' && event.runId === '') this.dropWorker(worker);
+        if (event.kind === 'failed' && event.runId === '') {
+          // The worker is gone: so are the runs it was serving the LLM to.
+          this.options.llm?.closeLinks();
+          this.dropWorker(worker);
+        }
       });
       this.worker = worker;
       return worker;

@@ -1,0 +1,82 @@
+/**
+ * prepareRun (src/train/setup.ts): what it builds from a configuration and its options. With no
+ * LLM the LLM parts are refused; with one, the LLM experience model, prior and task generator run
+ * on it (the prior on label logits when the LLM offers them); a given embedder makes the features.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Embedder } from '../src/core/embedding.ts';
+import { LLMExperienceModel } from '../src/experience/llm.ts';
+import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
+import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
+import { LLMPrior } from '../src/llm/prior.ts';
+import { parseTrainingConfig, type TrainingConfigInput } from '../src/train/config.ts';
+import { TrainingSetupError } from '../src/train/loop.ts';
+import { prepareRun } from '../src/train/setup.ts';
+import { echoScript, ScriptedEngine } from './fixtures/scripted-engine.ts';
+
+const TINY: TrainingConfigInput = { env: 'shop', mode: 'dreamgym', offline: { expertEpisodes: 4, noisyEpisodes: 2, extraTasks: 0 }, evalEpisodes: 2, policy: { embeddingDim: 32 } };
+
+/** An embedder of width 8 that counts what it embedded. */
+class CountingEmbedder implements Embedder {
+  readonly id = 'counting';
+  readonly dim = 8;
+  texts = 0;
+  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+    this.texts += texts.length;
+    return texts.map((t) => {
+      const v = new Float32Array(8);
+      v[t.length % 8] = 1;
+      return v;
+    });
+  }
+}
+
+describe('prepareRun', () => {
+  it('without an LLM: retrieval, hashed features of the configured width, recombination tasks', async () => {
+    const run = await prepareRun(parseTrainingConfig(TINY));
+    try {
+      expect(run.deps.experience).toBeInstanceOf(RetrievalExperienceModel);
+      expect(run.deps.generator).toBeInstanceOf(RecombinationTaskGenerator);
+      expect(run.deps.featurizer.dim).toBe(32);
+      expect(run.deps.featurizer.embedder.id).toMatch(/hash/);
+    } finally {
+      run.dispose();
+    }
+    await expect(prepareRun(parseTrainingConfig({ ...TINY, sim: 'llm' }))).rejects.toThrow(TrainingSetupError);
+    await expect(prepareRun(parseTrainingConfig({ ...TINY, prior: 'llm' }))).rejects.toThrow(/the LLM prior needs an LLM/);
+  });
+
+  it('with an LLM and label logits: the LLM experience model, prior on label logits, LLM task generator', async () => {
+    const engine = new ScriptedEngine({ chat: echoScript, logits: () => ({ A: 3, B: 0 }) });
+    const labelLogits = { calls: 0, labelLogits: async (_r: unknown, labels: readonly string[]) => (labelLogits.calls++, new Float32Array(labels.map((_, i) => (i === 0 ? 3 : 0)))) };
+    const run = await prepareRun(parseTrainingConfig({ ...TINY, sim: 'llm', prior: 'llm' }), { llm: { engine, model: 'm', labelLogits } });
+    expect(run.deps.experience).toBeInstanceOf(LLMExperienceModel);
+    expect(run.deps.generator).toBeInstanceOf(LLMTaskGenerator);
+    const prior = run.deps.prior as LLMPrior;
+    expect(prior).toBeInstanceOf(LLMPrior);
+    const lp = await prior.score({ instruction: 'buy', observation: { text: 's', actions: ['click[a]', 'click[b]'] } });
+    expect(lp[0]).toBeGreaterThan(lp[1] as number);
+    expect(labelLogits.calls).toBe(1);
+    expect(prior.stats).toMatchObject({ logitPasses: 1, logprobPasses: 0 });
+    // Without label logits the prior reads logprobs from chat completions.
+    const plain = await prepareRun(parseTrainingConfig({ ...TINY, prior: 'llm' }), { llm: { engine, model: 'm' } });
+    await (plain.deps.prior as LLMPrior).score({ instruction: 'buy', observation: { text: 's', actions: ['click[a]', 'click[b]'] } });
+    expect((plain.deps.prior as LLMPrior).stats).toMatchObject({ logitPasses: 0, logprobPasses: 1 });
+    run.dispose();
+    plain.dispose();
+  });
+
+  it('features come from the given embedder, at its width', async () => {
+    const embedder = new CountingEmbedder();
+    const run = await prepareRun(parseTrainingConfig(TINY), { embedder });
+    try {
+      expect(run.deps.featurizer.embedder).toBe(embedder);
+      expect(run.deps.featurizer.dim).toBe(8);
+      const [decision] = await run.deps.featurizer.decisions([{ instruction: 'i want a red shoe', observation: { text: 'Page', actions: ['search[red shoe]', 'click[back]'] } }]);
+      expect(embedder.texts).toBeGreaterThan(0);
+      expect(decision?.state.length).toBe(run.deps.featurizer.stateDim);
+    } finally {
+      run.dispose();
+    }
+  });
+});
