@@ -62,15 +62,15 @@ describe('setup form', () => {
   it('no download by default: retrieval, no LLM to load', () => {
     const form = defaultSetupForm();
     expect(form.sim).toBe('retrieval');
-    expect(configFromForm(form)).toMatchObject({ sim: 'retrieval', prior: 'uniform' });
+    expect(configFromForm(form)).toMatchObject({ sim: 'retrieval', prior: 'lexical' });
     expect(llmSelectionFromForm(form, null)).toBeNull();
     // LLM choices left over from an earlier pick do not leak into a retrieval run.
-    expect(configFromForm({ ...form, llmPrior: true }).prior).toBe('uniform');
+    expect(configFromForm({ ...form, llmPrior: true }).prior).toBe('lexical');
   });
 
   it('the local LLM: its experience model, the LLM prior when asked, and the models to load', () => {
     const form = { ...defaultSetupForm(), sim: 'llm' as const, llmModel: 'chat-a', embeddingModel: 'embed-a' };
-    expect(configFromForm(form)).toMatchObject({ sim: 'llm', prior: 'uniform' });
+    expect(configFromForm(form)).toMatchObject({ sim: 'llm', prior: 'lexical' });
     expect(configFromForm({ ...form, llmPrior: true }).prior).toBe('llm');
     expect(llmSelectionFromForm(form, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: null });
     expect(llmSelectionFromForm({ ...form, llmEmbeddings: true }, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: 'embed-a' });

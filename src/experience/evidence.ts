@@ -83,6 +83,20 @@ export function actionSignature(action: string, words: ReadonlySet<string>): str
   });
 }
 
+/**
+ * The instruction's content words and whether any of `texts` shows each (stemmed, as coverage
+ * counts them). With `all` false (the default) only the words not shown.
+ */
+export function uncoveredWords(instruction: string, texts: readonly string[], all = false): { word: string; shown: boolean }[] {
+  const seen = new Set(texts.flatMap((t) => tokenize(t).map(stem)));
+  const out: { word: string; shown: boolean }[] = [];
+  for (const word of instructionWords(instruction)) {
+    const shown = seen.has(word);
+    if (all || !shown) out.push({ word, shown });
+  }
+  return out;
+}
+
 /** Number of dense evidence features. */
 export const EVIDENCE_DIM = 11;
 

@@ -28,7 +28,7 @@ import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
-import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, unofferedChoices, withoutInstruction } from './evidence.ts';
+import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
 import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, withSwaps, type Substitution } from './substitution.ts';
@@ -236,7 +236,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly initial: { index: RetrievalIndex; states: RealTransition[] },
     private readonly kinds: ReadonlyMap<string, KindStats>,
     /** Values option lists offered in the data, and those an instruction naming them always asked for (see `unofferedChoices`). */
-    private readonly listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string> },
+    private readonly listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string>; alwaysShown: ReadonlySet<string> },
     private readonly binaryRewards: boolean,
     readonly rewardModel: RewardModel | null,
   ) {}
@@ -316,7 +316,22 @@ export class RetrievalExperienceModel implements ExperienceModel {
         namedAt.set(v, c);
       }
     }
-    const listValues = { known, reliable: new Set([...namedAt].filter(([, c]) => c.named >= 2 && c.offered === c.named).map(([v]) => v)) };
+    // Instruction words that every real success showed somewhere (on screen, in its action or in
+    // the actions so far), in at least 10 successes (fewer said too little: 3 rejected 11% of real
+    // shop successes that showed an attribute word less often): "hot" in "put a hot plate in cabinet" is
+    // always on screen when it succeeds ("Holding: plate 1 (hot)"); "two" or "under" never are.
+    const wordSeen = new Map<string, { named: number; shown: number }>();
+    for (const t of usable) {
+      if (!t.success) continue;
+      for (const w of uncoveredWords(t.task.instruction, [withoutInstruction(t.state.text, t.task.instruction), t.action, ...t.history], true)) {
+        const c = wordSeen.get(w.word) ?? { named: 0, shown: 0 };
+        c.named++;
+        if (w.shown) c.shown++;
+        wordSeen.set(w.word, c);
+      }
+    }
+    const alwaysShown = new Set([...wordSeen].filter(([, c]) => c.named >= 10 && c.shown === c.named).map(([w]) => w));
+    const listValues = { known, reliable: new Set([...namedAt].filter(([, c]) => c.named >= 2 && c.offered === c.named).map(([v]) => v)), alwaysShown };
     // Evidence ranges of successful steps, per kind.
     const successEvidence = new Map<string, Float32Array[]>();
     const successUnoffered = new Map<string, number[]>();
@@ -455,7 +470,10 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const evidence = evidenceFeatures(task.instruction, observation.text, action, history.map((h) => h.action), pageActions, observation.actions, rank);
     const outside = floor && ceiling ? [...floor].findIndex((x, j) => (evidence[j] as number) < x - 1e-6 || (evidence[j] as number) > (ceiling[j] as number) + 1e-6) : -1;
     // A choice the instruction names that the page does not offer (more of them than any real success showed).
-    const short = outside < 0 && trusted && unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > kind.stats.unofferedCeiling ? EVIDENCE_DIM : outside;
+    // A word of the instruction that every real success showed, nowhere to be seen here (a plate
+    // taken and put back, never heated, for "put a hot plate in cabinet").
+    const unshown = trusted && uncoveredWords(task.instruction, [withoutInstruction(observation.text, task.instruction), action, ...history.map((h) => h.action)]).some((w) => this.listValues.alwaysShown.has(w.word));
+    const short = outside < 0 && trusted && (unshown || unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > kind.stats.unofferedCeiling) ? EVIDENCE_DIM : outside;
     let success: number;
     let expected: number;
     if (short >= 0) {
@@ -508,7 +526,10 @@ export class RetrievalExperienceModel implements ExperienceModel {
       }
       const left = seen[last] as Observation;
       const unchanged = left.actions.length === arrival.actions.length && left.actions.every((x, j) => x === arrival.actions[j]);
-      return { observation: clone(unchanged ? arrival : left), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
+      const remembered = unchanged ? arrival : left;
+      // The state right after the agent left the place: what did not change then went with it.
+      const departed = seen[last + 1];
+      return { observation: departed ? carryOver(remembered, departed, observation) : clone(remembered), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
     }
 
     const kind = this.kindOf(action, task.instruction);
@@ -593,7 +614,17 @@ export class RetrievalExperienceModel implements ExperienceModel {
       });
     }
     const sub = withSwaps(pairs);
-    if (!editTransfers(t.state, next)) return { text: applySubstitution(next.text, sub), actions: next.actions.map((a) => applySubstitution(a, sub)) };
+    // What the neighbour carried through its step (an entity in its actions before and after,
+    // such as the object it held) but this state does not offer at all, this agent does not have:
+    // actions naming it go. Without this, walking to the fridge from the start offered "cool
+    // potato 1 with fridge 1" because the recorded walk there held a potato, and a policy trained
+    // in the simulator "put" objects it never took (17 of 40 simulated successes, 0 real).
+    const here = new Set(observation.actions.flatMap((a) => actionTemplate(a).entities));
+    const beforeEntities = new Set(t.state.actions.flatMap((a) => actionTemplate(a).entities));
+    const carried = new Set<string>();
+    for (const a of next.actions) for (const e of actionTemplate(a).entities) if (beforeEntities.has(e)) carried.add(applySubstitution(e, sub));
+    const foreign = (a: string): boolean => actionTemplate(a).entities.some((e) => carried.has(e) && !here.has(e) && !own.has(e));
+    if (!editTransfers(t.state, next)) return { text: mergeText(observation.text, t.state.text, next.text, sub), actions: next.actions.map((a) => applySubstitution(a, sub)).filter((a) => !foreign(a)) };
     const text = editText(observation.text, t.state.text, next.text, sub);
     // Apply the neighbour's edit of its admissible actions to this state's actions.
     const gone = new Set(removed.map((a) => applySubstitution(a, sub)));
@@ -613,7 +644,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       const { template, entities } = actionTemplate(a);
       return patterns.some((p) => p.template === template && p.slots.length === entities.length && p.slots.every((e, i) => e === null || e === entities[i]));
     };
-    const added = addedRaw.map((a) => applySubstitution(a, sub));
+    const added = addedRaw.map((a) => applySubstitution(a, sub)).filter((a) => !foreign(a));
     let actions = observation.actions.filter((a) => !gone.has(a) && !matches(a));
     // The neighbour's own entity left a one-entity slot and nothing came back (it started where no
     // place was held, e.g. the middle of the room): here the entity that left that slot earlier in
@@ -699,6 +730,31 @@ function jaccardOf(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
 
 const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actions.slice() });
 
+/**
+ * A remembered state of a place (`remembered`: how the agent left it earlier in the episode) as
+ * it looks now (`now`: the state the agent is in). What did not change when the agent left
+ * (`departed`: the state right after) went with the agent: what it holds and whether that is hot
+ * or clean. That comes from now, line by line and clause by clause; the rest (the place, what
+ * lies there) and the actions are remembered (dropping actions of objects put down since cost
+ * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
+ * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
+ */
+function carryOver(remembered: Observation, departed: Observation, now: Observation): Observation {
+  const departedLines = departed.text.split('\n');
+  const nowLines = now.text.split('\n');
+  const text = remembered.text
+    .split('\n')
+    .map((line) => {
+      const key = lineKey(line);
+      const went = departedLines.find((l) => lineKey(l) === key);
+      const ours = nowLines.find((l) => lineKey(l) === key);
+      if (went === undefined || ours === undefined) return line;
+      return went === line ? ours : mergeClauses(ours, went, line, []);
+    })
+    .join('\n');
+  return { text, actions: remembered.actions.slice() };
+}
+
 const lineKey = (line: string): string => line.trim().split(/[\s:]/, 1)[0] ?? '';
 
 /**
@@ -731,7 +787,43 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     const newMid = applySubstitution(y.slice(pre, y.length - post).join(' '), sub);
     const line = lines[at] as string;
     const pos = oldMid === '' ? -1 : line.lastIndexOf(oldMid);
-    lines[at] = pos >= 0 ? line.slice(0, pos) + newMid + line.slice(pos + oldMid.length) : applySubstitution(now, sub);
+    lines[at] = pos >= 0 ? line.slice(0, pos) + newMid + line.slice(pos + oldMid.length) : mergeClauses(line, was, now, sub);
   }
   return lines.join('\n');
+}
+
+/**
+ * The neighbour's next text (`after`, reached from `before`), rewritten, with each line that
+ * this text (`ours`) also has merged clause by clause ({@link mergeClauses}): what the
+ * neighbour's step left as it was (what it holds) stays ours.
+ */
+function mergeText(ours: string, before: string, after: string, sub: Substitution): string {
+  const ourLines = ours.split('\n');
+  const beforeLines = before.split('\n');
+  return after
+    .split('\n')
+    .map((line) => {
+      const key = lineKey(line);
+      const was = beforeLines.find((l) => lineKey(l) === key);
+      const mine = ourLines.find((l) => lineKey(l) === key);
+      if (was === undefined || mine === undefined) return applySubstitution(line, sub);
+      return was === line ? mine : mergeClauses(mine, was, line, sub);
+    })
+    .join('\n');
+}
+
+/**
+ * One line merged clause by clause (clauses end in `. ` or `; `): a clause the neighbour's step
+ * left as it was keeps ours where ours has a clause with the same first word; the rest is the
+ * neighbour's. Without it, walking on while holding an apple copied the neighbour's whole status
+ * line, "Holding: apple 1 (hot)" included, and an apple never heated counted as hot.
+ */
+function mergeClauses(ours: string, was: string, now: string, sub: Substitution): string {
+  const clauses = (line: string): string[] => line.split(/(?<=[.;]) /);
+  const keyOf = (clause: string): string => clause.split(/[\s:]/)[0] ?? '';
+  const unchanged = new Set(clauses(was));
+  const mine = clauses(ours);
+  return clauses(now)
+    .map((c) => (unchanged.has(c) ? mine.find((o) => keyOf(o) === keyOf(c)) : undefined) ?? applySubstitution(c, sub))
+    .join(' ');
 }
