@@ -211,6 +211,39 @@ describe('RetrievalExperienceModel', () => {
     expect(step.reasoning).toMatch(/taken earlier in this episode/);
   });
 
+  it('episode memory: choosing an option again shows it chosen, not the choice of the page open now', async () => {
+    // A real episode on a product with two option lists: choose x, then y of the other list,
+    // then z of x's list; choosing x again must show x chosen. A memory that carried over the
+    // lines the agent's step left as they were (right for what a household agent holds) showed z.
+    const spec = getEnvSpec('shop');
+    let checked = 0;
+    for (const task of spec.tasks({ split: 'test', count: 40, seed: 11 }) as Task[]) {
+      const env = spec.create();
+      const history: HistoryStep[] = [];
+      let observation = env.reset(task);
+      const act = (action: string): void => {
+        const next = env.step(action).observation;
+        history.push({ observation, action });
+        observation = next;
+      };
+      act(`search[${task.instruction.replace(/^i need (a |an |some )?/, '').split(',')[0]}]`);
+      act(observation.actions.find((x) => /^click\[B0/.test(x)) as string);
+      const lists = observation.text.split('\n').filter((l) => / \(selected: /.test(l)).map((l) => [...l.matchAll(/\[([^\]]+)\]/g)].map((m) => m[1] as string));
+      const [first, second] = lists;
+      if (!first || !second || first.length < 2) continue;
+      const [x, z] = first as [string, string];
+      act(`click[${x}]`);
+      act(`click[${second[0] as string}]`);
+      act(`click[${z}]`);
+      const step = await model.step({ task, history, observation, action: `click[${x}]`, demos: [] });
+      expect(step.reasoning).toMatch(/taken earlier in this episode/);
+      expect(step.observation.text).toContain(`(selected: ${x})`);
+      expect(step.observation.text).not.toContain(`(selected: ${z})`);
+      checked++;
+    }
+    expect(checked).toBeGreaterThanOrEqual(5);
+  });
+
   it('ignores whitespace around the action, as the real environments do', async () => {
     const traj = trajectories.find((t) => t.steps.length >= 3)!;
     const task = tasks.find((t) => t.id === traj.taskId)!;
