@@ -152,6 +152,31 @@ describe('a real budget that runs out mid-iteration', () => {
       run.dispose();
     }
   });
+
+  it('runs the groups one after another, so the budget ends whole groups first and the update has them', async () => {
+    // 4 tasks x 2 rollouts from scratch against 20 real transitions. Side by side, all 8 episodes
+    // took their second step by transition 16 and none could have bought by then (search, open,
+    // buy): every group held a cut episode and nothing was learned from the budget.
+    const c = config({ mode: 'real', iterations: 1, tasksPerIteration: 4, maxSteps: 8, budgets: { realTransitions: 20 }, curriculum: { enabled: false } });
+    const run = await prepareRun(c);
+    const stored: Trajectory[] = [];
+    const res = await runTraining(c, { ...run.deps, storeRollouts: async (t) => void stored.push(...t) });
+    try {
+      expect(res.realTransitions).toBe(20);
+      const ended = (t: Trajectory): boolean => t.steps.at(-1)?.done === true || t.steps.length >= c.maxSteps;
+      const group = (t: Trajectory): number => Math.floor(Number(/:e(\d+):/.exec(t.id)?.[1]) / c.groupSize);
+      // The first group ran to its end; cut episodes only in the groups after the last whole one.
+      const first = stored.filter((t) => group(t) === 0);
+      expect(first).toHaveLength(2);
+      expect(first.every(ended)).toBe(true);
+      const lastWhole = Math.max(...[0, 1, 2, 3].filter((g) => stored.filter((t) => group(t) === g && ended(t)).length === c.groupSize));
+      expect(stored.filter((t) => !ended(t)).every((t) => group(t) > lastWhole)).toBe(true);
+      expect(res.metrics.at(-1)?.updateMs).toBeGreaterThan(0);
+    } finally {
+      res.trainer.dispose();
+      run.dispose();
+    }
+  });
 });
 
 describe('honesty: a synthetic-only run never touches the real environment', () => {

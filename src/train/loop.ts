@@ -407,53 +407,60 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         episodes.push({ task, env, observation, history: [], steps: [], grpo: { steps: [], reward: 0 }, done: false, success: false, cut: false });
       }
     }
-    // A real phase stops taking real steps once its budget is spent (episodes cut short earn 0).
+    // A real phase stops taking real steps once its budget is spent; the episodes it stops are cut
+    // (outcome unknown). Under a budget the groups run one after another, so that the budget
+    // finishes whole groups first: run side by side, every group's longest episode was cut at
+    // once, and an s2r real phase of about one iteration's steps had no whole group to learn from.
     const realBudget = phase === 'real' ? (config.mode === 's2r' ? config.s2r.realBudget : config.budgets.realTransitions) : 0;
-    for (let t = 0; t < maxSteps; t++) {
-      checkAbort();
-      let running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
-      if (realBudget > 0) {
-        // Episodes come in group order, so the budget finishes whole groups first.
-        const allowed = Math.max(0, realBudget - counter.steps);
-        for (const e of running.slice(allowed)) e.cut = true;
-        running = running.slice(0, allowed);
-      }
-      if (running.length === 0) break;
-      const choices = await agent.choose(
-        running.map((e) => ({ instruction: e.task.instruction, history: e.history, observation: e.observation })),
-        { greedy: false, rng: act },
-      );
-      for (let i = 0; i < running.length; i++) {
-        const e = running[i] as Episode;
-        const c = choices[i] as (typeof choices)[number];
-        e.grpo.steps.push({ ...c.decision, action: c.index, logProb: c.logProb });
-        let next: Observation;
-        let reward: number;
-        let done: boolean;
-        let valid: boolean;
-        let reasoning: string | undefined;
-        if (e.env) {
-          const r = e.env.step(c.action);
-          ({ observation: next, reward, done } = r);
-          valid = r.info.valid;
-          if (done) e.success = r.info.success === true;
-        } else {
-          const demos = deps.demos && config.demos > 0 ? await deps.demos(e.observation, c.action, config.demos) : [];
-          const r = await (deps.experience as ExperienceModel).step({ task: agentView(e.task), history: e.history.slice(), observation: e.observation, action: c.action, demos });
-          m.simCalls++;
-          syntheticSteps++;
-          m.syntheticSteps++;
-          ({ observation: next, reward, done, valid, reasoning } = r);
-          if (done) e.success = reward >= 0.999;
+    const batches: Episode[][] = [];
+    const batchSize = realBudget > 0 ? config.groupSize : episodes.length;
+    for (let b = 0; b < episodes.length; b += batchSize) batches.push(episodes.slice(b, b + batchSize));
+    for (const batch of batches) {
+      for (let t = 0; t < maxSteps; t++) {
+        checkAbort();
+        let running = batch.filter((e) => !e.done && e.observation.actions.length > 0);
+        if (realBudget > 0) {
+          const allowed = Math.max(0, realBudget - counter.steps);
+          for (const e of running.slice(allowed)) e.cut = true;
+          running = running.slice(0, allowed);
         }
-        const step: Step = { observation: e.observation, action: c.action, reward, done, valid };
-        if (reasoning !== undefined) step.reasoning = reasoning;
-        e.steps.push(step);
-        e.history.push({ observation: e.observation, action: c.action });
-        e.grpo.reward += reward;
-        m.steps++;
-        e.observation = next;
-        if (done) e.done = true;
+        if (running.length === 0) break;
+        const choices = await agent.choose(
+          running.map((e) => ({ instruction: e.task.instruction, history: e.history, observation: e.observation })),
+          { greedy: false, rng: act },
+        );
+        for (let i = 0; i < running.length; i++) {
+          const e = running[i] as Episode;
+          const c = choices[i] as (typeof choices)[number];
+          e.grpo.steps.push({ ...c.decision, action: c.index, logProb: c.logProb });
+          let next: Observation;
+          let reward: number;
+          let done: boolean;
+          let valid: boolean;
+          let reasoning: string | undefined;
+          if (e.env) {
+            const r = e.env.step(c.action);
+            ({ observation: next, reward, done } = r);
+            valid = r.info.valid;
+            if (done) e.success = r.info.success === true;
+          } else {
+            const demos = deps.demos && config.demos > 0 ? await deps.demos(e.observation, c.action, config.demos) : [];
+            const r = await (deps.experience as ExperienceModel).step({ task: agentView(e.task), history: e.history.slice(), observation: e.observation, action: c.action, demos });
+            m.simCalls++;
+            syntheticSteps++;
+            m.syntheticSteps++;
+            ({ observation: next, reward, done, valid, reasoning } = r);
+            if (done) e.success = reward >= 0.999;
+          }
+          const step: Step = { observation: e.observation, action: c.action, reward, done, valid };
+          if (reasoning !== undefined) step.reasoning = reasoning;
+          e.steps.push(step);
+          e.history.push({ observation: e.observation, action: c.action });
+          e.grpo.reward += reward;
+          m.steps++;
+          e.observation = next;
+          if (done) e.done = true;
+        }
       }
     }
     m.rolloutMs = performance.now() - tr;
