@@ -45,7 +45,7 @@ export interface SetupForm {
 
 /**
  * The form as a page shows it first: dreamgym warm-started from behaviour cloning, the setting
- * that learns visibly offline (from scratch no mode reaches real success in a quick run; see
+ * that learns most offline in a quick run (from scratch shop learns, household barely; see
  * BENCHMARKS.md, "training").
  */
 export function defaultSetupForm(): SetupForm {
