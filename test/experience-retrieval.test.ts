@@ -163,6 +163,36 @@ describe('RetrievalExperienceModel', () => {
     expect(skipSuccesses).toBe(0);
   });
 
+  it('household: a walk keeps what the agent holds, and the place it reaches shows its own contents', async () => {
+    // Walks of held-out noisy episodes from each of their states. Before, a neighbour whose text
+    // had a line this state lacked was copied whole ("Holding: nothing." while holding a plate),
+    // and an entity aligned with the wrong role was edited into the "Holding" sentence.
+    const spec = getEnvSpec('household');
+    const train = [...generateOfflineData(spec, { episodes: 80, seed: 31, policy: 'noisy:0.3', split: 'train' })];
+    const held = [...generateOfflineData(spec, { episodes: 20, seed: 32, policy: 'noisy:0.6', split: 'test' })];
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const holding = (o: Observation): string => /Holding: ([^.]*)\./.exec(o.text)?.[1] ?? '?';
+    let walks = 0;
+    let kept = 0;
+    try {
+      for (const { task, trajectory } of held) {
+        const history: HistoryStep[] = [];
+        for (const step of trajectory.steps) {
+          if (step.action.startsWith('go to ')) {
+            const next = await hh.step({ task, history: history.slice(), observation: step.observation, action: step.action, demos: [] });
+            walks++;
+            if (holding(next.observation) === holding(step.observation)) kept++;
+          }
+          history.push({ observation: step.observation, action: step.action });
+        }
+      }
+    } finally {
+      hh.dispose();
+    }
+    expect(walks).toBeGreaterThan(100);
+    expect(kept).toBe(walks);
+  });
+
   it('household: going on from a place the data never left gives that place back to "go to" and takes its own actions away', async () => {
     // The task's only recorded "go to B" started in the middle of the room; here the agent stands
     // at A. Before, "go to A" stayed missing and A's "open"/"examine" stayed offered at B.

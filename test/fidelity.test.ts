@@ -20,12 +20,14 @@ type Env = 'shop' | 'household';
  * "fidelity" has the full-size table): the model measured shop agreement 0.73, verdict 0.96,
  * next-state match 0.42; household agreement 0.95, match 0.51, consistency 0.99, verdict 1.0;
  * random-policy success inside the simulator 0-2.5%. The broken variants measured: neighbours
- * ranked farthest first, shop agreement 0.63, household match 0.34 and consistency 0.62; no
+ * ranked farthest first, shop agreement 0.63, household match 0.34 and consistency 0.62 (since
+ * walks merge the neighbour's text with this state's sentence by sentence, the household model
+ * measures agreement 0.956 and match 0.617, the farthest-first one 0.936 and 0.551); no
  * reward model, random success 50% / 40%; echo, agreement 0.29 / 0.82 and verdict 0.5.
  */
 const FLOORS: Record<Env, Partial<Record<keyof FidelityMeasures, number>>> = {
   shop: { actionAgreement: 0.69, nextStateMatch: 0.35, finalVerdictBalanced: 0.85 },
-  household: { actionAgreement: 0.93, nextStateMatch: 0.45, consistency: 0.9, finalVerdictBalanced: 0.9 },
+  household: { actionAgreement: 0.945, nextStateMatch: 0.58, consistency: 0.9, finalVerdictBalanced: 0.9 },
 };
 /** The most a uniformly random policy may succeed inside the simulator (it succeeds 0-2.5% for real). */
 const RANDOM_SUCCESS_CEILING = 0.1;
