@@ -788,8 +788,8 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     const key = lineKey(was);
     const at = lineKey(lines[i] ?? '') === key ? i : lines.findIndex((l) => lineKey(l) === key);
     // A line this state does not have: the neighbour's text, merged with ours line by line.
-    // Copied whole, it brought the neighbour's "Holding: nothing." along (392 of 613 walks of a
-    // policy trained in the simulator changed what it held).
+    // Copied whole, it brought the neighbour's "Holding: nothing." along (with episode memory's
+    // carry-over, 613 walks of one policy trained in the simulator changed what it held).
     if (at < 0) return mergeText(ours, before, after, sub);
     const x = was.split(' ');
     const y = now.split(' ');
