@@ -734,7 +734,7 @@ const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actio
  * A remembered state of a place (`remembered`: how the agent left it earlier in the episode) as
  * it looks now (`now`: the state the agent is in). What did not change when the agent left
  * (from `left`, the last state of its stay there, to `departed`, the state right after) went with the agent: what it holds and whether that is hot
- * or clean. That comes from now, line by line and clause by clause; the rest (the place, what
+ * or clean. That comes from now, line by line and sentence by sentence; the rest (the place, what
  * lies there) and the actions are remembered (dropping actions of objects put down since cost
  * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
  * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
@@ -749,16 +749,16 @@ function carryOver(remembered: Observation, left: Observation, departed: Observa
       const key = lineKey(line);
       const went = departedLines.find((l) => lineKey(l) === key);
       const ours = nowLines.find((l) => lineKey(l) === key);
-      // A line of one clause describes the page (an option list and its choice, the page's
+      // A line of one sentence describes the page (an option list and its choice, the page's
       // actions): it stays as remembered. Carried over, choosing an option again showed the
       // choice of the page open now, and shop dreamgym from scratch fell from 52.7% to 29.3%.
-      if (went === undefined || ours === undefined || clauseCount(line) < 2) return line;
+      if (went === undefined || ours === undefined || sentenceCount(line) < 2) return line;
       // Sentences as the agent left the place (not as it arrived: an egg heated there is hot when
       // it leaves) that the departing step kept went with the agent; they come from now.
-      const kept = clausesOf(went);
-      const stayed = new Set(clausesOf(leftLines.find((l) => lineKey(l) === key) ?? line).filter((c) => kept.includes(c)).map(sentenceKey));
-      const mine = clausesOf(ours);
-      return clausesOf(line)
+      const kept = sentencesOf(went);
+      const stayed = new Set(sentencesOf(leftLines.find((l) => lineKey(l) === key) ?? line).filter((c) => kept.includes(c)).map(sentenceKey));
+      const mine = sentencesOf(ours);
+      return sentencesOf(line)
         .map((c) => (stayed.has(sentenceKey(c)) ? mine.find((o) => sentenceKey(o) === sentenceKey(c)) : undefined) ?? c)
         .join(' ');
     })
@@ -773,8 +773,8 @@ const lineKey = (line: string): string => line.trim().split(/[\s:]/, 1)[0] ?? ''
  * action changed, the line of this text that starts with the same word gets the same change
  * (the changed words, rewritten, where this line has them; else the neighbour's new line,
  * rewritten). Choosing an option on a product page then marks it selected on this product's page
- * instead of showing the neighbour's product. When the neighbour's line count changed, its whole
- * new text is used, rewritten.
+ * instead of showing the neighbour's product. When the neighbour's line count changed, or a
+ * changed line has no counterpart here, its new text is merged with this one ({@link mergeText}).
  */
 function editText(ours: string, before: string, after: string, sub: Substitution): string {
   const a = before.split('\n');
@@ -805,14 +805,14 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     // (a neighbour's cabinet with this agent's plate) otherwise turned "Holding: plate 2." into
     // "Holding: microwave 1." on a walk to the microwave.
     if (pos >= 0 && sentenceKeyAt(line, pos) !== sentenceKeyAt(was, x.slice(0, pre).join(' ').length + (pre > 0 ? 1 : 0))) pos = -1;
-    lines[at] = pos >= 0 ? line.slice(0, pos) + newMid + line.slice(pos + oldMid.length) : mergeClauses(line, was, now, sub);
+    lines[at] = pos >= 0 ? line.slice(0, pos) + newMid + line.slice(pos + oldMid.length) : mergeSentences(line, was, now, sub);
   }
   return lines.join('\n');
 }
 
 /**
  * The neighbour's next text (`after`, reached from `before`), rewritten, with each line that
- * this text (`ours`) also has merged clause by clause ({@link mergeClauses}): what the
+ * this text (`ours`) also has merged sentence by sentence ({@link mergeSentences}): what the
  * neighbour's step left as it was (what it holds) stays ours.
  */
 function mergeText(ours: string, before: string, after: string, sub: Substitution): string {
@@ -825,7 +825,7 @@ function mergeText(ours: string, before: string, after: string, sub: Substitutio
       const was = beforeLines.find((l) => lineKey(l) === key);
       const mine = ourLines.find((l) => lineKey(l) === key);
       if (was === undefined || mine === undefined) return applySubstitution(line, sub);
-      return was === line ? mine : mergeClauses(mine, was, line, sub);
+      return was === line ? mine : mergeSentences(mine, was, line, sub);
     })
     .join('\n');
 }
@@ -834,27 +834,26 @@ function mergeText(ours: string, before: string, after: string, sub: Substitutio
  * A line's sentences (they end in `. `). A sentence moves as a whole: "Location: bed 1; you see
  * nothing." is about the place, so what one sees there changes with it.
  */
-const clausesOf = (line: string): string[] => line.split(/(?<=\.) /);
-const clauseCount = (line: string): number => clausesOf(line).length;
+const sentencesOf = (line: string): string[] => line.split(/(?<=\.) /);
+const sentenceCount = (line: string): number => sentencesOf(line).length;
 /** A sentence's first word ("Holding" in "Holding: egg 1 (hot)."). */
 const sentenceKey = (sentence: string): string => sentence.split(/[\s:]/)[0] ?? '';
 /** The first word of the sentence of `line` that holds position `pos`. */
 function sentenceKeyAt(line: string, pos: number): string {
   const start = line.lastIndexOf('. ', Math.max(0, pos - 1));
-  return line.slice(start < 0 ? 0 : start + 2).split(/[\s:]/)[0] ?? '';
+  return sentenceKey(line.slice(start < 0 ? 0 : start + 2));
 }
 
 /**
- * One line merged clause by clause (clauses end in `. ` or `; `): a clause the neighbour's step
- * left as it was keeps ours where ours has a clause with the same first word; the rest is the
+ * One line merged sentence by sentence ({@link sentencesOf}): a sentence the neighbour's step
+ * left as it was keeps ours where ours has a sentence with the same first word; the rest is the
  * neighbour's. Without it, walking on while holding an apple copied the neighbour's whole status
  * line, "Holding: apple 1 (hot)" included, and an apple never heated counted as hot.
  */
-function mergeClauses(ours: string, was: string, now: string, sub: Substitution): string {
-  const keyOf = sentenceKey;
-  const unchanged = new Set(clausesOf(was));
-  const mine = clausesOf(ours);
-  return clausesOf(now)
-    .map((c) => (unchanged.has(c) ? mine.find((o) => keyOf(o) === keyOf(c)) : undefined) ?? applySubstitution(c, sub))
+function mergeSentences(ours: string, was: string, now: string, sub: Substitution): string {
+  const unchanged = new Set(sentencesOf(was));
+  const mine = sentencesOf(ours);
+  return sentencesOf(now)
+    .map((c) => (unchanged.has(c) ? mine.find((o) => sentenceKey(o) === sentenceKey(c)) : undefined) ?? applySubstitution(c, sub))
     .join(' ');
 }
