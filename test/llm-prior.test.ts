@@ -52,6 +52,18 @@ describe('priors without an LLM', () => {
   });
 });
 
+describe('lexical prior: numbers', () => {
+  it('leaves out instance numbers beside other words and keeps a number that stands alone', () => {
+    const place = lexicalLogProbs('put a peppershaker in cabinet', ['go to cabinet 1', 'go to drawer 12', 'take peppershaker 2 from drawer 3'], 3);
+    // "cabinet" is all of "go to cabinet 1" that counts: full overlap, 3 log-odds over no overlap.
+    expect((place[0] as number) - (place[1] as number)).toBeCloseTo(3, 5);
+    // take, peppershaker, drawer: one word of three ("from" is a stop word).
+    expect((place[2] as number) - (place[1] as number)).toBeCloseTo(1, 5);
+    const size = lexicalLogProbs('shoes in size 10', ['click[10]', 'click[12]'], 3);
+    expect((size[0] as number) - (size[1] as number)).toBeCloseTo(3, 5);
+  });
+});
+
 describe('lexical prior: repeats', () => {
   it('takes mass off actions the episode already took, more for each time', async () => {
     const observation = { text: '', actions: ['click[red]', 'click[blue]', 'click[buy now]'] };

@@ -82,6 +82,19 @@ describe('runExperiment', () => {
     expect(files['shop.svg']).toContain('<polyline');
   });
 
+  it('gives the from-scratch s2r and matched real arms 10% of what real from scratch used', async () => {
+    const names = ['real', 's2r, 10% real budget', 'real, 10% real budget'];
+    const r = await runExperiment({ env: 'shop', seeds: 1, preset: 'quick', overrides: { ...TINY, iterations: 2 }, trainEvalEpisodes: 2, arms: names });
+    const used = (name: string): number => r.arms.find((a) => a.name === name)!.seeds[0]!.realTransitions;
+    const budget = Math.max(1, Math.round(0.1 * used('real')));
+    expect(used('real')).toBeGreaterThan(10);
+    for (const name of names.slice(1)) {
+      expect(used(name)).toBeGreaterThan(0);
+      expect(used(name)).toBeLessThanOrEqual(budget);
+    }
+    expect(r.comparisons.map((c) => c.name)).toContain('s2r / real at the same 10% budget (from scratch), success ratio');
+  });
+
   it('behaviour cloning runs once per seed: an arm resumed from the shared SFT snapshot equals one run on its own', async () => {
     const warm = 'dreamgym (warm sft)';
     const overrides = { ...TINY, sft: { epochs: 3 }, iterations: 2 };
@@ -99,7 +112,14 @@ describe('runExperiment', () => {
   it('declares every mode and offline ablation, and the matched 10% budget arms', () => {
     const modes = new Set(EXPERIMENT_ARMS.map((a) => a.config?.mode ?? a.kind));
     expect([...modes].sort()).toEqual(['dreamgym', 'real', 'reference', 's2r', 'sft', 'zero-shot']);
-    expect(EXPERIMENT_ARMS.filter((a) => a.budgetShareOfReal === 0.1).map((a) => a.config?.mode).sort()).toEqual(['real', 's2r']);
+    const budgeted = EXPERIMENT_ARMS.filter((a) => a.budgetShareOfReal === 0.1);
+    expect(budgeted.map((a) => a.config?.mode).sort()).toEqual(['real', 'real', 's2r', 's2r']);
+    // Each budget comes from the full real arm with the same start (scratch or warm).
+    for (const a of budgeted) {
+      const of = EXPERIMENT_ARMS.find((x) => x.name === a.budgetOf);
+      expect(of?.config?.mode).toBe('real');
+      expect(of?.config?.warmStart).toBe(a.config?.warmStart);
+    }
     expect(EXPERIMENT_ARMS.some((a) => a.config?.curriculum?.enabled === false)).toBe(true);
   });
 });

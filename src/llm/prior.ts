@@ -61,10 +61,24 @@ export class UniformPrior implements ActionPrior {
 }
 
 const WORD_RE = /[\p{L}\p{N}]+/gu;
-const STOP = new Set(['a', 'an', 'the', 'to', 'of', 'in', 'on', 'and', 'or', 'is', 'are', 'that', 'for', 'with', 'i', 'need', 'it', 'at', 'go', 'click', 'search']);
+const STOP = new Set(['a', 'an', 'the', 'to', 'of', 'in', 'on', 'from', 'and', 'or', 'is', 'are', 'that', 'for', 'with', 'i', 'need', 'it', 'at', 'go', 'click', 'search']);
+const NUMBER_RE = /^\p{N}+$/u;
 
 function words(text: string): string[] {
   return (text.toLowerCase().match(WORD_RE) ?? []).filter((w) => !STOP.has(w));
+}
+
+/**
+ * A candidate's content words. A number beside other words names an instance (`drawer 3`,
+ * `pen 2`), which no instruction mentions, so it is left out; a number alone is a value the
+ * instruction may ask for (`click[10]`). Counting instance numbers halved the overlap of
+ * `go to cabinet 1` with "put a peppershaker in cabinet": sampled on 120 household train tasks,
+ * 4 episodes each, success 0.6% with them and 2.3% without (and `from` as a stop word); shop 3.1%
+ * and 3.8%.
+ */
+function candidateWords(candidate: string): string[] {
+  const w = words(candidate);
+  return w.some((x) => !NUMBER_RE.test(x)) ? w.filter((x) => !NUMBER_RE.test(x)) : w;
 }
 
 /** Settings of {@link LexicalPrior}. */
@@ -99,7 +113,7 @@ export function lexicalLogProbs(instruction: string, candidates: readonly string
   const taken = new Map<string, number>();
   for (const a of history) taken.set(a, (taken.get(a) ?? 0) + 1);
   const scores = candidates.map((c) => {
-    const w = words(c);
+    const w = candidateWords(c);
     const overlap = w.length === 0 ? 0 : w.filter((x) => target.has(x)).length / w.length;
     return strength * overlap - repeatPenalty * (taken.get(c) ?? 0);
   });

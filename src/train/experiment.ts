@@ -5,7 +5,8 @@
  * RL modes get the same number of updates; the warm-started ones start from the same SFT
  * checkpoint per seed (same seed, same data, same SFT epochs: behaviour cloning runs once per seed
  * and the other arms resume from its snapshot, which equals running it again); `s2r` gets a real budget of 10% of
- * what `real` used, and `real` is also run on that budget for the paired comparison.
+ * what `real` used from the same start (scratch or warm), and `real` is also run on that budget
+ * for the paired comparison.
  */
 import { Rng } from '../core/rng.ts';
 import type { EnvName } from '../core/types.ts';
@@ -22,8 +23,10 @@ export interface ExperimentArm {
   /** 'reference' is the scripted policy that cannot see the hidden goal. */
   kind: 'reference' | 'trained';
   config?: Partial<TrainingConfigInput>;
-  /** Real budget as a share of `real (warm)`'s real transitions (s2r and the matched real run). */
+  /** Real budget as a share of the real transitions that arm `budgetOf` used (s2r and the matched real run). */
   budgetShareOfReal?: number;
+  /** The `real` arm whose real transitions set the budget: `real` or `real (warm sft)`. */
+  budgetOf?: 'real' | 'real (warm sft)';
 }
 
 /** The arms run for each environment. */
@@ -36,8 +39,10 @@ export const EXPERIMENT_ARMS: readonly ExperimentArm[] = [
   { name: 'real (warm sft)', kind: 'trained', config: { mode: 'real', warmStart: 'sft' } },
   { name: 'dreamgym (warm sft)', kind: 'trained', config: { mode: 'dreamgym', warmStart: 'sft' } },
   { name: 'dreamgym (warm sft) --no-curriculum', kind: 'trained', config: { mode: 'dreamgym', warmStart: 'sft', curriculum: { enabled: false } } },
-  { name: 's2r (warm sft), 10% real budget', kind: 'trained', config: { mode: 's2r', warmStart: 'sft' }, budgetShareOfReal: 0.1 },
-  { name: 'real (warm sft), 10% real budget', kind: 'trained', config: { mode: 'real', warmStart: 'sft' }, budgetShareOfReal: 0.1 },
+  { name: 's2r, 10% real budget', kind: 'trained', config: { mode: 's2r' }, budgetShareOfReal: 0.1, budgetOf: 'real' },
+  { name: 'real, 10% real budget', kind: 'trained', config: { mode: 'real' }, budgetShareOfReal: 0.1, budgetOf: 'real' },
+  { name: 's2r (warm sft), 10% real budget', kind: 'trained', config: { mode: 's2r', warmStart: 'sft' }, budgetShareOfReal: 0.1, budgetOf: 'real (warm sft)' },
+  { name: 'real (warm sft), 10% real budget', kind: 'trained', config: { mode: 'real', warmStart: 'sft' }, budgetShareOfReal: 0.1, budgetOf: 'real (warm sft)' },
 ];
 
 /** One arm's figures for one seed. */
@@ -102,13 +107,14 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const seeds = Array.from({ length: options.seeds }, (_, i) => i);
   const arms = EXPERIMENT_ARMS.filter((a) => !options.arms || options.arms.includes(a.name));
   const results: ArmResult[] = [];
-  const realUsed = new Map<number, number>();
+  // Real transitions per budget-setting arm and seed.
+  const realUsed = new Map<string, number>();
   const trainEval = options.trainEvalEpisodes ?? 100;
   let evalEpisodes = 0;
   // The end of behaviour cloning, per seed and SFT setting (see sftKey).
   const sftSnapshots = new Map<string, RunSnapshot>();
 
-  // Arms that need `real (warm sft)`'s figure come after it.
+  // Arms that need a `real` arm's figure come after it.
   const ordered = [...arms.filter((a) => a.budgetShareOfReal === undefined), ...arms.filter((a) => a.budgetShareOfReal !== undefined)];
   for (const arm of ordered) {
     const perSeed: ArmSeedResult[] = [];
@@ -129,7 +135,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       }
       const input: TrainingConfigInput = { env: options.env, mode: 'zero-shot', seed, ...options.overrides, ...arm.config };
       if (arm.budgetShareOfReal !== undefined) {
-        const reference = realUsed.get(seed) ?? 0;
+        const reference = realUsed.get(`${arm.budgetOf ?? 'real (warm sft)'}#${seed}`) ?? 0;
         const budget = Math.max(1, Math.round(arm.budgetShareOfReal * reference));
         if (input.mode === 's2r') input.s2r = { realBudget: budget };
         else input.budgets = { ...(input.budgets ?? {}), realTransitions: budget };
@@ -150,7 +156,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
         const actor = actorOf(res.agent);
         const heldOut = await evaluate(actor, run.deps.spec, run.evalTasks);
         const train = await evaluate(actor, run.deps.spec, run.deps.offline.tasks.slice(0, trainEval));
-        if (arm.name === 'real (warm sft)') realUsed.set(seed, res.realTransitions);
+        realUsed.set(`${arm.name}#${seed}`, res.realTransitions);
         perSeed.push({
           seed,
           heldOut,
@@ -276,8 +282,10 @@ function comparisons(arms: readonly ArmResult[]): ExperimentResult['comparisons'
   diff('dreamgym (from scratch) - zero-shot, mean reward', by('dreamgym'), by('zero-shot'), 'learning without demonstrations', 'reward');
   ratio('dreamgym / real (from scratch), success ratio', by('dreamgym'), by('real'), 'goal >= 0.95, same number of updates (n/a when real never succeeded)');
   ratio('dreamgym / real (warm sft), success ratio', by('dreamgym (warm sft)'), by('real (warm sft)'), 'goal >= 0.95, same number of updates');
+  ratio('s2r / real (from scratch), success ratio', by('s2r, 10% real budget'), by('real'), 'goal >= 1 with 10% of real transitions');
+  ratio('s2r / real at the same 10% budget (from scratch), success ratio', by('s2r, 10% real budget'), by('real, 10% real budget'), 'goal >= 1.4');
   ratio('s2r / real (warm sft), success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft)'), 'goal >= 1 with 10% of real transitions');
-  ratio('s2r / real at the same 10% budget, success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft), 10% real budget'), 'goal >= 1.4');
+  ratio('s2r / real at the same 10% budget (warm sft), success ratio', by('s2r (warm sft), 10% real budget'), by('real (warm sft), 10% real budget'), 'goal >= 1.4');
   diff('dreamgym (warm sft) - sft, success', by('dreamgym (warm sft)'), by('sft'), 'GRPO in the simulator must not lower real success (>= 0)');
   diff('real (warm sft) - sft, success', by('real (warm sft)'), by('sft'), 'GRPO after SFT should improve held-out success');
   diff('curriculum effect: dreamgym (warm sft) - --no-curriculum, success', by('dreamgym (warm sft)'), by('dreamgym (warm sft) --no-curriculum'), 'ablation');
