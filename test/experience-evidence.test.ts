@@ -161,7 +161,7 @@ describe('openedRank', () => {
 
 describe('evidenceFeatures', () => {
   it('has EVIDENCE_DIM features, the ninth a constant 1', () => {
-    expect(EVIDENCE_DIM).toBe(11);
+    expect(EVIDENCE_DIM).toBe(12);
     const f = evidenceFeatures('find a red apple', 'nothing here', 'look', []);
     expect(f).toBeInstanceOf(Float32Array);
     expect(f).toHaveLength(EVIDENCE_DIM);
@@ -172,13 +172,25 @@ describe('evidenceFeatures', () => {
     const instruction = 'find a red apple and a green pear';
     const state = `Instruction: ${instruction}\nYou see a red apple 1 and a knife 2.`;
     const f = evidenceFeatures(instruction, state, 'take pear 1 from table 1', ['go to table 1', 'examine green box 1']);
-    expect(Array.from(f)).toEqual([0.5, 0.25, 0.25, 1, 1, 0.5, 0, 0, 1, 0, 0]);
+    expect(Array.from(f)).toEqual([0.5, 0.25, 0.25, 1, 1, 0.5, 0, 0, 1, 0, 0, 0]);
     // The instruction line alone covers nothing.
     expect(evidenceFeatures(instruction, `Instruction: ${instruction}`, 'look', [])[0]).toBe(0);
   });
 
   it('an instruction without content words covers nothing', () => {
-    expect(Array.from(evidenceFeatures('', 'a red apple', 'take apple 1', ['look']))).toEqual([0, 0, 0, 0, 1, 0.5, 0, 0, 1, 0, 0]);
+    expect(Array.from(evidenceFeatures('', 'a red apple', 'take apple 1', ['look']))).toEqual([0, 0, 0, 0, 1, 0.5, 0, 0, 1, 0, 0, 0]);
+  });
+
+  it('how many more things of a kind the instruction asks for than the step shows', () => {
+    const instruction = 'put two pen in drawer.';
+    const owed = (screen: string, action: string): number => evidenceFeatures(instruction, screen, action, [])[11] as number;
+    // Holding one pen, none in the drawer: one more owed (over 4).
+    expect(owed('Location: drawer 1 (open); you see nothing. Holding: pen 2.', 'put pen 2 in/on drawer 1')).toBe(0.25);
+    // A pen already in the drawer: the put completes the pair.
+    expect(owed('Location: drawer 1 (open); you see pen 1. Holding: pen 2.', 'put pen 2 in/on drawer 1')).toBe(0);
+    // No count word, or an action naming nothing of the kind: nothing owed.
+    expect(evidenceFeatures('put a pen in drawer.', 'Holding: pen 2.', 'put pen 2 in/on drawer 1', [])[11]).toBe(0);
+    expect(owed('Holding: pen 2.', 'look')).toBe(0);
   });
 
   it('the share of the whole numbers asked for that are on screen', () => {
@@ -234,9 +246,9 @@ describe('evidenceFeatures', () => {
       const before = evidenceFeatures(instruction, state, 'click[buy now]', ['search[lotion 8 fl oz]', 'click[B0WE9QSUDS]'], [], item);
       // Words: lotion, size, fl, oz. Screen: all four; action: none; history: lotion, fl, oz; page: none.
       // The 8 asked for is on screen, $24.99 is within $30.00, one named size is offered but not chosen.
-      expect(Array.from(before)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0, 0.2, 1, 0, 0]));
+      expect(Array.from(before)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0, 0.2, 1, 0, 0, 0]));
       const after = evidenceFeatures(instruction, state, 'click[buy now]', ['search[lotion 8 fl oz]', 'click[B0WE9QSUDS]', 'click[8 fl oz]'], ['click[8 fl oz]'], item);
-      expect(Array.from(after)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0.5, 0, 1, 0, 0]));
+      expect(Array.from(after)).toEqual(f32([1, 0, 0.75, 1, 1, 1, 0.5, 0, 1, 0, 0, 0]));
     });
 
     it('choices the instruction did not ask for are counted: choosing every size is not choosing the right one', () => {

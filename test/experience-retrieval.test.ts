@@ -163,6 +163,34 @@ describe('RetrievalExperienceModel', () => {
     expect(skipSuccesses).toBe(0);
   });
 
+  it('household: an action that ended episodes only by completing them does not end one it does not complete', async () => {
+    // "put two X in Y": the first put (with no second X in Y yet) goes on in the real environment.
+    // The simulator ended 7 of 7 such episodes there: called a success by the reward model, or,
+    // read as "put ends episodes", a failure.
+    const spec = getEnvSpec('household');
+    const mixed = [
+      ...generateOfflineData(spec, { episodes: 90, seed: 21, policy: 'expert', split: 'train' }),
+      ...generateOfflineData(spec, { episodes: 40, seed: 22, policy: 'noisy:1', split: 'train' }),
+    ];
+    const hh = await RetrievalExperienceModel.fromTrajectories(mixed.map((d) => d.task), mixed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    let firstPuts = 0;
+    let ended = 0;
+    try {
+      for (const { task, trajectory: traj } of mixed) {
+        if (!traj.success || !task.instruction.startsWith('put two ')) continue;
+        const at = traj.steps.findIndex((s) => s.action.startsWith('put '));
+        if (at < 0 || at === traj.steps.length - 1) continue;
+        const step = await hh.step({ task, history: traj.steps.slice(0, at).map((s) => ({ observation: s.observation, action: s.action })), observation: traj.steps[at]!.observation, action: traj.steps[at]!.action, demos: [] });
+        firstPuts++;
+        if (step.done) ended++;
+      }
+    } finally {
+      hh.dispose();
+    }
+    expect(firstPuts).toBeGreaterThanOrEqual(5);
+    expect(ended).toBe(0);
+  });
+
   it('household: a walk keeps what the agent holds, and the place it reaches shows its own contents', async () => {
     // Walks of held-out noisy episodes from each of their states. Before, a neighbour whose text
     // had a line this state lacked was copied whole ("Holding: nothing." while holding a plate),

@@ -79,6 +79,16 @@ describe('entity alignment and swaps', () => {
     expect(alignEntities(obs(['take x 1 from c 1', 'examine c 1']), tie, new Set(['c 1']))).toEqual([]);
   });
 
+  it('pairs the best-matching entities first, and an entity with itself before another', () => {
+    // The recorded walk stood at a closed drawer holding a saltshaker; this state stands at an open
+    // cabinet holding the same saltshaker. Taken in name order, the drawer took the saltshaker.
+    const from = obs(['go to shelf 1', 'open drawer 5', 'examine drawer 5', 'examine saltshaker 1', 'look']);
+    const to = obs(['go to shelf 1', 'go to drawer 5', 'examine cabinet 3', 'close cabinet 3', 'put saltshaker 1 in/on cabinet 3', 'examine saltshaker 1', 'look']);
+    const pairs = alignEntities(from, to, new Set(['drawer 5', 'saltshaker 1', 'shelf 1']));
+    expect(pairs).toContainEqual(['drawer 5', 'cabinet 3']);
+    expect(pairs.some(([a]) => a === 'saltshaker 1')).toBe(false);
+  });
+
   it('makes a substitution a permutation', () => {
     const sub = withSwaps([['sidetable 1', 'drawer 2']]);
     expect(applySubstitution('go to sidetable 1; go to drawer 2', sub)).toBe('go to drawer 2; go to sidetable 1');

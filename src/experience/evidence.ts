@@ -98,7 +98,7 @@ export function uncoveredWords(instruction: string, texts: readonly string[], al
 }
 
 /** Number of dense evidence features. */
-export const EVIDENCE_DIM = 11;
+export const EVIDENCE_DIM = 12;
 
 /** Ranks at or beyond this count as the end of a list (see {@link openedRank}). */
 const RANK_CAP = 10;
@@ -151,8 +151,9 @@ function coverage(words: ReadonlySet<string>, text: string): number {
  * instruction asks for by name but that were not chosen on this page (admissible-action entities
  * whose every word, numbers included, is in the instruction: `[8 fl oz]` for "size 8 fl oz"),
  * over 5, at most 1; a constant 1; and how many things chosen on this page the instruction did not
- * ask for (offered entities with a word outside the instruction), over 5, at most 1; and where
- * the item last opened stood in its list (`rank`: see {@link openedRank}).
+ * ask for (offered entities with a word outside the instruction), over 5, at most 1; where
+ * the item last opened stood in its list (`rank`: see {@link openedRank}); and how many more
+ * things of a kind the instruction asks for ("two") than the step shows.
  */
 export function evidenceFeatures(
   instruction: string,
@@ -206,7 +207,32 @@ export function evidenceFeatures(
   }
   f[9] = Math.min(unasked, 5) / 5;
   f[10] = rank;
+  f[11] = owedInstances(instruction, screen, action);
   return f;
+}
+
+const COUNT_WORDS: Readonly<Record<string, number>> = { two: 2, three: 3, four: 4, five: 5 };
+
+/**
+ * How many more things of a kind the instruction asks for ("two") than the step shows: the
+ * instances of the kind the action names ("pen" of `put pen 2 in/on drawer 1`) on screen or in
+ * the action, against the count asked, over 4, at most 1. Every real success owes none, so an
+ * action that completed episodes but still owes falls outside their evidence. Without it, the
+ * first `put` of "put two pens in the drawer" was called a success (5 of 7 first puts of expert
+ * episodes). Counting the puts taken instead fails: a second pen already in the drawer needs one.
+ */
+function owedInstances(instruction: string, screen: string, action: string): number {
+  const asked = Math.max(1, ...tokenize(instruction).map((t) => COUNT_WORDS[t] ?? 1));
+  if (asked === 1) return 0;
+  let most = 0;
+  for (const entity of actionTemplate(action).entities) {
+    const m = /^(\p{L}+) \p{N}+$/u.exec(entity);
+    if (!m || !instruction.toLowerCase().includes(m[1] as string)) continue;
+    const seen = new Set(screen.toLowerCase().match(new RegExp(`\\b${m[1]} \\d+\\b`, 'g')) ?? []);
+    seen.add(entity.toLowerCase());
+    most = Math.max(most, seen.size);
+  }
+  return most === 0 ? 0 : Math.min(Math.max(0, asked - most), 4) / 4;
 }
 
 /**

@@ -455,16 +455,27 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const kind = this.kindOf(action, task.instruction);
     const name = kind ? kind.key.slice(2) : actionTemplate(action).template;
     if (!kind) return { done: false, reward: 0, why: `"${name}" never occurs in the stored data, so nothing says it ends the episode.` };
-    const endsAlways = kind.stats.ends / kind.stats.count >= this.config.terminalRate;
+    // Ends even when the task is not met: most of its occurrences that did not complete the task
+    // ended the episode (a purchase ends a shop episode, bought right or wrong). An action that
+    // ended episodes only by completing them (household's last `put`, `use desklamp`) ends nothing
+    // when the evidence is short: reading "ends" as "ends always" there ended 10 of 100 noisy-expert
+    // episodes inside the simulator at a first `put` of "put two" or a stray `use`, none real.
+    const failures = kind.stats.count - kind.stats.successes;
+    const endsAlways = failures > 0 && (kind.stats.ends - kind.stats.successes) / failures >= this.config.terminalRate;
     if (!endsAlways && kind.stats.successes === 0) {
       return { done: false, reward: 0, why: `"${name}" never completed an episode in the stored data.` };
     }
     // Evidence outside what every real success of this kind showed (fewer of the instruction's
     // words on screen, a price above the one asked, an option asked for left unchosen) means the
     // task is not met, whatever the reward model says.
-    const trusted = this.rewardModel !== null && kind.stats.successes >= MIN_KIND_COUNT;
-    const floor = trusted ? kind.stats.evidenceFloor : null;
-    const ceiling = trusted ? kind.stats.evidenceCeiling : null;
+    // The range comes from the most specific kind with enough successes to show one: an exact
+    // action seen often but rarely completing would otherwise leave the gate open.
+    const ranged = kindKeys(action, task.instruction)
+      .map((k) => this.kinds.get(k))
+      .find((s) => s !== undefined && s.successes >= MIN_KIND_COUNT && s.evidenceFloor !== null);
+    const trusted = this.rewardModel !== null && ranged !== undefined;
+    const floor = trusted ? (ranged?.evidenceFloor ?? null) : null;
+    const ceiling = trusted ? (ranged?.evidenceCeiling ?? null) : null;
     const pageActions = actionsOnPage(history, observation);
     const rank = openedRank(history);
     const evidence = evidenceFeatures(task.instruction, observation.text, action, history.map((h) => h.action), pageActions, observation.actions, rank);
@@ -473,7 +484,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // A word of the instruction that every real success showed, nowhere to be seen here (a plate
     // taken and put back, never heated, for "put a hot plate in cabinet").
     const unshown = trusted && uncoveredWords(task.instruction, [withoutInstruction(observation.text, task.instruction), action, ...history.map((h) => h.action)]).some((w) => this.listValues.alwaysShown.has(w.word));
-    const short = outside < 0 && trusted && (unshown || unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > kind.stats.unofferedCeiling) ? EVIDENCE_DIM : outside;
+    const short = outside < 0 && trusted && (unshown || unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > (ranged?.unofferedCeiling ?? 0)) ? EVIDENCE_DIM : outside;
     let success: number;
     let expected: number;
     if (short >= 0) {

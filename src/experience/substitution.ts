@@ -135,31 +135,38 @@ export function alignEntities(from: Observation, to: Observation, involved: Read
     if (f !== e) pairs.push([e, f]);
   }
   const slots = (role: string): Set<string> => new Set(role.split('|'));
+  // Pairs over all involved entities at once, best first: taken one entity at a time in name
+  // order, a place ("drawer 5": open, examine) took the held object ("saltshaker 1": examine,
+  // put) before the held object could take itself, and a walk came out as "put cabinet 3 in/on
+  // shelf 1".
+  const scored: { e: string; f: string; score: number }[] = [];
   for (const e of [...involved].sort()) {
     const role = fromRoles.get(e);
     if (role === undefined || pairedFrom.has(e)) continue;
     const mine = slots(role);
-    let best = 0;
-    let bestEntity: string | undefined;
-    let ties = 0;
     for (const [f, other] of toRoles) {
       if (pairedTo.has(f)) continue;
       const theirs = slots(other);
       let inter = 0;
       for (const x of mine) if (theirs.has(x)) inter++;
       const score = inter / (mine.size + theirs.size - inter);
-      if (score > best) {
-        best = score;
-        bestEntity = f;
-        ties = 1;
-      } else if (score === best && score > 0) {
-        ties++;
-      }
+      if (score > 0) scored.push({ e, f, score });
     }
-    if (bestEntity === undefined || ties !== 1) continue;
+  }
+  // The same name first (in one world it is the same thing: a neighbour at the fridge pairs its
+  // fridge with this state's fridge even where this state offers it less), then higher scores.
+  scored.sort((x, y) => Number(y.f === y.e) - Number(x.f === x.e) || y.score - x.score);
+  const skipped = new Set<string>();
+  for (const { e, f, score } of scored) {
+    if (pairedFrom.has(e) || pairedTo.has(f) || skipped.has(e)) continue;
+    // Two equally good partners and neither is the same name: the role does not tell.
+    if (f !== e && scored.some((o) => o.e === e && o.f !== f && o.score === score && !pairedTo.has(o.f))) {
+      skipped.add(e);
+      continue;
+    }
     pairedFrom.add(e);
-    pairedTo.add(bestEntity);
-    if (bestEntity !== e) pairs.push([e, bestEntity]);
+    pairedTo.add(f);
+    if (f !== e) pairs.push([e, f]);
   }
   return pairs;
 }
