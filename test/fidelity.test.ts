@@ -6,6 +6,7 @@ import type { ExperienceModel } from '../src/experience/types.ts';
 import {
   jaccard,
   measureFalseSuccess,
+  measureScriptedFalseSuccess,
   measureFidelity,
   measureFidelityTable,
   mixedOfflineData,
@@ -84,7 +85,7 @@ describe('retrieval experience model fidelity (held-out test-split episodes)', (
       if (env === 'shop') for (const b of baselines) expect(b.finalVerdictBalanced).toBeLessThanOrEqual(0.8);
       // Both policies were measured in both task groups, inside and outside the simulator.
       expect(new Set(t.falseSuccess.map((r) => `${r.policy}/${r.tasks}`))).toEqual(
-        new Set(['random/grounded', 'random/held-out', 'noisy:0.3/grounded', 'noisy:0.3/held-out']),
+        new Set(['random/grounded', 'random/held-out', 'noisy:0.3/grounded', 'noisy:0.3/held-out', 'scripted:0.3/grounded', 'scripted:0.3/held-out']),
       );
     });
 
@@ -121,6 +122,33 @@ describe('false-success measurement', () => {
     const [echoRow] = await measureFalseSuccess(spec, new EchoExperienceModel(), tasks, 'noisy:0.3', 0, 'held-out');
     expect(echoRow!.simSuccess).toBe(0);
     await expect(measureFalseSuccess(spec, gullible, tasks, 'greedy', 0, 'grounded')).rejects.toThrow(/random" or "noisy:EPS/);
+  });
+
+  it('the noisy scripted policy acts on what the simulator shows: a simulator that replays the real world scores what the real one does', async () => {
+    const spec = getEnvSpec('household');
+    const tasks = spec.tasks({ split: 'train', count: 12, seed: 4 });
+    // A "simulator" that steps a real environment for each episode: what the policy sees inside is
+    // what it would see outside, so the two columns agree; echo never ends an episode.
+    let world = spec.create();
+    const replay: ExperienceModel = {
+      kind: 'replay',
+      reset: async () => ({ text: '', actions: [] }),
+      step: async ({ task, history, action }) => {
+        if (history.length === 0) {
+          world = spec.create();
+          world.reset(tasks.find((t) => t.id === task.id)!);
+        }
+        const r = world.step(action);
+        return { reasoning: '', observation: r.observation, reward: r.reward, done: r.done, valid: true };
+      },
+    };
+    const [same] = await measureScriptedFalseSuccess(spec, replay, tasks, 0, 0, 'grounded');
+    expect(same!.policy).toBe('scripted:0');
+    expect(same!.realSuccess).toBeGreaterThanOrEqual(0.9);
+    expect(same!.simSuccess).toBe(same!.realSuccess);
+    const rows = await measureScriptedFalseSuccess(spec, new EchoExperienceModel(), tasks, 0.3, 0, 'held-out');
+    expect(rows.find((r) => r.taskType === 'all')!.simSuccess).toBe(0);
+    await expect(measureScriptedFalseSuccess(spec, replay, tasks, 2, 0, 'grounded')).rejects.toThrow(/got 2/);
   });
 
   it('the real column does not depend on the simulator measured next to it', async () => {

@@ -40,6 +40,7 @@ import { generateOfflineData } from '../envs/offline.ts';
 import { parsePolicy, runEpisode } from '../envs/episode.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
+import { hasReferencePolicy, referencePolicy } from './reference.ts';
 import type { RunLLM } from './setup.ts';
 
 /** Top-k real transitions for (observation, action), given to an experience model with each step. */
@@ -219,6 +220,9 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
           falseSuccess.push(...(await measureFalseSuccess(spec, model, groups[group], policy, opts.seed, group, demos)));
         }
       }
+      if (hasReferencePolicy(spec.name)) {
+        for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureScriptedFalseSuccess(spec, model, groups[group], 0.3, opts.seed, group, demos)));
+      }
     }
     return { env: spec.name, rows, falseSuccess, ms: performance.now() - started };
   } finally {
@@ -359,7 +363,7 @@ export async function measureFalseSuccess(
   // simulator's episodes ran (with one shared stream it moved 91% -> 87% when the model changed).
   const streamOf = (task: Task, side: 'real' | 'sim'): Rng => new Rng(seed ^ hashString(`false-success:${policy}:${group}:${task.id}:${side}`));
   const realPolicy = policy === 'random' ? parsePolicy('noisy:1') : parsePolicy(policy);
-  const byType = new Map<string, { n: number; sim: number; real: number }>();
+  const outcomes: { type: string; sim: boolean; real: boolean }[] = [];
   const env = spec.create();
   const shadow = spec.create();
   for (const task of tasks) {
@@ -386,12 +390,20 @@ export async function measureFalseSuccess(
       }
       state = pred.observation;
     }
-    const type = taskType(task);
-    const s = byType.get(type) ?? { n: 0, sim: 0, real: 0 };
+    outcomes.push({ type: taskType(task), sim: simSuccess, real });
+  }
+  return rowsByType(policy, group, outcomes);
+}
+
+/** False-success rows per task type (and 'all' when there are several types). */
+function rowsByType(policy: string, group: FalseSuccessRow['tasks'], outcomes: readonly { type: string; sim: boolean; real: boolean }[]): FalseSuccessRow[] {
+  const byType = new Map<string, { n: number; sim: number; real: number }>();
+  for (const o of outcomes) {
+    const s = byType.get(o.type) ?? { n: 0, sim: 0, real: 0 };
     s.n++;
-    if (simSuccess) s.sim++;
-    if (real) s.real++;
-    byType.set(type, s);
+    if (o.sim) s.sim++;
+    if (o.real) s.real++;
+    byType.set(o.type, s);
   }
   const rows: FalseSuccessRow[] = [];
   let all = { n: 0, sim: 0, real: 0 };
@@ -401,4 +413,54 @@ export async function measureFalseSuccess(
   }
   if (byType.size > 1) rows.push({ policy, tasks: group, taskType: 'all', episodes: all.n, simSuccess: all.sim / all.n, realSuccess: all.real / all.n });
   return rows;
+}
+
+/**
+ * Success of the scripted reference policy (see `referencePolicy`) taking a random action with
+ * probability `eps`, inside the simulator and in the real environment, on the same tasks. Unlike
+ * the noisy expert, which asks a shadow real environment what to do, it acts only on what it is
+ * shown, so inside the simulator it follows the simulated world: a place whose contents the data
+ * never showed is searched, not held against the model. Simulated episodes start from the task's
+ * real first observation and end at the environment's step limit.
+ */
+export async function measureScriptedFalseSuccess(
+  spec: AnyEnvSpec,
+  model: ExperienceModel,
+  tasks: readonly Task[],
+  eps: number,
+  seed: number,
+  group: FalseSuccessRow['tasks'],
+  demos?: DemoSource,
+): Promise<FalseSuccessRow[]> {
+  if (!(eps >= 0 && eps <= 1)) throw new RangeError(`eps must be in [0, 1], got ${eps}`);
+  const policy = `scripted:${eps}`;
+  const actor = referencePolicy(spec.name);
+  const env = spec.create();
+  const outcomes: { type: string; sim: boolean; real: boolean }[] = [];
+  // One episode of the noisy scripted policy, stepping through `step` (the real environment or the model).
+  const play = async (task: Task, side: 'real' | 'sim', first: Observation, step: (history: readonly HistoryStep[], observation: Observation, action: string) => Promise<{ observation: Observation; done: boolean; reward: number }>): Promise<boolean> => {
+    const rng = new Rng(seed ^ hashString(`false-success:${policy}:${group}:${task.id}:${side}`));
+    const history: HistoryStep[] = [];
+    let observation = first;
+    for (let t = 0; t < spec.maxSteps; t++) {
+      if (observation.actions.length === 0) return false;
+      const [scripted] = await actor.choose([{ instruction: task.instruction, history: history.map((h) => ({ action: h.action })), observation }]);
+      const action = !rng.chance(eps) && scripted !== undefined && isAdmissible(observation, scripted) ? scripted : rng.pick(observation.actions);
+      const r = await step(history, observation, action);
+      history.push({ observation, action });
+      if (r.done) return r.reward >= 0.999;
+      observation = r.observation;
+    }
+    return false;
+  };
+  for (const task of tasks) {
+    const first = env.reset(task);
+    const real = await play(task, 'real', first, async (_h, _o, action) => env.step(action));
+    const visible = agentView(task);
+    const sim = await play(task, 'sim', spec.create().reset(task), async (history, observation, action) =>
+      model.step({ task: visible, history: history.slice(), observation, action, demos: demos ? await demos(observation, action, 3) : [] }),
+    );
+    outcomes.push({ type: taskType(task), sim, real });
+  }
+  return rowsByType(policy, group, outcomes);
 }

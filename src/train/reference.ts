@@ -298,6 +298,11 @@ export const householdReference: EvalActor = actorOf(householdReferenceAction);
 
 const REFERENCES: Readonly<Record<EnvName, EvalActor>> = { shop: shopReference, household: householdReference };
 
+/** Whether `env` has a scripted reference policy (the built-in environments do). */
+export function hasReferencePolicy(env: string): boolean {
+  return Object.hasOwn(REFERENCES, env);
+}
+
 /** The scripted reference policy of environment `env`; a RangeError naming the known ones otherwise. */
 export function referencePolicy(env: string): EvalActor {
   const actor = (REFERENCES as Record<string, EvalActor | undefined>)[env];
