@@ -424,7 +424,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { reasoning: verdict.why, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: verdict.reward, done: true, valid: true };
     }
     const next = await this.nextState(task, history, observation, action);
-    return { reasoning: `${verdict.why} ${next.why}`, observation: next.observation, reward: 0, done: false, valid: true };
+    return { reasoning: `${verdict.why} ${next.why}`, observation: withoutStaleActions(next.observation), reward: 0, done: false, valid: true };
   }
 
   /** Statistics of the most specific kind of `action` seen often enough (exact action, signature, template). */
@@ -487,15 +487,19 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const short = outside < 0 && trusted && (unshown || unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > (ranged?.unofferedCeiling ?? 0)) ? EVIDENCE_DIM : outside;
     let success: number;
     let expected: number;
-    if (short >= 0) {
-      success = 0;
-      expected = 0;
-    } else if (this.rewardModel) {
+    if (this.rewardModel) {
       const [o] = await this.rewardModel.predictOutcomes([
         { instruction: task.instruction, state: observation.text, action, history: history.map((h) => h.action), pageActions, offered: observation.actions, rank },
       ]);
-      success = o?.success ?? 0;
+      // Evidence short of every real success: not a success, but the partial reward the reward
+      // model expects stands (a purchase with one option wrong earns part of the reward for real).
+      // Scored 0 instead, shop's simulated rewards were all 0 or 1 and a policy learning from
+      // scratch there had nothing to climb until it first bought right.
+      success = short >= 0 ? 0 : (o?.success ?? 0);
       expected = o?.reward ?? 0;
+    } else if (short >= 0) {
+      success = 0;
+      expected = 0;
     } else {
       success = kind.stats.successes / kind.stats.count;
       expected = success;
@@ -533,14 +537,22 @@ export class RetrievalExperienceModel implements ExperienceModel {
       const arrival = seen[i + 1] as Observation;
       const arrivalActions = new Set(arrival.actions);
       if (!isAdmissible(arrival, action)) {
-        while (last + 1 < seen.length && !isAdmissible(seen[last + 1] as Observation, action) && jaccardOf(arrivalActions, new Set((seen[last + 1] as Observation).actions)) >= STAY_OVERLAP) last++;
+        const template = actionTemplate(action).template;
+        // A move of the same kind that took itself off the list (`go to diningtable 1`, there)
+        // left the place, whatever the actions offered after it: with a walk's actions slightly
+        // off, returning to countertop 2 showed the dining table visited next.
+        const moved = (k: number): boolean => {
+          const a = (history[k] as HistoryStep).action;
+          return actionTemplate(a).template === template && !isAdmissible(seen[k + 1] as Observation, a);
+        };
+        while (last + 1 < seen.length && !moved(last) && !isAdmissible(seen[last + 1] as Observation, action) && jaccardOf(arrivalActions, new Set((seen[last + 1] as Observation).actions)) >= STAY_OVERLAP) last++;
       }
       const left = seen[last] as Observation;
       const unchanged = left.actions.length === arrival.actions.length && left.actions.every((x, j) => x === arrival.actions[j]);
       const remembered = unchanged ? arrival : left;
       // The state right after the agent left the place: what did not change then went with it.
       const departed = seen[last + 1];
-      return { observation: departed ? carryOver(remembered, left, departed, observation) : clone(remembered), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
+      return { observation: departed ? carryOver(remembered, left, departed, observation, action) : clone(remembered), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
     }
 
     const kind = this.kindOf(action, task.instruction);
@@ -671,6 +683,12 @@ export class RetrievalExperienceModel implements ExperienceModel {
       actions.push(template.replace('{}', back));
     }
     for (const a of added) if (!actions.includes(a)) actions.push(a);
+    // What the agent carries goes with it where the neighbour's walk showed nothing for it.
+    const ends = moveEnds(observation.actions, actions, action);
+    if (ends) {
+      const carried = carriedEntities(observation.actions, ends.here, actionTemplate(action).template, new Set(actions.flatMap((a) => actionTemplate(a).entities)));
+      for (const a of movedActions(observation.actions, carried, ends.here, ends.there)) if (!actions.includes(a)) actions.push(a);
+    }
     return { text, actions };
   }
 
@@ -750,7 +768,7 @@ const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actio
  * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
  * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
  */
-function carryOver(remembered: Observation, left: Observation, departed: Observation, now: Observation): Observation {
+function carryOver(remembered: Observation, left: Observation, departed: Observation, now: Observation, action: string): Observation {
   const departedLines = departed.text.split('\n');
   const nowLines = now.text.split('\n');
   const leftLines = left.text.split('\n');
@@ -774,7 +792,100 @@ function carryOver(remembered: Observation, left: Observation, departed: Observa
         .join(' ');
     })
     .join('\n');
-  return { text, actions: remembered.actions.slice() };
+  return { text, actions: carriedActions(remembered, left, departed, now, action) };
+}
+
+/**
+ * The place reached by a move (`action`, of one entity: `go to {}`) and the place left: the one
+ * entity that fills the action's slot after the move, not before, and that other actions before
+ * the move name (`examine sinkbasin 1` where no `go to sinkbasin 1` is offered). Undefined where
+ * that is not plain (a results page, where many fill `click[{}]`).
+ */
+function moveEnds(before: readonly string[], after: readonly string[], action: string): { there: string; here: string } | undefined {
+  const own = actionTemplate(action);
+  if (own.entities.length !== 1) return undefined;
+  const there = own.entities[0] as string;
+  const fills = (actions: readonly string[]): Set<string> => new Set(actions.map(actionTemplate).filter((t) => t.template === own.template).map((t) => t.entities[0] ?? ''));
+  const fillsBefore = fills(before);
+  const namedBefore = new Set(before.flatMap((a) => actionTemplate(a).entities));
+  const left = [...fills(after)].filter((e) => e !== '' && e !== there && !fillsBefore.has(e) && namedBefore.has(e));
+  return left.length === 1 ? { there, here: left[0] as string } : undefined;
+}
+
+/**
+ * What the agent carries (in `before`): entities named both by an action not tied to the place
+ * left (what lies there is named only with it: `take {} from` there) and by one with it (`put {}
+ * in/on` there), that are not destinations of the move's kind and not in `known`.
+ */
+function carriedEntities(before: readonly string[], here: string, moveTemplate: string, known: ReadonlySet<string>): Set<string> {
+  const destinations = new Set(before.map(actionTemplate).filter((t) => t.template === moveTemplate).flatMap((t) => t.entities));
+  const lists = before.map((a) => actionTemplate(a).entities);
+  const withHere = new Set(lists.filter((es) => es.includes(here)).flat());
+  return new Set(
+    lists
+      .filter((es) => !es.includes(here))
+      .flat()
+      .filter((e) => withHere.has(e) && !destinations.has(e) && !known.has(e)),
+  );
+}
+
+/** `before`'s actions on `carried` (alone or with the place left), moved to the place reached. */
+function movedActions(before: readonly string[], carried: ReadonlySet<string>, here: string, there: string): string[] {
+  const out: string[] = [];
+  for (const a of before) {
+    const { entities } = actionTemplate(a);
+    if (entities.some((e) => carried.has(e)) && entities.every((e) => carried.has(e) || e === here)) out.push(applySubstitution(a, [[here, there]]));
+  }
+  return out;
+}
+
+/**
+ * The remembered place's actions for what the agent holds now: actions of what went with the
+ * agent when it left then and is gone now go; actions of what it carries now come along, moved
+ * from the place it is at to the one it returns to (`put pen 1 in/on sidetable 2` becomes `put
+ * pen 1 in/on shelf 1`). Without this, a place came back with the actions of its first visit:
+ * the scripted reference, back at a shelf it had searched empty-handed with the pen it was sent
+ * to put there, could not put it, and walked between the shelves until the step limit.
+ */
+function carriedActions(remembered: Observation, left: Observation, departed: Observation, now: Observation, action: string): string[] {
+  const ends = moveEnds(now.actions, remembered.actions, action);
+  if (!ends) return remembered.actions.slice();
+  const entitiesOf = (o: Observation): Set<string> => new Set(o.actions.flatMap((a) => actionTemplate(a).entities));
+  const nowEntities = entitiesOf(now);
+  const departedEntities = entitiesOf(departed);
+  const moveTemplate = actionTemplate(action).template;
+  const destinations = new Set([...left.actions, ...departed.actions].map(actionTemplate).filter((t) => t.template === moveTemplate).flatMap((t) => t.entities));
+  const wentThen = new Set([...entitiesOf(left)].filter((e) => departedEntities.has(e) && !nowEntities.has(e) && e !== ends.here && !destinations.has(e)));
+  const kept = remembered.actions.filter((a) => !actionTemplate(a).entities.some((e) => wentThen.has(e)));
+  const carried = carriedEntities(now.actions, ends.here, actionTemplate(action).template, entitiesOf(remembered));
+  for (const a of movedActions(now.actions, carried, ends.here, ends.there)) if (!kept.includes(a)) kept.push(a);
+  return kept;
+}
+
+/**
+ * `o` without actions that name a place it offers to move to by another kind of action (`take
+ * pen 1 from desk 1` where `go to desk 1` is offered): one acts only where one is, so those are
+ * left over from places visited before. The move is the one-entity kind of action with the most
+ * entities (`go to {}`), when it has at least three; no real state of either environment breaks
+ * this. Without it, walks piled up the actions of earlier places (a state offered 20 `take`s
+ * from six places), and what the agent held lost its actions among them.
+ */
+export function withoutStaleActions(o: Observation): Observation {
+  const fills = new Map<string, Set<string>>();
+  for (const a of o.actions) {
+    const { template, entities } = actionTemplate(a);
+    if (entities.length === 1) (fills.get(template) ?? fills.set(template, new Set()).get(template))?.add(entities[0] as string);
+  }
+  let move: string | undefined;
+  let most = 2;
+  for (const [template, es] of fills) if (es.size > most) [move, most] = [template, es.size];
+  if (move === undefined) return o;
+  const destinations = fills.get(move) as Set<string>;
+  const actions = o.actions.filter((a) => {
+    const { template, entities } = actionTemplate(a);
+    return template === move || !entities.some((e) => destinations.has(e));
+  });
+  return actions.length === o.actions.length ? o : { text: o.text, actions };
 }
 
 const lineKey = (line: string): string => line.trim().split(/[\s:]/, 1)[0] ?? '';

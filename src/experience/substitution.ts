@@ -104,14 +104,18 @@ function entityRoles(actions: readonly string[]): Map<string, string> {
   return new Map([...roles].map(([e, set]) => [e, [...set].sort().join('|')]));
 }
 
+/** An instance name: a word and its number (`saltshaker 1`), not a label (`red`). */
+const INSTANCE_RE = /^\p{L}+ \p{N}+$/u;
+
 /**
  * Pairs the entities of two states that play the same role, as told by the slots of the
  * admissible actions they fill. First an entity whose set of slots no other entity of its state
  * shares (the place the agent stands at is the only one offered `take {} from {}` and `examine
  * {}` but not `go to {}`; the object it holds is the only one offered `put {} in/on {}`) pairs
  * with the entity of the other state that has the same unique set. Then each entity of `from`
- * listed in `involved` (those the transition's edit touches) pairs with the entity of `to`
- * whose slots overlap its own most, when exactly one does. Entities with a shared role (every
+ * listed in `involved` (those the transition's edit touches) that is an instance `to` also names
+ * in an overlapping role pairs with itself, and each other one with the entity of `to` whose
+ * slots overlap its own most, when exactly one does. Entities with a shared role (every
  * place one can go to) stay unpaired.
  */
 export function alignEntities(from: Observation, to: Observation, involved: ReadonlySet<string> = new Set()): Substitution {
@@ -135,38 +139,45 @@ export function alignEntities(from: Observation, to: Observation, involved: Read
     if (f !== e) pairs.push([e, f]);
   }
   const slots = (role: string): Set<string> => new Set(role.split('|'));
-  // Pairs over all involved entities at once, best first: taken one entity at a time in name
-  // order, a place ("drawer 5": open, examine) took the held object ("saltshaker 1": examine,
-  // put) before the held object could take itself, and a walk came out as "put cabinet 3 in/on
-  // shelf 1".
-  const scored: { e: string; f: string; score: number }[] = [];
+  const overlap = (a: string, b: string): number => {
+    const mine = slots(a);
+    const theirs = slots(b);
+    let inter = 0;
+    for (const x of mine) if (theirs.has(x)) inter++;
+    return inter / (mine.size + theirs.size - inter);
+  };
+  // An instance ("saltshaker 1") that this state names too, in a role that shares a slot, is
+  // itself (in one world the same instance is the same thing). Without this, a place ("drawer 5": open, examine) took the
+  // held object ("saltshaker 1": examine, put) as its best partner before the held object could
+  // take itself, and a walk came out as "put cabinet 3 in/on shelf 1".
+  for (const e of [...involved].sort()) {
+    const mine = fromRoles.get(e);
+    const theirs = toRoles.get(e);
+    if (mine === undefined || theirs === undefined || !INSTANCE_RE.test(e) || pairedFrom.has(e) || pairedTo.has(e) || overlap(mine, theirs) === 0) continue;
+    pairedFrom.add(e);
+    pairedTo.add(e);
+  }
   for (const e of [...involved].sort()) {
     const role = fromRoles.get(e);
     if (role === undefined || pairedFrom.has(e)) continue;
-    const mine = slots(role);
+    let best = 0;
+    let bestEntity: string | undefined;
+    let ties = 0;
     for (const [f, other] of toRoles) {
       if (pairedTo.has(f)) continue;
-      const theirs = slots(other);
-      let inter = 0;
-      for (const x of mine) if (theirs.has(x)) inter++;
-      const score = inter / (mine.size + theirs.size - inter);
-      if (score > 0) scored.push({ e, f, score });
+      const score = overlap(role, other);
+      if (score > best) {
+        best = score;
+        bestEntity = f;
+        ties = 1;
+      } else if (score === best && score > 0) {
+        ties++;
+      }
     }
-  }
-  // The same name first (in one world it is the same thing: a neighbour at the fridge pairs its
-  // fridge with this state's fridge even where this state offers it less), then higher scores.
-  scored.sort((x, y) => Number(y.f === y.e) - Number(x.f === x.e) || y.score - x.score);
-  const skipped = new Set<string>();
-  for (const { e, f, score } of scored) {
-    if (pairedFrom.has(e) || pairedTo.has(f) || skipped.has(e)) continue;
-    // Two equally good partners and neither is the same name: the role does not tell.
-    if (f !== e && scored.some((o) => o.e === e && o.f !== f && o.score === score && !pairedTo.has(o.f))) {
-      skipped.add(e);
-      continue;
-    }
+    if (bestEntity === undefined || ties !== 1) continue;
     pairedFrom.add(e);
-    pairedTo.add(f);
-    if (f !== e) pairs.push([e, f]);
+    pairedTo.add(bestEntity);
+    if (bestEntity !== e) pairs.push([e, bestEntity]);
   }
   return pairs;
 }
