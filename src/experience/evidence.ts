@@ -218,16 +218,17 @@ const COUNT_WORDS: Readonly<Record<string, number>> = { two: 2, three: 3, four: 
  * instances of the kind the action names ("pen" of `put pen 2 in/on drawer 1`) on screen or in
  * the action, against the count asked, over 4, at most 1. Every real success owes none, so an
  * action that completed episodes but still owes falls outside their evidence. Without it, the
- * first `put` of "put two pens in the drawer" was called a success (5 of 7 first puts of expert
+ * first `put` of "put two pen in drawer" was called a success (7 of 7 first puts of expert
  * episodes). Counting the puts taken instead fails: a second pen already in the drawer needs one.
  */
 function owedInstances(instruction: string, screen: string, action: string): number {
   const asked = Math.max(1, ...tokenize(instruction).map((t) => COUNT_WORDS[t] ?? 1));
   if (asked === 1) return 0;
+  const asks = new Set(tokenize(instruction));
   let most = 0;
   for (const entity of actionTemplate(action).entities) {
     const m = /^(\p{L}+) \p{N}+$/u.exec(entity);
-    if (!m || !instruction.toLowerCase().includes(m[1] as string)) continue;
+    if (!m || !asks.has((m[1] as string).toLowerCase())) continue;
     const seen = new Set(screen.toLowerCase().match(new RegExp(`\\b${m[1]} \\d+\\b`, 'g')) ?? []);
     seen.add(entity.toLowerCase());
     most = Math.max(most, seen.size);

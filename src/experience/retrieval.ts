@@ -857,7 +857,7 @@ function carriedActions(remembered: Observation, left: Observation, departed: Ob
   const destinations = new Set([...left.actions, ...departed.actions].map(actionTemplate).filter((t) => t.template === moveTemplate).flatMap((t) => t.entities));
   const wentThen = new Set([...entitiesOf(left)].filter((e) => departedEntities.has(e) && !nowEntities.has(e) && e !== ends.here && !destinations.has(e)));
   const kept = remembered.actions.filter((a) => !actionTemplate(a).entities.some((e) => wentThen.has(e)));
-  const carried = carriedEntities(now.actions, ends.here, actionTemplate(action).template, entitiesOf(remembered));
+  const carried = carriedEntities(now.actions, ends.here, moveTemplate, entitiesOf(remembered));
   for (const a of movedActions(now.actions, carried, ends.here, ends.there)) if (!kept.includes(a)) kept.push(a);
   return kept;
 }

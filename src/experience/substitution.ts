@@ -14,10 +14,19 @@ export type Substitution = Array<[from: string, to: string]>;
 const ENTITY_RE = /\[([^\]]*)\]|\b([a-z][a-z-]*) (\d+)\b/gi;
 
 /**
+ * Parsed actions, shared (callers only read them): a simulated step parses the same few hundred
+ * admissible actions many times over (alignment, edits, memory, the left-over filter).
+ */
+const TEMPLATES = new Map<string, { template: string; entities: string[] }>();
+const TEMPLATE_CACHE_SIZE = 50_000;
+
+/**
  * An action's template and entities: `take apple 1 from countertop 1` gives template
  * `take {} from {}` and entities `apple 1`, `countertop 1`; `click[red]` gives `click[{}]`, `red`.
  */
 export function actionTemplate(action: string): { template: string; entities: string[] } {
+  const hit = TEMPLATES.get(action);
+  if (hit) return hit;
   const entities: string[] = [];
   const template = action.trim().replace(ENTITY_RE, (_m, bracket: string | undefined, word: string | undefined, num: string | undefined) => {
     if (bracket !== undefined) {
@@ -27,7 +36,11 @@ export function actionTemplate(action: string): { template: string; entities: st
     entities.push(`${word} ${num}`);
     return '{}';
   });
-  return { template, entities };
+  Object.freeze(entities);
+  const parsed = { template, entities };
+  if (TEMPLATES.size >= TEMPLATE_CACHE_SIZE) TEMPLATES.clear();
+  TEMPLATES.set(action, Object.freeze(parsed));
+  return parsed;
 }
 
 /** The action's verb: the text before `[`, or its first word (`go` for `go to fridge 1`). */
