@@ -10,6 +10,7 @@
  * long command cleanly (a training run stays resumable; exit 130 or 143) and a second one quits
  * at once.
  */
+import { availableParallelism } from 'node:os';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -28,6 +29,7 @@ import { chatLine, trajectoryToChat } from '../train/chat.ts';
 import { parseTrainingConfig, PRESETS, TRAINING_MODES, TrainingConfigError, type PresetName, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
+import { ExperimentWorkerPool } from './experiment-pool.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
 import { dataOnlySpec, evaluateSynthetic, planSeedData, SeedDataError, type SeedDataPlan } from '../train/seed-data.ts';
@@ -827,6 +829,11 @@ function experimentFilePath(dir: string, name: string): string {
   return join(dir, clean);
 }
 
+/** Default `--jobs`: one per core the process may use (tfjs's wasm backend uses one core per thread). */
+function defaultJobs(): number {
+  return Math.max(1, availableParallelism());
+}
+
 interface ExperimentCliOptions extends SizeOptions {
   env: EnvName;
   seeds: number;
@@ -834,6 +841,7 @@ interface ExperimentCliOptions extends SizeOptions {
   out: string;
   arm?: string[];
   trainEvalEpisodes?: number;
+  jobs: number;
 }
 
 async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out): Promise<void> {
@@ -860,8 +868,12 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
   const removeSignals = onStopSignals(controller, err, () => {});
   let result: ExperimentResult;
   const started = performance.now();
+  // One run per worker thread; --jobs 1 runs them here, one after another.
+  const pool = opts.jobs > 1 ? new ExperimentWorkerPool(opts.jobs) : null;
   try {
     result = await runExperiment({
+      concurrency: opts.jobs,
+      ...(pool ? { runner: pool.run } : {}),
       env: opts.env,
       seeds: opts.seeds,
       preset: opts.preset,
@@ -876,6 +888,7 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
     throw e;
   } finally {
     removeSignals();
+    await pool?.close();
   }
   const files = experimentFiles(result);
   const names = Object.keys(files);
@@ -987,6 +1000,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--preset <name>', 'sizes of each run').choices(Object.keys(PRESETS)).default('quick'))
     .requiredOption('--out <dir>', 'output directory (created if needed)')
     .option('--arm <name>', 'run only this arm (repeatable; e.g. "zero-shot", "dreamgym (warm sft)")', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--jobs <n>', 'runs at once, each in a worker thread of its own (1: one after another in this thread); the figures do not depend on it', countArg(1, 256), defaultJobs())
     .addOption(hidden('--iterations <n>', 'RL iterations of every arm', countArg(0, 1_000_000)))
     .addOption(hidden('--offline-episodes <n>', 'expert and noisy offline episodes (each)', countArg(1, 1_000_000)))
     .addOption(hidden('--group-size <n>', 'rollouts per task', countArg(2, 10_000)))

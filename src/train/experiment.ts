@@ -96,88 +96,240 @@ export interface ExperimentOptions {
   signal?: AbortSignal;
   /** Only these arms (by name); default all. */
   arms?: readonly string[];
+  /**
+   * (arm, seed) runs in flight at once (default 1). Each run is self-contained (its data, policy
+   * and random streams come from its seed), so the figures do not depend on it; a runner that
+   * uses threads (`runner`) makes it pay on a machine with several cores.
+   */
+  concurrency?: number;
+  /** Runs one (arm, seed) job; default {@link runArmSeed} on this thread. */
+  runner?: ArmSeedRunner;
 }
+
+/** One (arm, seed) run of an experiment: everything a thread needs to run it alone. */
+export interface ArmSeedJob {
+  env: EnvName;
+  preset: PresetName;
+  overrides?: Partial<TrainingConfigInput>;
+  /** An arm of {@link EXPERIMENT_ARMS}, by name. */
+  arm: string;
+  seed: number;
+  /** Training tasks evaluated (the memorization check). */
+  trainEvalEpisodes: number;
+  /** Real transitions of the arm's budget (arms with `budgetShareOfReal`). */
+  realBudget?: number;
+  /** The end of behaviour cloning of another arm with the same seed and SFT settings: resume from it. */
+  sftSnapshot?: RunSnapshot;
+  /** Return the snapshot at the end of behaviour cloning (other arms share it). */
+  keepSft?: boolean;
+}
+
+/** What an (arm, seed) run gives back. */
+export interface ArmSeedOutcome {
+  result: ArmSeedResult;
+  /** The run's configuration (null for the reference). */
+  config: TrainingConfig | null;
+  evalEpisodes: number;
+  /** The end of behaviour cloning, when the job asked for it (`keepSft`). */
+  sftSnapshot?: RunSnapshot;
+}
+
+/** Runs one (arm, seed) job: on this thread ({@link runArmSeed}) or in a worker. */
+export type ArmSeedRunner = (job: ArmSeedJob, signal?: AbortSignal) => Promise<ArmSeedOutcome>;
 
 const actorOf = (agent: PolicyAgent): EvalActor => ({ choose: async (ctxs) => (await agent.choose(ctxs, { greedy: true })).map((c) => c.action) });
 
-/** Runs every arm for every seed. */
+function armNamed(name: string): ExperimentArm {
+  const arm = EXPERIMENT_ARMS.find((a) => a.name === name);
+  if (!arm) throw new RangeError(`unknown experiment arm ${JSON.stringify(name)}`);
+  return arm;
+}
+
+/** The configuration of an (arm, seed) job. */
+function jobConfig(job: Pick<ArmSeedJob, 'env' | 'preset' | 'overrides' | 'arm' | 'seed' | 'realBudget'>): TrainingConfig {
+  const arm = armNamed(job.arm);
+  const input: TrainingConfigInput = { env: job.env, mode: 'zero-shot', seed: job.seed, ...job.overrides, ...arm.config };
+  if (arm.budgetShareOfReal !== undefined) {
+    const budget = Math.max(1, job.realBudget ?? 1);
+    if (input.mode === 's2r') input.s2r = { realBudget: budget };
+    else input.budgets = { ...(input.budgets ?? {}), realTransitions: budget };
+  }
+  return parseTrainingConfig(input, job.preset);
+}
+
+/** Runs one arm for one seed on this thread: trains (or resumes from `sftSnapshot`), then evaluates held-out and training tasks. */
+export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise<ArmSeedOutcome> {
+  const arm = armNamed(job.arm);
+  const t0 = performance.now();
+  if (arm.kind === 'reference') {
+    const base = parseTrainingConfig({ env: job.env, mode: 'zero-shot', seed: job.seed, ...job.overrides }, job.preset);
+    const run = await prepareRun(base);
+    try {
+      const heldOut = await evaluate(referencePolicy(job.env), run.deps.spec, run.evalTasks);
+      const train = await evaluate(referencePolicy(job.env), run.deps.spec, run.deps.offline.tasks.slice(0, job.trainEvalEpisodes));
+      const result: ArmSeedResult = { seed: job.seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, sftShared: false, curve: [] };
+      return { result, config: null, evalEpisodes: base.evalEpisodes };
+    } finally {
+      run.dispose();
+    }
+  }
+  const config = jobConfig(job);
+  const run = await prepareRun(config);
+  const sftEpochs = sftEpochsOf(config);
+  let sftSnapshot: RunSnapshot | undefined;
+  if (sftEpochs > 0 && !job.sftSnapshot && job.keepSft) {
+    run.deps.persist = async (snapshot) => {
+      if (snapshot.iteration === sftEpochs) sftSnapshot = snapshot;
+    };
+  }
+  let res: Awaited<ReturnType<typeof runTraining>>;
+  try {
+    res = await runTraining(config, run.deps, { signal, ...(job.sftSnapshot ? { resume: job.sftSnapshot } : {}) });
+  } catch (e) {
+    run.dispose();
+    throw e;
+  }
+  try {
+    const actor = actorOf(res.agent);
+    const heldOut = await evaluate(actor, run.deps.spec, run.evalTasks);
+    const train = await evaluate(actor, run.deps.spec, run.deps.offline.tasks.slice(0, job.trainEvalEpisodes));
+    const result: ArmSeedResult = {
+      seed: job.seed,
+      heldOut,
+      train,
+      realTransitions: res.realTransitions,
+      offlineTransitions: res.offlineTransitions,
+      syntheticSteps: res.syntheticSteps,
+      wallMs: performance.now() - t0,
+      sftShared: job.sftSnapshot !== undefined,
+      curve: res.metrics.map((m) => ({ iteration: m.iteration, phase: m.phase, successRate: m.successRate, meanReward: m.meanReward, realTransitions: m.realTransitions })),
+    };
+    return { result, config, evalEpisodes: config.evalEpisodes, ...(sftSnapshot ? { sftSnapshot } : {}) };
+  } finally {
+    res.trainer.dispose();
+    run.dispose();
+  }
+}
+
+/** A job of the schedule and what it waits for. */
+interface PlannedJob {
+  job: ArmSeedJob;
+  /** Index of the job whose real transitions set this one's budget. */
+  budgetFrom: number | null;
+  budgetShare: number;
+  /** Index of the job whose behaviour-cloning snapshot this one resumes from. */
+  sftFrom: number | null;
+}
+
+/** The (arm, seed) jobs in run order, with what each waits for. */
+function planJobs(options: ExperimentOptions, preset: PresetName, arms: readonly ExperimentArm[], seeds: readonly number[], trainEval: number): PlannedJob[] {
+  // Arms that need a `real` arm's figure come after it.
+  const ordered = [...arms.filter((a) => a.budgetShareOfReal === undefined), ...arms.filter((a) => a.budgetShareOfReal !== undefined)];
+  const planned: PlannedJob[] = [];
+  const sftProvider = new Map<string, number>();
+  for (const arm of ordered) {
+    for (const seed of seeds) {
+      const job: ArmSeedJob = { env: options.env, preset, ...(options.overrides ? { overrides: options.overrides } : {}), arm: arm.name, seed, trainEvalEpisodes: trainEval };
+      let budgetFrom: number | null = null;
+      if (arm.budgetShareOfReal !== undefined) {
+        const from = planned.findIndex((p) => p.job.arm === (arm.budgetOf ?? 'real (warm sft)') && p.job.seed === seed);
+        budgetFrom = from >= 0 ? from : null;
+      }
+      let sftFrom: number | null = null;
+      if (arm.kind === 'trained') {
+        const config = jobConfig(job);
+        if (sftEpochsOf(config) > 0) {
+          const key = sftKey(config);
+          const provider = sftProvider.get(key);
+          if (provider === undefined) sftProvider.set(key, planned.length);
+          else {
+            sftFrom = provider;
+            (planned[provider] as PlannedJob).job.keepSft = true;
+          }
+        }
+      }
+      planned.push({ job, budgetFrom, budgetShare: arm.budgetShareOfReal ?? 0, sftFrom });
+    }
+  }
+  return planned;
+}
+
+/**
+ * Runs every arm for every seed: up to `concurrency` jobs at once, each started once the runs
+ * it depends on (its budget's `real` arm, the arm whose behaviour cloning it shares) are done.
+ */
 export async function runExperiment(options: ExperimentOptions): Promise<ExperimentResult> {
   const started = performance.now();
   const preset = options.preset ?? 'quick';
   const seeds = Array.from({ length: options.seeds }, (_, i) => i);
   const arms = EXPERIMENT_ARMS.filter((a) => !options.arms || options.arms.includes(a.name));
-  const results: ArmResult[] = [];
-  // Real transitions per budget-setting arm and seed.
-  const realUsed = new Map<string, number>();
   const trainEval = options.trainEvalEpisodes ?? 100;
-  let evalEpisodes = 0;
-  // The end of behaviour cloning, per seed and SFT setting (see sftKey).
-  const sftSnapshots = new Map<string, RunSnapshot>();
-
-  // Arms that need a `real` arm's figure come after it.
-  const ordered = [...arms.filter((a) => a.budgetShareOfReal === undefined), ...arms.filter((a) => a.budgetShareOfReal !== undefined)];
-  for (const arm of ordered) {
-    const perSeed: ArmSeedResult[] = [];
-    let armConfig: TrainingConfig | null = null;
-    for (const seed of seeds) {
-      if (options.signal?.aborted) throw new Error('experiment stopped');
-      const base = parseTrainingConfig({ env: options.env, mode: 'zero-shot', seed, ...options.overrides }, preset);
-      evalEpisodes = base.evalEpisodes;
-      const t0 = performance.now();
-      options.onProgress?.(`${options.env}: ${arm.name}, seed ${seed}`);
-      if (arm.kind === 'reference') {
-        const run = await prepareRun(base);
-        const heldOut = await evaluate(referencePolicy(options.env), run.deps.spec, run.evalTasks);
-        const train = await evaluate(referencePolicy(options.env), run.deps.spec, run.deps.offline.tasks.slice(0, trainEval));
-        run.dispose();
-        perSeed.push({ seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, sftShared: false, curve: [] });
-        continue;
-      }
-      const input: TrainingConfigInput = { env: options.env, mode: 'zero-shot', seed, ...options.overrides, ...arm.config };
-      if (arm.budgetShareOfReal !== undefined) {
-        const reference = realUsed.get(`${arm.budgetOf ?? 'real (warm sft)'}#${seed}`) ?? 0;
-        const budget = Math.max(1, Math.round(arm.budgetShareOfReal * reference));
-        if (input.mode === 's2r') input.s2r = { realBudget: budget };
-        else input.budgets = { ...(input.budgets ?? {}), realTransitions: budget };
-      }
-      const config = parseTrainingConfig(input, preset);
-      armConfig = config;
-      const run = await prepareRun(config);
-      const sftEpochs = sftEpochsOf(config);
-      const key = sftKey(config);
-      const shared = sftEpochs > 0 ? sftSnapshots.get(key) : undefined;
-      if (sftEpochs > 0 && !shared) {
-        run.deps.persist = async (snapshot) => {
-          if (snapshot.iteration === sftEpochs) sftSnapshots.set(key, snapshot);
-        };
-      }
-      const res = await runTraining(config, run.deps, { signal: options.signal, ...(shared ? { resume: shared } : {}) });
-      try {
-        const actor = actorOf(res.agent);
-        const heldOut = await evaluate(actor, run.deps.spec, run.evalTasks);
-        const train = await evaluate(actor, run.deps.spec, run.deps.offline.tasks.slice(0, trainEval));
-        realUsed.set(`${arm.name}#${seed}`, res.realTransitions);
-        perSeed.push({
-          seed,
-          heldOut,
-          train,
-          realTransitions: res.realTransitions,
-          offlineTransitions: res.offlineTransitions,
-          syntheticSteps: res.syntheticSteps,
-          wallMs: performance.now() - t0,
-          sftShared: shared !== undefined,
-          curve: res.metrics.map((m) => ({ iteration: m.iteration, phase: m.phase, successRate: m.successRate, meanReward: m.meanReward, realTransitions: m.realTransitions })),
-        });
-      } finally {
-        res.trainer.dispose();
-        run.dispose();
-      }
+  const concurrency = options.concurrency ?? 1;
+  if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError(`concurrency must be an integer >= 1, got ${concurrency}`);
+  const runner = options.runner ?? runArmSeed;
+  const planned = planJobs(options, preset, arms, seeds, trainEval);
+  const outcomes: (ArmSeedOutcome | undefined)[] = planned.map(() => undefined);
+  const state: ('waiting' | 'running' | 'done')[] = planned.map(() => 'waiting');
+  const running = new Map<number, Promise<void>>();
+  // Stops the jobs in flight when the caller's signal fires or a job fails.
+  const inner = new AbortController();
+  const forward = (): void => inner.abort(options.signal?.reason);
+  if (options.signal?.aborted) forward();
+  options.signal?.addEventListener('abort', forward, { once: true });
+  const isReady = (p: PlannedJob): boolean =>
+    (p.budgetFrom === null || state[p.budgetFrom] === 'done') && (p.sftFrom === null || state[p.sftFrom] === 'done');
+  const start = (i: number): void => {
+    const p = planned[i] as PlannedJob;
+    const job: ArmSeedJob = { ...p.job };
+    if (p.budgetFrom !== null || p.budgetShare > 0) {
+      const reference = p.budgetFrom === null ? 0 : (outcomes[p.budgetFrom] as ArmSeedOutcome).result.realTransitions;
+      job.realBudget = Math.max(1, Math.round(p.budgetShare * reference));
     }
+    if (p.sftFrom !== null) {
+      const snapshot = (outcomes[p.sftFrom] as ArmSeedOutcome).sftSnapshot;
+      if (snapshot) job.sftSnapshot = snapshot;
+    }
+    state[i] = 'running';
+    options.onProgress?.(`${options.env}: ${job.arm}, seed ${job.seed}${concurrency > 1 ? ` (${running.size + 1} running)` : ''}`);
+    running.set(
+      i,
+      runner(job, inner.signal).then((outcome) => {
+        outcomes[i] = outcome;
+        state[i] = 'done';
+        running.delete(i);
+      }),
+    );
+  };
+  try {
+    while (state.some((s) => s !== 'done')) {
+      if (options.signal?.aborted) throw new Error('experiment stopped');
+      for (let i = 0; i < planned.length && running.size < concurrency; i++) {
+        if (state[i] === 'waiting' && isReady(planned[i] as PlannedJob)) start(i);
+      }
+      if (running.size === 0) throw new Error('experiment schedule stalled: no job can start');
+      await Promise.race(running.values());
+    }
+  } catch (e) {
+    // A failed job fails the experiment: stop the others.
+    inner.abort(e);
+    throw e;
+  } finally {
+    options.signal?.removeEventListener('abort', forward);
+    // Let jobs in flight settle before returning or rethrowing, so none outlives the call.
+    await Promise.allSettled(running.values());
+  }
+  // Snapshots are only a means of sharing; drop them from the results.
+  for (const o of outcomes) if (o) delete o.sftSnapshot;
+
+  const results: ArmResult[] = [];
+  for (const arm of arms) {
+    const mine = planned.flatMap((p, i) => (p.job.arm === arm.name ? [outcomes[i] as ArmSeedOutcome] : []));
+    const perSeed = mine.map((o) => o.result);
     const agg = aggregateEvaluations(perSeed.map((s) => s.heldOut));
     const trainAgg = aggregateEvaluations(perSeed.map((s) => s.train));
     results.push({
       name: arm.name,
-      config: armConfig,
+      config: mine.at(-1)?.config ?? null,
       seeds: perSeed,
       success: agg.success,
       reward: agg.reward,
@@ -187,8 +339,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       wallMs: meanOf(perSeed.map((s) => s.wallMs)),
     });
   }
-  // Back in the declared order.
-  results.sort((a, b) => EXPERIMENT_ARMS.findIndex((x) => x.name === a.name) - EXPERIMENT_ARMS.findIndex((x) => x.name === b.name));
+  const evalEpisodes = outcomes.find((o) => o !== undefined)?.evalEpisodes ?? 0;
   return {
     env: options.env,
     preset,
