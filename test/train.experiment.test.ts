@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { curvesSvg, EXPERIMENT_ARMS, experimentFiles, pairedDifference, pairedRatio, runExperiment, type ArmResult } from '../src/train/experiment.ts';
+import { curvesSvg, EXPERIMENT_ARMS, experimentFiles, pairedDifference, pairedRatio, runArmSeed, runExperiment, type ArmResult, type ArmSeedJob, type ArmSeedOutcome } from '../src/train/experiment.ts';
+import type { RunSnapshot } from '../src/train/loop.ts';
 import type { EvalResult } from '../src/train/evaluate.ts';
 
 const TINY = {
@@ -121,5 +122,92 @@ describe('runExperiment', () => {
       expect(of?.config?.warmStart).toBe(a.config?.warmStart);
     }
     expect(EXPERIMENT_ARMS.some((a) => a.config?.curriculum?.enabled === false)).toBe(true);
+  });
+});
+
+describe('runExperiment scheduling', () => {
+  /** A runner that answers at once with made-up figures and records what it was given and when. */
+  function recordingRunner(options: { fail?: string } = {}) {
+    const log: { event: 'start' | 'end'; job: ArmSeedJob }[] = [];
+    const aborted: string[] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const runner = async (job: ArmSeedJob, signal?: AbortSignal): Promise<ArmSeedOutcome> => {
+      log.push({ event: 'start', job });
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      const onAbort = (): void => void aborted.push(`${job.arm}#${job.seed}`);
+      signal?.addEventListener('abort', onAbort);
+      await new Promise((r) => setTimeout(r, 5 + 3 * job.seed));
+      signal?.removeEventListener('abort', onAbort);
+      inFlight--;
+      if (job.arm === options.fail) throw new Error(`failed: ${job.arm}`);
+      log.push({ event: 'end', job });
+      const heldOut: EvalResult = { episodes: 1, successRate: 1, meanReward: 1, success: { mean: 1, low: 1, high: 1 }, reward: { mean: 1, low: 1, high: 1 }, perTask: [{ taskId: 't0', success: true, reward: 1, steps: 1 }], realSteps: 0 };
+      const realTransitions = job.arm.startsWith('real') && job.realBudget === undefined ? 1000 + job.seed : (job.realBudget ?? 0);
+      return {
+        result: { seed: job.seed, heldOut, train: heldOut, realTransitions, offlineTransitions: 0, syntheticSteps: 0, wallMs: 1, sftShared: job.sftSnapshot !== undefined, curve: [] },
+        config: null,
+        evalEpisodes: 1,
+        ...(job.keepSft ? { sftSnapshot: { iteration: 7, from: `${job.arm}#${job.seed}` } as unknown as RunSnapshot } : {}),
+      };
+    };
+    return { runner, log, aborted, maxInFlight: () => maxInFlight };
+  }
+
+  it('runs up to `concurrency` jobs at once, each after what it depends on, with the budget and SFT snapshot handed on', async () => {
+    const rec = recordingRunner();
+    const r = await runExperiment({ env: 'shop', seeds: 2, preset: 'quick', concurrency: 3, runner: rec.runner, trainEvalEpisodes: 1 });
+    expect(rec.maxInFlight()).toBe(3);
+    expect(r.arms.map((a) => a.name)).toEqual(EXPERIMENT_ARMS.map((a) => a.name));
+    const endAt = (arm: string, seed: number): number => rec.log.findIndex((e) => e.event === 'end' && e.job.arm === arm && e.job.seed === seed);
+    const starts = rec.log.filter((e) => e.event === 'start');
+    expect(starts).toHaveLength(EXPERIMENT_ARMS.length * 2);
+    for (const { job } of starts) {
+      const startAt = rec.log.findIndex((e) => e.event === 'start' && e.job === job);
+      const arm = EXPERIMENT_ARMS.find((a) => a.name === job.arm)!;
+      if (arm.budgetShareOfReal !== undefined) {
+        // After its real arm, with 10% of what that arm used.
+        expect(startAt).toBeGreaterThan(endAt(arm.budgetOf!, job.seed));
+        expect(job.realBudget).toBe(Math.round(0.1 * (1000 + job.seed)));
+      }
+      const warm = arm.config?.warmStart === 'sft';
+      if (warm) {
+        // Every warm arm resumes from the sft arm's snapshot of its own seed.
+        expect(startAt).toBeGreaterThan(endAt('sft', job.seed));
+        expect(job.sftSnapshot).toMatchObject({ from: `sft#${job.seed}` });
+      } else expect(job.sftSnapshot).toBeUndefined();
+      expect(job.keepSft === true).toBe(job.arm === 'sft');
+    }
+  });
+
+  it('one job at a time by default, in declared order with the budget arms last', async () => {
+    const rec = recordingRunner();
+    await runExperiment({ env: 'shop', seeds: 1, preset: 'quick', runner: rec.runner, trainEvalEpisodes: 1, arms: ['real', 's2r, 10% real budget', 'zero-shot'] });
+    expect(rec.maxInFlight()).toBe(1);
+    expect(rec.log.filter((e) => e.event === 'start').map((e) => e.job.arm)).toEqual(['zero-shot', 'real', 's2r, 10% real budget']);
+  });
+
+  it('a failed job fails the experiment and stops the jobs in flight', async () => {
+    const rec = recordingRunner({ fail: 'zero-shot' });
+    await expect(runExperiment({ env: 'shop', seeds: 3, preset: 'quick', concurrency: 2, runner: rec.runner, trainEvalEpisodes: 1, arms: ['zero-shot', 'real'] })).rejects.toThrow(
+      'failed: zero-shot',
+    );
+    // zero-shot seed 0 failed while seed 1 ran: seed 1 was told to stop, and nothing started after the failure.
+    expect(rec.aborted).toContain('zero-shot#1');
+    expect(rec.log.filter((e) => e.event === 'start').map((e) => `${e.job.arm}#${e.job.seed}`)).toEqual(['zero-shot#0', 'zero-shot#1']);
+  });
+
+  it('figures do not depend on concurrency (real runs, interleaved on one thread)', async () => {
+    const names = ['real', 'real, 10% real budget'];
+    const overrides = { ...TINY, iterations: 2 };
+    const one = await runExperiment({ env: 'shop', seeds: 2, preset: 'quick', overrides, trainEvalEpisodes: 2, arms: names });
+    const two = await runExperiment({ env: 'shop', seeds: 2, preset: 'quick', overrides, trainEvalEpisodes: 2, arms: names, concurrency: 2 });
+    const strip = (r: typeof one) => r.arms.map((a) => a.seeds.map((s) => ({ ...s, wallMs: 0 })));
+    expect(strip(two)).toEqual(strip(one));
+  });
+
+  it('runArmSeed rejects an unknown arm by name', async () => {
+    await expect(runArmSeed({ env: 'shop', preset: 'quick', arm: 'warp', seed: 0, trainEvalEpisodes: 1 })).rejects.toThrow('unknown experiment arm "warp"');
   });
 });

@@ -24,6 +24,7 @@
  * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
+import { completeArrival, learnArrivalRules, type ArrivalRules } from './arrival.ts';
 import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
@@ -238,6 +239,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     /** Values option lists offered in the data, and those an instruction naming them always asked for (see `unofferedChoices`). */
     private readonly listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string>; alwaysShown: ReadonlySet<string> },
     private readonly binaryRewards: boolean,
+    /** What places offer for what the agent carries (see ./arrival.ts). */
+    private readonly arrival: ArrivalRules | null,
     readonly rewardModel: RewardModel | null,
   ) {}
 
@@ -375,7 +378,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     firstStates.forEach((_, seq) => initialIndex.add({ seq, source: 'real', taskId: '', vector: instrVectors[seq] as Float32Array }));
 
     const binaryRewards = usable.every((t) => t.reward === 0 || t.reward === 1);
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, null);
+    const arrival = learnArrivalRules(usable.map((t) => t.state.actions));
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, null);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -383,7 +387,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, rewardModel);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, rewardModel);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -424,7 +428,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { reasoning: verdict.why, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: verdict.reward, done: true, valid: true };
     }
     const next = await this.nextState(task, history, observation, action);
-    return { reasoning: `${verdict.why} ${next.why}`, observation: withoutStaleActions(next.observation), reward: 0, done: false, valid: true };
+    return { reasoning: `${verdict.why} ${next.why}`, observation: withoutStaleActions(completeArrival(this.arrival, observation.actions, action, next.observation)), reward: 0, done: false, valid: true };
   }
 
   /** Statistics of the most specific kind of `action` seen often enough (exact action, signature, template). */

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import type { Observation } from '../src/core/types.ts';
+import { completeArrival, learnArrivalRules, placeKind, situationOf } from '../src/experience/arrival.ts';
+import { actionTemplate } from '../src/experience/substitution.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+import { mixedOfflineData } from '../src/train/fidelity.ts';
+
+/** Real (state, action, next state) triples of offline episodes. */
+function realTransitions(env: string, episodes: number, seed: number): { state: Observation; action: string; next: Observation }[] {
+  const data = mixedOfflineData(getEnvSpec(env), 'noisy:0.3,noisy:1', episodes, seed, 'train');
+  const out: { state: Observation; action: string; next: Observation }[] = [];
+  for (const { trajectory } of data) {
+    trajectory.steps.forEach((s, i) => {
+      const next = trajectory.steps[i + 1];
+      if (next && s.valid) out.push({ state: s.observation, action: s.action, next: next.observation });
+    });
+  }
+  return out;
+}
+
+const household = realTransitions('household', 200, 0);
+const rules = learnArrivalRules(household.map((t) => t.state.actions));
+
+describe('learnArrivalRules', () => {
+  it('finds the move, the places, what a kind of place offers for what is carried, and what it never offers then', () => {
+    expect(rules).not.toBeNull();
+    expect(rules!.move).toBe('go to {}');
+    expect(rules!.places.has('microwave 1')).toBe(true);
+    expect(rules!.places.has('apple 1')).toBe(false);
+    const microwave = [...rules!.carriedActions].filter(([k]) => k.startsWith('microwave|')).flatMap(([, v]) => v);
+    expect(microwave).toContain('heat {} with {}|ch');
+    const sink = [...rules!.carriedActions].filter(([k]) => k.startsWith('sinkbasin|')).flatMap(([, v]) => v);
+    expect(sink).toContain('clean {} with {}|ch');
+    // A closed cabinet offers no `put`; an open one does.
+    expect(rules!.carriedActions.get('cabinet|examine {},open {}') ?? []).not.toContain('put {} in/on {}|ch');
+    expect(rules!.carriedActions.get('cabinet|close {},examine {}')).toContain('put {} in/on {}|ch');
+    expect(rules!.notWhileCarrying.has('take {} from {}|oh')).toBe(true);
+  });
+
+  it('finds no move in data without one (a shop has no places to walk to), so nothing changes there', () => {
+    const shop = realTransitions('shop', 60, 0);
+    const shopRules = learnArrivalRules(shop.map((t) => t.state.actions));
+    for (const t of shop) expect(completeArrival(shopRules, t.state.actions, t.action, t.next)).toEqual(t.next);
+  });
+
+  it('null for data without a move', () => {
+    expect(learnArrivalRules([['look', 'inventory'], ['click[buy now]']])).toBeNull();
+  });
+});
+
+describe('situationOf', () => {
+  it('reads where the agent is and what it carries off the actions', () => {
+    const places = new Set(['countertop 1', 'cabinet 2', 'cabinet 3', 'sinkbasin 1']);
+    const holding = ['go to cabinet 2', 'go to sinkbasin 1', 'examine countertop 1', 'put apple 1 in/on countertop 1', 'examine apple 1', 'look'];
+    expect(situationOf(holding, 'go to {}', places)).toEqual({ here: 'countertop 1', carried: new Set(['apple 1']) });
+    const empty = ['go to cabinet 2', 'go to sinkbasin 1', 'examine countertop 1', 'take apple 1 from countertop 1', 'look'];
+    expect(situationOf(empty, 'go to {}', places)).toEqual({ here: 'countertop 1', carried: new Set() });
+    // A left-over action of another place does not hide where the agent is.
+    const stale = ['go to sinkbasin 1', 'go to countertop 1', 'open cabinet 2', 'close cabinet 3', 'examine cabinet 3', 'put pan 1 in/on cabinet 3', 'examine pan 1'];
+    expect(situationOf(stale, 'go to {}', places)).toEqual({ here: 'cabinet 3', carried: new Set(['pan 1']) });
+    expect(situationOf(['go to cabinet 2', 'look'], 'go to {}', places).here).toBeUndefined();
+  });
+
+  it('placeKind drops the instance number', () => {
+    expect(placeKind('microwave 1')).toBe('microwave');
+    expect(placeKind('desk')).toBe('desk');
+  });
+});
+
+describe('completeArrival', () => {
+  it('leaves every real arrival as it was (it adds nothing the real environment does not offer, removes nothing it does)', () => {
+    const moves = household.filter((t) => actionTemplate(t.action).template === 'go to {}');
+    expect(moves.length).toBeGreaterThan(500);
+    const carrying = moves.filter((t) => situationOf(t.state.actions, rules!.move, rules!.places).carried.size > 0);
+    expect(carrying.length).toBeGreaterThan(100);
+    const changed = moves.filter((t) => completeArrival(rules, t.state.actions, t.action, t.next) !== t.next);
+    expect(changed).toEqual([]);
+  });
+
+  it('gives an arrival predicted from an empty-handed walk the carried object\'s actions, and drops `take` while carrying', () => {
+    // Real arrivals while carrying, with the carried object's actions removed and a `take` of a
+    // thing lying there added: a neighbour that walked there empty-handed.
+    const carrying = household.filter((t) => actionTemplate(t.action).template === 'go to {}' && situationOf(t.state.actions, rules!.move, rules!.places).carried.size > 0);
+    let restored = 0;
+    let damaged = 0;
+    for (const t of carrying) {
+      const { carried } = situationOf(t.state.actions, rules!.move, rules!.places);
+      const there = actionTemplate(t.action).entities[0]!;
+      const held = [...carried][0]!;
+      const walked: Observation = {
+        text: t.next.text,
+        actions: [...t.next.actions.filter((a) => !(actionTemplate(a).entities.includes(held) && actionTemplate(a).entities.includes(there))), `take thing 9 from ${there}`],
+      };
+      const got = completeArrival(rules, t.state.actions, t.action, walked);
+      expect(got.actions).not.toContain(`take thing 9 from ${there}`);
+      const want = new Set(t.next.actions);
+      if (got.actions.length === want.size && got.actions.every((a) => want.has(a))) restored++;
+      if (got.actions.some((a) => !want.has(a))) damaged++;
+    }
+    // Most come back exactly (what a kind of place offers most of the time); none gains an action the real state lacked
+    // beyond the ones the rules add for the place's kind.
+    expect(restored / carrying.length).toBeGreaterThan(0.9);
+    expect(damaged / carrying.length).toBeLessThan(0.05);
+  });
+
+  it('does nothing without rules, for a move to a non-place, or when nothing is carried', () => {
+    const next: Observation = { text: 'You arrive at cabinet 2.', actions: ['go to countertop 1', 'open cabinet 2', 'examine cabinet 2'] };
+    const before = ['go to cabinet 2', 'examine countertop 1', 'put apple 1 in/on countertop 1', 'examine apple 1'];
+    expect(completeArrival(null, before, 'go to cabinet 2', next)).toBe(next);
+    expect(completeArrival(rules, before, 'look', next)).toBe(next);
+    expect(completeArrival(rules, ['go to cabinet 2', 'examine countertop 1', 'take apple 1 from countertop 1'], 'go to cabinet 2', next)).toBe(next);
+  });
+});
