@@ -330,6 +330,31 @@ describe('dreamgym train with an OpenAI-compatible LLM server (--llm-url)', () =
     }
   });
 
+  it('the --no-reasoning and --no-replay ablations reach the server: no reasoning asked for, no retrieved transitions shown, both in the recorded config', async () => {
+    const server = await startLlmServer(scriptedModel);
+    try {
+      const s = join(dir, 'llm-ablation-store');
+      const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--no-reasoning', '--no-replay', '--llm-url', server.url, '--iterations', '1', ...TINY, '--store', s);
+      expect(res.err).not.toMatch(/error/i);
+      expect(res.code).toBe(0);
+      // The experience model's requests (the curriculum's task generator asks the server too).
+      const steps = server.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes('environment simulator'));
+      expect(steps.length).toBeGreaterThan(0);
+      expect(steps.some((r) => JSON.stringify(r.body?.response_format).includes('next_state'))).toBe(true);
+      for (const r of steps) {
+        // Steps and resets (of generated tasks) alike.
+        expect(JSON.stringify(r.body?.response_format)).not.toContain('reasoning');
+        const messages = JSON.stringify(r.body?.messages);
+        expect(messages).not.toContain('Think first');
+        expect(messages).not.toContain('Transition 1:');
+      }
+      const record = JSON.parse(await readFile(join(s, 'runs', runIdOf(res.out), 'run.json'), 'utf8')) as { status: string; config: { reasoning: boolean; demos: number } };
+      expect(record).toMatchObject({ status: 'done', config: { reasoning: false, demos: 0 } });
+    } finally {
+      await server.close();
+    }
+  });
+
   it('resuming a run that used --llm-url needs --llm-url again; with it, the run continues', async () => {
     const server = await startLlmServer(scriptedModel);
     try {

@@ -5,6 +5,10 @@ import {
   RESET_JSON_SCHEMA,
   STEP_GRAMMAR,
   STEP_JSON_SCHEMA,
+  RESET_GRAMMAR_NO_REASONING,
+  RESET_JSON_SCHEMA_NO_REASONING,
+  STEP_GRAMMAR_NO_REASONING,
+  STEP_JSON_SCHEMA_NO_REASONING,
   StepReplySchema,
   extractJson,
   parseResetReply,
@@ -166,5 +170,36 @@ describe('output constraints', () => {
     const g = new Ebnf(RESET_GRAMMAR);
     expect(g.accepts(JSON.stringify({ reasoning: 'r', state: { text: 't', actions: ['a'] } }))).toBe(true);
     expect(g.accepts(JSON.stringify({ reasoning: 'r' }))).toBe(false);
+  });
+});
+
+describe('replies without reasoning (the --no-reasoning ablation)', () => {
+  const outcome = JSON.stringify({ next_state: { text: 'Page: item B01', actions: ['click[buy now]'] }, reward: 0, done: false, valid: true });
+
+  it('parse the outcome alone with reasoning off, with an empty reasoning; the default still needs it', () => {
+    const ok = parseStepReply(outcome, { reasoning: false });
+    expect(ok).toEqual({ ok: true, corrections: [], value: { reasoning: '', observation: { text: 'Page: item B01', actions: ['click[buy now]'] }, reward: 0, done: false, valid: true } });
+    expect(parseStepReply(outcome).ok).toBe(false);
+    // A reasoning the model wrote anyway is not kept: the ablation's steps carry none.
+    expect(parseStepReply(valid, { reasoning: false })).toMatchObject({ ok: true, value: { reasoning: '' } });
+    const reset = parseResetReply(JSON.stringify({ state: { text: 'Page: search', actions: ['search[x]'] } }), { reasoning: false });
+    expect(reset).toMatchObject({ ok: true, value: { reasoning: '', observation: { text: 'Page: search' } } });
+    expect(parseResetReply(JSON.stringify({ state: { text: 'Page: search', actions: ['search[x]'] } })).ok).toBe(false);
+  });
+
+  it('their schemas and grammars leave the reasoning key out', () => {
+    expect((JSON.parse(STEP_JSON_SCHEMA_NO_REASONING) as { required: string[] }).required).toEqual(['next_state', 'reward', 'done', 'valid']);
+    expect((JSON.parse(RESET_JSON_SCHEMA_NO_REASONING) as { required: string[] }).required).toEqual(['state']);
+    expect(responseFormat('json-schema', 'step', false)).toEqual({ type: 'json_object', schema: STEP_JSON_SCHEMA_NO_REASONING });
+    expect(responseFormat('grammar', 'reset', false)).toEqual({ type: 'grammar', grammar: RESET_GRAMMAR_NO_REASONING });
+    const step = new Ebnf(STEP_GRAMMAR_NO_REASONING);
+    expect(step.accepts(outcome)).toBe(true);
+    expect(step.accepts(valid)).toBe(false);
+    expect(step.accepts(outcome.replace('"reward":0', '"reward":2'))).toBe(false);
+    // The grammar with reasoning is unchanged by the split into rules.
+    expect(new Ebnf(STEP_GRAMMAR).accepts(outcome)).toBe(false);
+    const reset = new Ebnf(RESET_GRAMMAR_NO_REASONING);
+    expect(reset.accepts(JSON.stringify({ state: { text: 't', actions: ['a'] } }))).toBe(true);
+    expect(reset.accepts(JSON.stringify({ reasoning: 'r', state: { text: 't', actions: ['a'] } }))).toBe(false);
   });
 });

@@ -240,6 +240,41 @@ describe('LLMExperienceModel: validation and retries', () => {
   });
 });
 
+describe('LLMExperienceModel: without reasoning (the --no-reasoning ablation)', () => {
+  const outcome = (text: string): string => JSON.stringify({ next_state: { text, actions: ['click[buy now]'] }, reward: 0, done: false, valid: true });
+
+  it('asks for the outcome alone (system prompt, schema and grammar) and returns an empty reasoning', async () => {
+    const engine = new ScriptedEngine({ chat: () => outcome('Page: item B01') });
+    const model = new LLMExperienceModel(engine, { reasoning: false });
+    const [step] = await rollout(model, [start.actions[0]!]);
+    expect(step).toMatchObject({ reasoning: '', observation: { text: 'Page: item B01' }, valid: true });
+    const req = engine.requests[0]!;
+    expect(String(req.messages[0]?.content)).not.toContain('Think first');
+    expect(String(req.messages[0]?.content)).not.toContain('"reasoning"');
+    expect(req.response_format).toMatchObject({ type: 'json_object' });
+    const schema = JSON.parse((req.response_format as { schema: string }).schema) as { required: string[] };
+    expect(schema.required).toEqual(['next_state', 'reward', 'done', 'valid']);
+    const grammarEngine = new ScriptedEngine({ chat: () => outcome('Page: item B02') });
+    await rollout(new LLMExperienceModel(grammarEngine, { reasoning: false, constraint: 'grammar' }), ['click[B02]']);
+    const grammar = (grammarEngine.requests[0]?.response_format as { grammar: string }).grammar;
+    expect(grammar).not.toContain('reasoning');
+    expect(grammar).not.toBe(STEP_GRAMMAR);
+  });
+
+  it('the default model still needs its reasoning: the same reply is refused and retried', async () => {
+    const engine = new ScriptedEngine({ chat: () => outcome('Page: item B01') });
+    const model = new LLMExperienceModel(engine, { maxRetries: 1 });
+    await expect(rollout(model, ['click[B01]'])).rejects.toThrow(ExperienceParseError);
+    expect(String(engine.requests[0]?.messages[0]?.content)).toContain('Think first');
+    // The correction asks for the reply format with reasoning.
+    expect(String(engine.requests[1]?.messages.at(-1)?.content)).toContain(REPLY_FORMAT);
+  });
+
+  it('refuses a reasoning setting that is not a boolean', () => {
+    expect(() => new LLMExperienceModel(new ScriptedEngine(), { reasoning: 'no' as unknown as boolean })).toThrow(LLMConfigError);
+  });
+});
+
 describe('LLMExperienceModel: group cache', () => {
   it('reuses the sampled transition for the same task, history, state and action', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });

@@ -240,20 +240,20 @@ interface TrainOptions extends SizeOptions {
 /** Options that shape a run's config: not allowed with --resume (a run continues with its own). */
 const CONFIG_OPTIONS: readonly (keyof TrainOptions)[] = [
   'env', 'mode', 'warmStart', 'sim', 'preset', 'iterations', 'seed', 'realBudget', 'curriculum', 'prior', 'evalEpisodes',
-  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale', 'replay',
+  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale', 'replay', 'reasoning',
 ];
 
-const flag = (name: string): string => (name === 'replay' ? '--no-replay' : `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+const flag = (name: string): string => (name === 'replay' || name === 'reasoning' ? `--no-${name}` : `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
 
 /** Refuses LLM options that cannot apply, with why (a new run; `--resume` checks against the run's own config). */
 function checkLlmOptions(opts: TrainOptions): void {
   if (opts.llmModel !== undefined && opts.llmUrl === undefined) throw new CliUsageError('--llm-model names a model of the server at --llm-url: give --llm-url URL too');
-  if (opts.reasoning === false) {
-    throw new CliUsageError('--no-reasoning applies to the LLM experience model (no reasoning before its prediction), which has no reasoning-free variant yet');
-  }
   if (opts.resume !== undefined) return;
   if (opts.replay === false && !(opts.sim === 'llm' && opts.llmUrl !== undefined)) {
     throw new CliUsageError('--no-replay applies to the LLM experience model (--sim llm with --llm-url: k = 0 retrieved real transitions in its prompt); the retrieval model here is its data');
+  }
+  if (opts.reasoning === false && !(opts.sim === 'llm' && opts.llmUrl !== undefined)) {
+    throw new CliUsageError('--no-reasoning applies to the LLM experience model (--sim llm with --llm-url: no reasoning before its prediction); the retrieval model does not reason');
   }
   if (opts.llmUrl === undefined) {
     if (opts.sim === 'llm') throw new CliUsageError('--sim llm needs an LLM: give --llm-url URL of an OpenAI-compatible server (llama.cpp, Ollama, vLLM), or use the page (WebLLM on WebGPU), or --sim retrieval');
@@ -292,6 +292,7 @@ function configFromOptions(opts: TrainOptions, env: DomainName): TrainingConfig 
   if (opts.warmStart === 'sft' && !rl) throw new CliUsageError(`--warm-start sft applies to the RL modes (real, dreamgym, s2r), not ${opts.mode}`);
   const input: TrainingConfigInput = { ...sizeOverrides(opts), env, mode: opts.mode, sim: opts.sim ?? 'retrieval' };
   if (opts.replay === false) input.demos = 0;
+  if (opts.reasoning === false) input.reasoning = false;
   if (opts.warmStart !== undefined) input.warmStart = opts.warmStart;
   if (opts.prior !== undefined) input.prior = opts.prior;
   if (opts.seed !== undefined) input.seed = opts.seed;
@@ -937,7 +938,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--eval-episodes <n>', 'held-out test tasks evaluated at the end', countArg(1, 100_000))
     .option('--stop-after <n>', 'stop cleanly after N completed iterations, leaving a resumable run (for tests and scripts)', countArg(1))
     .option('--no-replay', 'LLM experience model only (--sim llm): no retrieved demonstrations')
-    .option('--no-reasoning', 'LLM experience model only: no reasoning before predicting (not available yet)')
+    .option('--no-reasoning', 'LLM experience model only (--sim llm): the outcome without reasoning before it (ablation)')
     .option('--llm-url <url>', 'an OpenAI-compatible server (llama.cpp, Ollama, vLLM) for --sim llm, --prior llm and the curriculum\'s task generator, e.g. http://127.0.0.1:8080')
     .option('--llm-model <name>', 'model name sent to the --llm-url server (default: the one model it lists, if it lists one)')
     .addOption(hidden('--offline-episodes <n>', 'expert and noisy offline episodes (each)', countArg(1, 1_000_000)))

@@ -13,9 +13,8 @@ export const OUTPUT_LIMITS = { reasoning: 4000, stateText: 8000, action: 300, ac
 
 const text = (max: number) => z.string().trim().min(1).max(max);
 
-/** The reply of a step, as validated. Extra keys are ignored. */
-export const StepReplySchema = z.object({
-  reasoning: text(OUTPUT_LIMITS.reasoning),
+/** The reply of a step without its reasoning (what the `--no-reasoning` ablation asks for). Extra keys are ignored. */
+export const StepOutcomeSchema = z.object({
   next_state: z.object({
     text: text(OUTPUT_LIMITS.stateText),
     actions: z.array(text(OUTPUT_LIMITS.action)).max(OUTPUT_LIMITS.actions),
@@ -24,16 +23,21 @@ export const StepReplySchema = z.object({
   done: z.boolean(),
   valid: z.boolean(),
 });
+
+/** The reply of a step, as validated: reasoning first, then the outcome. Extra keys are ignored. */
+export const StepReplySchema = z.object({ reasoning: text(OUTPUT_LIMITS.reasoning) }).extend(StepOutcomeSchema.shape);
 export type StepReply = z.infer<typeof StepReplySchema>;
 
-/** The reply of a reset (an episode's initial state). */
-export const ResetReplySchema = z.object({
-  reasoning: text(OUTPUT_LIMITS.reasoning),
+/** The reply of a reset without its reasoning. */
+export const ResetStateSchema = z.object({
   state: z.object({
     text: text(OUTPUT_LIMITS.stateText),
     actions: z.array(text(OUTPUT_LIMITS.action)).min(1).max(OUTPUT_LIMITS.actions),
   }),
 });
+
+/** The reply of a reset (an episode's initial state). */
+export const ResetReplySchema = z.object({ reasoning: text(OUTPUT_LIMITS.reasoning) }).extend(ResetStateSchema.shape);
 export type ResetReply = z.infer<typeof ResetReplySchema>;
 
 const stringType = { type: 'string' } as const;
@@ -43,17 +47,20 @@ const stateSchema = (actionsKey: 'actions') => ({
   required: ['text', actionsKey],
 });
 
+const stepProperties = { next_state: stateSchema('actions'), reward: { type: 'number' }, done: { type: 'boolean' }, valid: { type: 'boolean' } };
+
 /** JSON schema (as WebLLM wants it: a string) of a step reply, keys in reasoning-first order. */
 export const STEP_JSON_SCHEMA = JSON.stringify({
   type: 'object',
-  properties: {
-    reasoning: stringType,
-    next_state: stateSchema('actions'),
-    reward: { type: 'number' },
-    done: { type: 'boolean' },
-    valid: { type: 'boolean' },
-  },
+  properties: { reasoning: stringType, ...stepProperties },
   required: ['reasoning', 'next_state', 'reward', 'done', 'valid'],
+});
+
+/** JSON schema of a step reply without reasoning (the `--no-reasoning` ablation). */
+export const STEP_JSON_SCHEMA_NO_REASONING = JSON.stringify({
+  type: 'object',
+  properties: stepProperties,
+  required: ['next_state', 'reward', 'done', 'valid'],
 });
 
 /** JSON schema of a reset reply. */
@@ -61,6 +68,13 @@ export const RESET_JSON_SCHEMA = JSON.stringify({
   type: 'object',
   properties: { reasoning: stringType, state: stateSchema('actions') },
   required: ['reasoning', 'state'],
+});
+
+/** JSON schema of a reset reply without reasoning. */
+export const RESET_JSON_SCHEMA_NO_REASONING = JSON.stringify({
+  type: 'object',
+  properties: { state: stateSchema('actions') },
+  required: ['state'],
 });
 
 const GRAMMAR_COMMON = String.raw`state ::= "{" ws "\"text\"" ws ":" ws string ws "," ws "\"actions\"" ws ":" ws actions ws "}"
@@ -72,26 +86,56 @@ escape ::= ["\\/bfnrt] | "u" hex hex hex hex
 hex ::= [0-9a-fA-F]
 ws ::= [ \t\n]*`;
 
+/** A step reply's keys after the reasoning (the rule `outcome`), and the rules they use. */
+const STEP_GRAMMAR_OUTCOME = String.raw`outcome ::= "\"next_state\"" ws ":" ws state ws "," ws "\"reward\"" ws ":" ws reward ws "," ws "\"done\"" ws ":" ws boolean ws "," ws "\"valid\"" ws ":" ws boolean ws "}"
+reward ::= "0" ( "." [0-9]+ )? | "1" ( "." "0"+ )?
+${GRAMMAR_COMMON}`;
+
 /**
  * EBNF grammar (WebLLM `response_format: {type: 'grammar'}`) of a step reply: the keys in
  * order, reasoning first, and a reward that is a number in [0, 1].
  */
-export const STEP_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws string ws "," ws "\"next_state\"" ws ":" ws state ws "," ws "\"reward\"" ws ":" ws reward ws "," ws "\"done\"" ws ":" ws boolean ws "," ws "\"valid\"" ws ":" ws boolean ws "}"
-reward ::= "0" ( "." [0-9]+ )? | "1" ( "." "0"+ )?
-${GRAMMAR_COMMON}`;
+export const STEP_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws string ws "," ws outcome
+${STEP_GRAMMAR_OUTCOME}`;
+
+/** EBNF grammar of a step reply without reasoning: the outcome's keys first. */
+export const STEP_GRAMMAR_NO_REASONING = String.raw`root ::= "{" ws outcome
+${STEP_GRAMMAR_OUTCOME}`;
 
 /** EBNF grammar of a reset reply. */
 export const RESET_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws string ws "," ws "\"state\"" ws ":" ws state ws "}"
 ${GRAMMAR_COMMON}`;
 
+/** EBNF grammar of a reset reply without reasoning. */
+export const RESET_GRAMMAR_NO_REASONING = String.raw`root ::= "{" ws "\"state\"" ws ":" ws state ws "}"
+${GRAMMAR_COMMON}`;
+
 /** How the reply is constrained. */
 export type OutputConstraint = 'json-schema' | 'grammar' | 'none';
 
-/** The `response_format` for a constraint and reply kind (undefined for 'none'). */
-export function responseFormat(constraint: OutputConstraint, kind: 'step' | 'reset'): { type: 'json_object'; schema: string } | { type: 'grammar'; grammar: string } | undefined {
-  if (constraint === 'json-schema') return { type: 'json_object', schema: kind === 'step' ? STEP_JSON_SCHEMA : RESET_JSON_SCHEMA };
-  if (constraint === 'grammar') return { type: 'grammar', grammar: kind === 'step' ? STEP_GRAMMAR : RESET_GRAMMAR };
+/** The `response_format` for a constraint and reply kind (undefined for 'none'); `reasoning: false` leaves the reasoning key out. */
+export function responseFormat(
+  constraint: OutputConstraint,
+  kind: 'step' | 'reset',
+  reasoning = true,
+): { type: 'json_object'; schema: string } | { type: 'grammar'; grammar: string } | undefined {
+  if (constraint === 'json-schema') {
+    const schema = kind === 'step' ? (reasoning ? STEP_JSON_SCHEMA : STEP_JSON_SCHEMA_NO_REASONING) : reasoning ? RESET_JSON_SCHEMA : RESET_JSON_SCHEMA_NO_REASONING;
+    return { type: 'json_object', schema };
+  }
+  if (constraint === 'grammar') {
+    const grammar = kind === 'step' ? (reasoning ? STEP_GRAMMAR : STEP_GRAMMAR_NO_REASONING) : reasoning ? RESET_GRAMMAR : RESET_GRAMMAR_NO_REASONING;
+    return { type: 'grammar', grammar };
+  }
   return undefined;
+}
+
+/** How a reply is parsed. */
+export interface ReplyParseOptions {
+  /** Prose around the first complete JSON object is ignored (for unconstrained replies). */
+  allowSurroundingText?: boolean;
+  /** The reply must start with its reasoning (default true); false: none is asked for, and a reasoning key, if any, is ignored. */
+  reasoning?: boolean;
 }
 
 /** The outcome of parsing: a whole value, or why there is none. */
@@ -157,12 +201,14 @@ function dedupe(actions: readonly string[]): string[] {
  * action earns reward 0; a reward comes only with the final step (`done`); a state that is not
  * final lists at least one admissible action. Rule fixes are reported in `corrections`.
  */
-export function parseStepReply(reply: string, options: { allowSurroundingText?: boolean } = {}): Parsed<ExperienceStep> {
+export function parseStepReply(reply: string, options: ReplyParseOptions = {}): Parsed<ExperienceStep> {
   const json = extractJson(reply, options.allowSurroundingText ?? false);
   if (!json.ok) return json;
-  const parsed = StepReplySchema.safeParse(json.value);
+  const reasoned = options.reasoning ?? true;
+  const parsed = reasoned ? StepReplySchema.safeParse(json.value) : StepOutcomeSchema.safeParse(json.value);
   if (!parsed.success) return { ok: false, problem: `the JSON does not have the required fields and types (${describeIssues(parsed.error)})` };
   const r = parsed.data;
+  const reasoning = reasoned && 'reasoning' in r && typeof r.reasoning === 'string' ? r.reasoning : '';
   const actions = dedupe(r.next_state.actions);
   if (!r.done && actions.length === 0) return { ok: false, problem: 'next_state.actions is empty, but a state that is not final must list at least one admissible action' };
   const corrections: string[] = [];
@@ -176,14 +222,17 @@ export function parseStepReply(reply: string, options: { allowSurroundingText?: 
     reward = 0;
   }
   const observation: Observation = { text: r.next_state.text, actions };
-  return { ok: true, value: { reasoning: r.reasoning, observation, reward, done: r.done, valid: r.valid }, corrections };
+  return { ok: true, value: { reasoning, observation, reward, done: r.done, valid: r.valid }, corrections };
 }
 
 /** Parses a reset reply into the episode's initial observation. */
-export function parseResetReply(reply: string, options: { allowSurroundingText?: boolean } = {}): Parsed<{ reasoning: string; observation: Observation }> {
+export function parseResetReply(reply: string, options: ReplyParseOptions = {}): Parsed<{ reasoning: string; observation: Observation }> {
   const json = extractJson(reply, options.allowSurroundingText ?? false);
   if (!json.ok) return json;
-  const parsed = ResetReplySchema.safeParse(json.value);
+  const reasoned = options.reasoning ?? true;
+  const parsed = reasoned ? ResetReplySchema.safeParse(json.value) : ResetStateSchema.safeParse(json.value);
   if (!parsed.success) return { ok: false, problem: `the JSON does not have the required fields and types (${describeIssues(parsed.error)})` };
-  return { ok: true, value: { reasoning: parsed.data.reasoning, observation: { text: parsed.data.state.text, actions: dedupe(parsed.data.state.actions) } }, corrections: [] };
+  const r = parsed.data;
+  const reasoning = reasoned && 'reasoning' in r && typeof r.reasoning === 'string' ? r.reasoning : '';
+  return { ok: true, value: { reasoning, observation: { text: r.state.text, actions: dedupe(r.state.actions) } }, corrections: [] };
 }

@@ -34,11 +34,11 @@ import {
   type ExperiencePromptConfig,
   correctionTurn,
   demoKey,
-  REPLY_FORMAT,
-  RESET_FORMAT,
   experienceSystemPrompt,
   firstStepTurn,
   followUpStepTurn,
+  replyFormat,
+  resetFormat,
   resetTurn,
   selectDemos,
 } from './prompt.ts';
@@ -72,6 +72,12 @@ export interface LLMExperienceConfig extends ExperiencePromptConfig {
   maxTokens: number;
   /** How the reply is constrained. */
   constraint: OutputConstraint;
+  /**
+   * Reasoning first, then the prediction (DreamGym's reasoning experience model). False is the
+   * paper's "without reasoning" ablation (`--no-reasoning`): the reply is the outcome alone, and a
+   * step's `reasoning` is empty.
+   */
+  reasoning: boolean;
   /** Retries after an unusable reply (so `maxRetries + 1` attempts). */
   maxRetries: number;
   /** One growing conversation per trajectory (KV-cache reuse) instead of one prompt per step. */
@@ -93,6 +99,7 @@ export const DEFAULT_LLM_EXPERIENCE_CONFIG: LLMExperienceConfig = {
   topP: 0.95,
   maxTokens: 768,
   constraint: 'json-schema',
+  reasoning: true,
   maxRetries: 2,
   conversation: true,
   maxConversationChars: 12_000,
@@ -282,6 +289,7 @@ function checkConfig(c: LLMExperienceConfig): void {
   if (!['json-schema', 'grammar', 'none'].includes(c.constraint)) throw new LLMConfigError(`constraint must be 'json-schema', 'grammar' or 'none', got ${JSON.stringify(c.constraint)}`);
   if (c.model !== undefined && typeof c.model !== 'string') throw new LLMConfigError(`model must be a string, got ${JSON.stringify(c.model)}`);
   if (typeof c.conversation !== 'boolean' || typeof c.groupCache !== 'boolean') throw new LLMConfigError('conversation and groupCache must be booleans');
+  if (typeof c.reasoning !== 'boolean') throw new LLMConfigError(`reasoning must be a boolean, got ${JSON.stringify(c.reasoning)}`);
 }
 
 /**
@@ -374,9 +382,9 @@ export class LLMExperienceModel implements ExperienceModel {
     checkTask(task, 'reset: task');
     if (!Array.isArray(demos)) throw new LLMConfigError(`reset: demos must be an array, got ${typeof demos}`);
     const view = agentView(task);
-    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(view.env) };
-    const turn = resetTurn(view, demos, this.config);
-    const result = await this.converse('reset', [system], turn, (reply) => parseResetReply(reply, { allowSurroundingText: this.config.constraint === 'none' }), {}).catch((error: unknown) => {
+    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(view.env, { reasoning: this.config.reasoning }) };
+    const turn = resetTurn(view, demos, this.config, this.config.reasoning);
+    const result = await this.converse('reset', [system], turn, (reply) => parseResetReply(reply, this.parseOptions()), {}).catch((error: unknown) => {
       this.totals.resetFailures++;
       throw error;
     });
@@ -409,7 +417,7 @@ export class LLMExperienceModel implements ExperienceModel {
       }
     }
 
-    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(request.task.env) };
+    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(request.task.env, { reasoning: this.config.reasoning }) };
     const baseKey = key(historyParts(request.task.id, request.history));
     let base = this.config.conversation ? this.conversations.get(baseKey) : undefined;
     let turn = '';
@@ -431,7 +439,7 @@ export class LLMExperienceModel implements ExperienceModel {
     const shownDemos = new Set(base?.shownDemos ?? []);
     for (const d of selectDemos(request.demos, this.config.topK)) shownDemos.add(demoKey(d));
 
-    const result = await this.converse('step', prefix, turn, (reply) => parseStepReply(reply, { allowSurroundingText: this.config.constraint === 'none' }), options);
+    const result = await this.converse('step', prefix, turn, (reply) => parseStepReply(reply, this.parseOptions()), options);
     const step = result.value;
     this.totals.steps++;
     this.totals.ruleCorrections += result.corrections;
@@ -471,7 +479,7 @@ export class LLMExperienceModel implements ExperienceModel {
     let messages: ChatCompletionMessageParam[] = [...prefix, userTurn];
     const problems: string[] = [];
     let lastReply = '';
-    const format = responseFormat(this.config.constraint, kind);
+    const format = responseFormat(this.config.constraint, kind, this.config.reasoning);
     if (kind === 'step') this.enginePromptCalls++;
     for (let attempt = 1; attempt <= maxRetries + 1; attempt++) {
       if (attempt > 1) this.totals.retries++;
@@ -530,7 +538,7 @@ export class LLMExperienceModel implements ExperienceModel {
       this.totals.parseFailures++;
       problems.push(parsed.problem);
       lastReply = reply;
-      messages = [...messages, { role: 'assistant', content: reply }, { role: 'user', content: correctionTurn(parsed.problem, kind === 'step' ? REPLY_FORMAT : RESET_FORMAT) }];
+      messages = [...messages, { role: 'assistant', content: reply }, { role: 'user', content: correctionTurn(parsed.problem, kind === 'step' ? replyFormat(this.config.reasoning) : resetFormat(this.config.reasoning)) }];
     }
     this.totals.failures++;
     throw new ExperienceParseError(
@@ -539,6 +547,11 @@ export class LLMExperienceModel implements ExperienceModel {
       problems,
       lastReply.slice(0, 500),
     );
+  }
+
+  /** How replies are parsed under this config. */
+  private parseOptions(): { allowSurroundingText: boolean; reasoning: boolean } {
+    return { allowSurroundingText: this.config.constraint === 'none', reasoning: this.config.reasoning };
   }
 
   /** Whether `messages` is the last request plus its reply plus new turns (KV-cache reuse). */

@@ -70,8 +70,22 @@ const ENV_NOTES: Record<string, string> = {
 export const REPLY_FORMAT =
   '{"reasoning": "<why the action leads to the next state>", "next_state": {"text": "<the next state>", "actions": ["<admissible action>", ...]}, "reward": <number from 0 to 1>, "done": <true|false>, "valid": <true|false>}';
 
-/** The system message: DreamGym's domain rules for the environment of `env`. */
-export function experienceSystemPrompt(env: string): string {
+/** The reply format without reasoning (the `--no-reasoning` ablation). */
+export const REPLY_FORMAT_NO_REASONING =
+  '{"next_state": {"text": "<the next state>", "actions": ["<admissible action>", ...]}, "reward": <number from 0 to 1>, "done": <true|false>, "valid": <true|false>}';
+
+/** The step reply format, with or without reasoning. */
+export function replyFormat(reasoning: boolean): string {
+  return reasoning ? REPLY_FORMAT : REPLY_FORMAT_NO_REASONING;
+}
+
+/**
+ * The system message: DreamGym's domain rules for the environment of `env`. With `reasoning:
+ * false` (the ablation of the paper's "without reasoning") the model is asked for the outcome
+ * straight away, with no reasoning before it.
+ */
+export function experienceSystemPrompt(env: string, options: { reasoning?: boolean } = {}): string {
+  const reasoning = options.reasoning ?? true;
   const note = ENV_NOTES[env] ?? `The environment is a text environment called "${env}".`;
   return [
     'You are the environment simulator of a reinforcement-learning agent. Given the task, the interaction so far,',
@@ -90,11 +104,12 @@ export function experienceSystemPrompt(env: string): string {
     '4. "done" is true only when the episode ends: the task is completed, or a final action (such as buying)',
     '   was taken.',
     '5. The retrieved transitions are real: follow them closely when they match the current state and action.',
-    '6. Think first: "reasoning" explains briefly what the action does in the current state; then give the',
-    '   next state, reward, done and valid.',
+    ...(reasoning
+      ? ['6. Think first: "reasoning" explains briefly what the action does in the current state; then give the', '   next state, reward, done and valid.']
+      : ['6. Give the next state, reward, done and valid directly, with no explanation.']),
     '',
     'Reply with one JSON object only, in this form:',
-    REPLY_FORMAT,
+    replyFormat(reasoning),
   ].join('\n');
 }
 
@@ -225,13 +240,21 @@ export function correctionTurn(problem: string, format: string = REPLY_FORMAT): 
 /** The reply format of a reset (the initial state of an episode). */
 export const RESET_FORMAT = '{"reasoning": "<what the start of this task looks like>", "state": {"text": "<the initial state>", "actions": ["<admissible action>", ...]}}';
 
-/** The user turn asking for the initial state of an episode on `task` (only its instruction is shown). */
-export function resetTurn(task: AgentTask, demos: readonly Demonstration[], config: ExperiencePromptConfig): string {
+/** The reply format of a reset without reasoning. */
+export const RESET_FORMAT_NO_REASONING = '{"state": {"text": "<the initial state>", "actions": ["<admissible action>", ...]}}';
+
+/** The reset reply format, with or without reasoning. */
+export function resetFormat(reasoning: boolean): string {
+  return reasoning ? RESET_FORMAT : RESET_FORMAT_NO_REASONING;
+}
+
+/** The user turn asking for the initial state of an episode on `task` (only its instruction is shown); `reasoning: false` asks for no reasoning. */
+export function resetTurn(task: AgentTask, demos: readonly Demonstration[], config: ExperiencePromptConfig, reasoning = true): string {
   const blocks = [`Task: ${task.instruction}`];
   const chosen = selectDemos(demos, config.topK);
   if (chosen.length > 0) {
     blocks.push(['Initial states of similar real episodes:', ...chosen.map((d, i) => `Example ${i + 1}:\n${clip(compactState(d.state), config.maxDemoChars)}`)].join('\n\n'));
   }
-  blocks.push(`A new episode starts on this task. Write its initial state. Reply with one JSON object only, in this form:\n${RESET_FORMAT}`);
+  blocks.push(`A new episode starts on this task. Write its initial state. Reply with one JSON object only, in this form:\n${resetFormat(reasoning)}`);
   return blocks.join('\n\n');
 }

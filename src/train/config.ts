@@ -124,6 +124,8 @@ export const TrainingConfigSchema = z
       .prefault({}),
     /** Demonstrations retrieved per synthetic step for the experience model (0: the `--no-replay` ablation; LLM model only). */
     demos: z.number().int().min(0).default(3),
+    /** The experience model reasons before its prediction (false: the `--no-reasoning` ablation; LLM model only). */
+    reasoning: z.boolean().default(true),
     /** Held-out test tasks evaluated at the end (greedy, real environment). */
     evalEpisodes: z.number().int().min(1).default(100),
     budgets: z

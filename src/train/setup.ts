@@ -117,7 +117,7 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
     spec,
     featurizer: new Featurizer(options.embedder ?? new HashedEmbedder({ dim: config.policy.embeddingDim }), { embeddingScale: config.policy.embeddingScale }),
     offline,
-    experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, model) : null),
+    experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, { ...model, reasoning: config.reasoning }) : null),
     prior:
       config.prior === 'lexical'
         ? new LexicalPrior()
