@@ -20,6 +20,9 @@ export const ID_PLACEHOLDER = 'opaqueid';
  */
 export function isOpaqueId(token: string): boolean {
   if (token.length < 6 || !/^[\p{L}\p{N}]+$/u.test(token)) return false;
+  // Most tokens are words or numbers: without both kinds the answer is no, and the walk below
+  // (a regular expression per character) was a tenth of a household rollout step.
+  if (!/\p{N}/u.test(token) || !/\p{L}/u.test(token)) return false;
   let changes = 0;
   let hasLetter = false;
   let hasDigit = false;
@@ -38,8 +41,10 @@ const TOKEN_RE = /[\p{L}\p{N}]+/gu;
 
 /** `text` with every opaque identifier replaced by {@link ID_PLACEHOLDER}. */
 export function neutralizeIds(text: string, placeholder = ID_PLACEHOLDER): string {
-  return text.replace(TOKEN_RE, (t) => (isOpaqueId(t) ? placeholder : t));
+  return placeholder === ID_PLACEHOLDER ? neutralizeIdsMemo(text) : replaceIds(text, placeholder);
 }
+
+const replaceIds = (text: string, placeholder: string): string => text.replace(TOKEN_RE, (t) => (isOpaqueId(t) ? placeholder : t));
 
 /** The opaque identifiers of `text`, lower-cased. */
 export function opaqueIds(text: string): string[] {
@@ -84,6 +89,9 @@ function memo<T>(fn: (text: string) => T, limit = 20_000): (text: string) => T {
 export function contentWords(text: string): string[] {
   return contentWordsMemo(text);
 }
+
+// The same states and candidates are read at every step of every episode.
+const neutralizeIdsMemo = memo((text: string): string => replaceIds(text, ID_PLACEHOLDER));
 
 const contentWordsMemo = memo((text: string): string[] => {
   const out: string[] = [];
