@@ -177,10 +177,10 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 /**
  * Presets: `quick` learns visibly within minutes on a 2-core laptop and is the experiment's size;
  * `standard` is larger. `quick` runs 30 iterations because household from scratch needs them: its
- * reward is rare at first (training success 0-6% over the first 8 iterations of `real`, seed 0),
- * and at 10 iterations neither RL mode beat the prior (held-out 5.3% `real`, 8.7% `dreamgym`
- * against 2.7%, 3 seeds); at 30, 18% (`real`, 40 iterations) and 32% (`dreamgym`), seed 0, about
- * 3.3 minutes each on this 2-core machine.
+ * reward is rare at first (rollout success 0-10% over the first 7-15 iterations of `real`), and at
+ * 10 iterations neither RL mode beat the prior (held-out 5.3% `real`, 8.7% `dreamgym` against
+ * 2.7%, 3 seeds); at 30, `real` reaches 33.3% [22.7, 44.7] and `dreamgym` 12.0% [4.0, 20.7]
+ * (3 seeds; BENCHMARKS.md), 2.3-4.5 minutes a run on this 2-core machine with two at once.
  */
 export const PRESETS = {
   quick: { iterations: 30, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
