@@ -1,25 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import type { Observation } from '../src/core/types.ts';
-import { completeArrival, learnArrivalRules, placeKind, situationOf } from '../src/experience/arrival.ts';
+import { carriedAfter, completeArrival, learnArrivalRules, placeKind, situationOf } from '../src/experience/arrival.ts';
 import { actionTemplate } from '../src/experience/substitution.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { mixedOfflineData } from '../src/train/fidelity.ts';
 
-/** Real (state, action, next state) triples of offline episodes. */
-function realTransitions(env: string, episodes: number, seed: number): { state: Observation; action: string; next: Observation }[] {
+/** Real (state, action, next state) triples of offline episodes, with the episode's earlier actions. */
+function realTransitions(env: string, episodes: number, seed: number): { state: Observation; action: string; next: Observation; history: string[] }[] {
   const data = mixedOfflineData(getEnvSpec(env), 'noisy:0.3,noisy:1', episodes, seed, 'train');
-  const out: { state: Observation; action: string; next: Observation }[] = [];
+  const out: { state: Observation; action: string; next: Observation; history: string[] }[] = [];
   for (const { trajectory } of data) {
     trajectory.steps.forEach((s, i) => {
       const next = trajectory.steps[i + 1];
-      if (next && s.valid) out.push({ state: s.observation, action: s.action, next: next.observation });
+      const history = trajectory.steps.slice(0, i).filter((h) => h.valid).map((h) => h.action);
+      if (next && s.valid) out.push({ state: s.observation, action: s.action, next: next.observation, history });
     });
   }
   return out;
 }
 
 const household = realTransitions('household', 200, 0);
-const rules = learnArrivalRules(household.map((t) => t.state.actions));
+const rules = learnArrivalRules(
+  household.map((t) => t.state.actions),
+  household.map((t) => ({ before: t.state.actions, action: t.action, after: t.next.actions })),
+);
 
 describe('learnArrivalRules', () => {
   it('finds the move, the places, what a kind of place offers for what is carried, and what it never offers then', () => {
@@ -35,6 +39,22 @@ describe('learnArrivalRules', () => {
     expect(rules!.carriedActions.get('cabinet|examine {},open {}') ?? []).not.toContain('put {} in/on {}|ch');
     expect(rules!.carriedActions.get('cabinet|close {},examine {}')).toContain('put {} in/on {}|ch');
     expect(rules!.notWhileCarrying.has('take {} from {}|oh')).toBe(true);
+    // What picks up and what puts down, learned from the steps; heating keeps the thing in hand.
+    expect([...rules!.pickUp]).toEqual(['take {} from {}']);
+    expect([...rules!.putDown]).toEqual(['put {} in/on {}']);
+  });
+
+  it('carriedAfter follows the actions taken, and agrees with every real state it can read', () => {
+    expect(carriedAfter(rules!, ['go to countertop 1', 'take apple 1 from countertop 1', 'heat apple 1 with microwave 1'])).toEqual(new Set(['apple 1']));
+    expect(carriedAfter(rules!, ['take apple 1 from countertop 1', 'put apple 1 in/on fridge 1'])).toEqual(new Set());
+    let compared = 0;
+    for (const t of household) {
+      const seen = situationOf(t.next.actions, rules!.move, rules!.places);
+      if (seen.here === undefined || actionTemplate(t.action).template !== rules!.move) continue;
+      compared++;
+      expect(carriedAfter(rules!, [...t.history, t.action])).toEqual(seen.carried);
+    }
+    expect(compared).toBeGreaterThan(500);
   });
 
   it('finds no move in data without one (a shop has no places to walk to), so nothing changes there', () => {
@@ -75,6 +95,9 @@ describe('completeArrival', () => {
     expect(carrying.length).toBeGreaterThan(100);
     const changed = moves.filter((t) => completeArrival(rules, t.state.actions, t.action, t.next) !== t.next);
     expect(changed).toEqual([]);
+    // The same with what is carried tracked through the episode's actions.
+    const changedTracked = moves.filter((t) => completeArrival(rules, t.state.actions, t.action, t.next, t.history) !== t.next);
+    expect(changedTracked).toEqual([]);
   });
 
   it('gives an arrival predicted from an empty-handed walk the carried object\'s actions, and drops `take` while carrying', () => {
@@ -101,6 +124,17 @@ describe('completeArrival', () => {
     // beyond the ones the rules add for the place's kind.
     expect(restored / carrying.length).toBeGreaterThan(0.9);
     expect(damaged / carrying.length).toBeLessThan(0.05);
+  });
+
+  it('with the episode\'s actions, a place that shows a thing the agent has put down since loses its actions', () => {
+    const next: Observation = { text: 'You arrive at shelf 2.', actions: ['go to fridge 1', 'examine shelf 2', 'examine tissuebox 1', 'put tissuebox 1 in/on shelf 2', 'look'] };
+    const before = ['go to shelf 2', 'examine sinkbasin 1', 'take tissuebox 1 from sinkbasin 1', 'look'];
+    const history = ['go to shelf 1', 'take tissuebox 1 from shelf 1', 'go to sinkbasin 1', 'put tissuebox 1 in/on sinkbasin 1'];
+    const got = completeArrival(rules, before, 'go to shelf 2', next, history);
+    expect(got.actions).toEqual(['go to fridge 1', 'examine shelf 2', 'look']);
+    // Still in hand: kept (and completed).
+    const held = completeArrival(rules, before, 'go to shelf 2', next, history.slice(0, 3));
+    expect(held.actions).toContain('put tissuebox 1 in/on shelf 2');
   });
 
   it('does nothing without rules, for a move to a non-place, or when nothing is carried', () => {

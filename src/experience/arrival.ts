@@ -34,6 +34,17 @@ export interface ArrivalRules {
   carriedActions: ReadonlyMap<string, readonly string[]>;
   /** `template|roles` keys about other things at the place (`take {} from {}`) that real states offered often, but never while carrying something. */
   notWhileCarrying: ReadonlySet<string>;
+  /** Templates after which real states carried their first entity, not carried before (`take {} from {}`). */
+  pickUp: ReadonlySet<string>;
+  /** Templates after which real states no longer carried their first entity (`put {} in/on {}`). */
+  putDown: ReadonlySet<string>;
+}
+
+/** A real step's actions before and after, for learning what picks up and what puts down. */
+export interface ArrivalTransition {
+  before: readonly string[];
+  action: string;
+  after: readonly string[];
 }
 
 /** Share of real states at a kind of place carrying a kind of thing that must offer an action for it to be added. */
@@ -46,6 +57,8 @@ const MIN_CARRYING_STATES = 5;
 const MIN_THING_STATES = 2;
 /** Real states not carrying that must offer an action kind before "never while carrying" counts. */
 const MIN_FREE_OFFERS = 20;
+/** Real steps of a template needed before it counts as picking up or putting down. */
+const MIN_CARRY_STEPS = 5;
 
 /** A place's kind: its entity without the instance number. */
 export function placeKind(entity: string): string {
@@ -61,8 +74,8 @@ function placeState(here: string, actions: readonly string[]): string {
   return `${placeKind(here)}|${[...new Set(own)].sort().join(',')}`;
 }
 
-/** Where the agent is and what it carries, read off a state's actions. */
-export function situationOf(actions: readonly string[], move: string, places: ReadonlySet<string>): { here: string | undefined; carried: Set<string> } {
+/** Where the agent is (unless `knownHere` says) and what it carries, read off a state's actions. */
+export function situationOf(actions: readonly string[], move: string, places: ReadonlySet<string>, knownHere?: string): { here: string | undefined; carried: Set<string> } {
   const destinations = new Set<string>();
   const lists: string[][] = [];
   for (const a of actions) {
@@ -75,8 +88,8 @@ export function situationOf(actions: readonly string[], move: string, places: Re
   const count = new Map<string, number>();
   for (const es of lists) for (const e of new Set(es)) if (places.has(e) && !destinations.has(e)) count.set(e, (count.get(e) ?? 0) + 1);
   const ranked = [...count].sort((a, b) => b[1] - a[1]);
-  if (ranked.length === 0 || (ranked.length > 1 && ranked[1]?.[1] === ranked[0]?.[1])) return { here: undefined, carried: new Set() };
-  const here = (ranked[0] as [string, number])[0];
+  if (knownHere === undefined && (ranked.length === 0 || (ranked.length > 1 && ranked[1]?.[1] === ranked[0]?.[1]))) return { here: undefined, carried: new Set() };
+  const here = knownHere ?? (ranked[0] as [string, number])[0];
   // Carried: a thing named alone by a kind of action that names the place too (`examine pen 1`
   // beside `examine desk 1`), and not named with the place only (`take pen 1 from desk 1`).
   const aboutHere = new Set<string>();
@@ -113,7 +126,7 @@ function fill(template: string, entities: readonly string[]): string {
  * one-entity template filled by at least three entities in one state) or no place where
  * something was carried.
  */
-export function learnArrivalRules(states: readonly (readonly string[])[]): ArrivalRules | null {
+export function learnArrivalRules(states: readonly (readonly string[])[], transitions: readonly ArrivalTransition[] = []): ArrivalRules | null {
   // The move: the one-entity template with the most entities in some state (as `withoutStaleActions`).
   let move: string | undefined;
   let most = 2;
@@ -167,21 +180,66 @@ export function learnArrivalRules(states: readonly (readonly string[])[]): Arriv
     carriedActions.set(key, keys.sort());
   }
   const notWhileCarrying = new Set([...otherFree].filter(([k, c]) => c >= MIN_FREE_OFFERS && !otherCarrying.has(k)).map(([k]) => k));
-  return { move, places, carriedActions, notWhileCarrying };
+  // What picks up and what puts down: a template most of whose real steps made its first entity
+  // carried (or no longer carried).
+  const carrySteps = new Map<string, { n: number; up: number; down: number }>();
+  for (const t of transitions) {
+    const { template, entities } = actionTemplate(t.action);
+    const thing = entities[0];
+    if (template === move || thing === undefined || entities.length < 2) continue;
+    const was = situationOf(t.before, move, places).carried.has(thing);
+    const is = situationOf(t.after, move, places).carried.has(thing);
+    const c = carrySteps.get(template) ?? carrySteps.set(template, { n: 0, up: 0, down: 0 }).get(template) as { n: number; up: number; down: number };
+    c.n++;
+    if (!was && is) c.up++;
+    if (was && !is) c.down++;
+  }
+  const pickUp = new Set([...carrySteps].filter(([, c]) => c.n >= MIN_CARRY_STEPS && c.up / c.n >= 0.5).map(([t]) => t));
+  const putDown = new Set([...carrySteps].filter(([, c]) => c.n >= MIN_CARRY_STEPS && c.down / c.n >= 0.5).map(([t]) => t));
+  return { move, places, carriedActions, notWhileCarrying, pickUp, putDown };
+}
+
+/**
+ * What the agent carries after taking `actions` (its episode so far, oldest first), by the
+ * rules' pick-up and put-down templates; null when the rules learned neither.
+ */
+export function carriedAfter(rules: ArrivalRules, actions: readonly string[]): Set<string> | null {
+  if (rules.pickUp.size === 0 || rules.putDown.size === 0) return null;
+  const carried = new Set<string>();
+  for (const a of actions) {
+    const { template, entities } = actionTemplate(a);
+    const thing = entities[0];
+    if (thing === undefined) continue;
+    if (rules.pickUp.has(template)) carried.add(thing);
+    else if (rules.putDown.has(template)) carried.delete(thing);
+  }
+  return carried;
 }
 
 /**
  * `next` (a predicted state after `action`) as the rules say a place looks to an agent that
  * arrives there carrying what it carried `before`: the carried things' actions the place's kind
  * offers are added, and actions on other things there that real states never offered while
- * carrying go. Unchanged unless `action` is a move to a place and the agent carried something.
+ * carrying go. With `history` (the episode's actions so far), what is carried comes from the
+ * actions taken (see {@link carriedAfter}) rather than from `before`, and a thing `next` shows as
+ * carried that the agent does not carry loses its actions there (a place remembered from a visit
+ * with it in hand, or a neighbour's walk, had brought back what was put down since). Unchanged
+ * unless `action` is a move to a place.
  */
-export function completeArrival(rules: ArrivalRules | null, before: readonly string[], action: string, next: Observation): Observation {
+export function completeArrival(rules: ArrivalRules | null, before: readonly string[], action: string, next: Observation, history?: readonly string[]): Observation {
   if (!rules) return next;
   const { template, entities } = actionTemplate(action);
   const there = entities[0];
   if (template !== rules.move || there === undefined || !rules.places.has(there)) return next;
-  const { carried } = situationOf(before, rules.move, rules.places);
+  const tracked = history ? carriedAfter(rules, history) : null;
+  const carried = tracked ?? situationOf(before, rules.move, rules.places).carried;
+  if (tracked) {
+    const phantoms = [...situationOf(next.actions, rules.move, rules.places, there).carried].filter((c) => !tracked.has(c));
+    if (phantoms.length > 0) {
+      const gone = new Set(phantoms);
+      next = { text: next.text, actions: next.actions.filter((a) => !actionTemplate(a).entities.some((e) => gone.has(e))) };
+    }
+  }
   if (carried.size === 0) return next;
   // Only what the agent still carries there: the next state still names it.
   const named = new Set(next.actions.flatMap((a) => actionTemplate(a).entities));

@@ -378,7 +378,10 @@ export class RetrievalExperienceModel implements ExperienceModel {
     firstStates.forEach((_, seq) => initialIndex.add({ seq, source: 'real', taskId: '', vector: instrVectors[seq] as Float32Array }));
 
     const binaryRewards = usable.every((t) => t.reward === 0 || t.reward === 1);
-    const arrival = learnArrivalRules(usable.map((t) => t.state.actions));
+    const arrival = learnArrivalRules(
+      usable.map((t) => t.state.actions),
+      usable.flatMap((t) => (t.next && !t.done ? [{ before: t.state.actions, action: t.action, after: t.next.actions }] : [])),
+    );
     const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, null);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
@@ -428,7 +431,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { reasoning: verdict.why, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: verdict.reward, done: true, valid: true };
     }
     const next = await this.nextState(task, history, observation, action);
-    return { reasoning: `${verdict.why} ${next.why}`, observation: withoutStaleActions(completeArrival(this.arrival, observation.actions, action, next.observation)), reward: 0, done: false, valid: true };
+    return { reasoning: `${verdict.why} ${next.why}`, observation: withoutStaleActions(completeArrival(this.arrival, observation.actions, action, next.observation, history.map((h) => h.action))), reward: 0, done: false, valid: true };
   }
 
   /** Statistics of the most specific kind of `action` seen often enough (exact action, signature, template). */
