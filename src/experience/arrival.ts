@@ -12,10 +12,10 @@
  * that place (`examine pen 1` beside `examine desk 1`). A place's kind is its entity without
  * the instance number (`microwave 1` is a `microwave`).
  *
- * Measured (household, `scripted`/noisy-expert episodes inside the simulator with a shadow real
- * environment, 100 grounded tasks): 6 of the 12 episodes the simulator failed were held up at
- * an arrival where the real state offered the carried object's action (`clean`, `heat`, `put`)
- * and the simulated one did not.
+ * Measured with `npx dreamgym fidelity --env household` (100 grounded tasks): the scripted
+ * policy with 30% random actions succeeds 54% inside the simulator without these rules, 67% with
+ * them, 71% when what is carried comes from the episode's actions ({@link carriedAfter}); 84% in
+ * the real environment.
  */
 import type { Observation } from '../core/types.ts';
 import { actionTemplate } from './substitution.ts';
@@ -59,6 +59,21 @@ const MIN_THING_STATES = 2;
 const MIN_FREE_OFFERS = 20;
 /** Real steps of a template needed before it counts as picking up or putting down. */
 const MIN_CARRY_STEPS = 5;
+
+/**
+ * A state's move: the one-entity action template filled by the most distinct entities (at least
+ * three: `go to {}` beside `open {}`), with those entities (the places it goes to).
+ */
+export function moveOf(actions: readonly string[]): { move: string; destinations: Set<string> } | undefined {
+  const fills = new Map<string, Set<string>>();
+  for (const a of actions) {
+    const { template, entities } = actionTemplate(a);
+    if (entities.length === 1) (fills.get(template) ?? fills.set(template, new Set()).get(template))?.add(entities[0] as string);
+  }
+  let best: { move: string; destinations: Set<string> } | undefined;
+  for (const [move, destinations] of fills) if (destinations.size > (best?.destinations.size ?? 2)) best = { move, destinations };
+  return best;
+}
 
 /** A place's kind: its entity without the instance number. */
 export function placeKind(entity: string): string {
@@ -122,23 +137,18 @@ function fill(template: string, entities: readonly string[]): string {
 }
 
 /**
- * Learns the rules from real states' admissible actions. Null when the data has no move (a
- * one-entity template filled by at least three entities in one state) or no place where
- * something was carried.
+ * Learns the rules from real states' admissible actions and, for what picks a thing up and what
+ * puts it down, from real steps. Null when no state has a move ({@link moveOf}).
  */
 export function learnArrivalRules(states: readonly (readonly string[])[], transitions: readonly ArrivalTransition[] = []): ArrivalRules | null {
-  // The move: the one-entity template with the most entities in some state (as `withoutStaleActions`).
-  let move: string | undefined;
-  let most = 2;
+  // The move of the state that offers the most places.
+  let widest: { move: string; destinations: Set<string> } | undefined;
   for (const actions of states) {
-    const fills = new Map<string, number>();
-    for (const a of actions) {
-      const { template, entities } = actionTemplate(a);
-      if (entities.length === 1) fills.set(template, (fills.get(template) ?? 0) + 1);
-    }
-    for (const [template, n] of fills) if (n > most) [move, most] = [template, n];
+    const m = moveOf(actions);
+    if (m && m.destinations.size > (widest?.destinations.size ?? 0)) widest = m;
   }
-  if (move === undefined) return null;
+  if (widest === undefined) return null;
+  const move = widest.move;
   const places = new Set<string>();
   for (const actions of states) for (const a of actions) {
     const { template, entities } = actionTemplate(a);

@@ -196,6 +196,9 @@ function dedupe(actions: readonly string[]): string[] {
   return [...new Set(actions.map((a) => a.trim()))];
 }
 
+/** A parsed reply's reasoning; '' for a schema without it (zod drops a key the schema does not name). */
+const reasoningOf = (r: object): string => ('reasoning' in r && typeof r.reasoning === 'string' ? r.reasoning : '');
+
 /**
  * Parses a step reply into an {@link ExperienceStep}, enforcing DreamGym's rules: an invalid
  * action earns reward 0; a reward comes only with the final step (`done`); a state that is not
@@ -208,7 +211,7 @@ export function parseStepReply(reply: string, options: ReplyParseOptions = {}): 
   const parsed = reasoned ? StepReplySchema.safeParse(json.value) : StepOutcomeSchema.safeParse(json.value);
   if (!parsed.success) return { ok: false, problem: `the JSON does not have the required fields and types (${describeIssues(parsed.error)})` };
   const r = parsed.data;
-  const reasoning = reasoned && 'reasoning' in r && typeof r.reasoning === 'string' ? r.reasoning : '';
+  const reasoning = reasoningOf(r);
   const actions = dedupe(r.next_state.actions);
   if (!r.done && actions.length === 0) return { ok: false, problem: 'next_state.actions is empty, but a state that is not final must list at least one admissible action' };
   const corrections: string[] = [];
@@ -233,6 +236,6 @@ export function parseResetReply(reply: string, options: ReplyParseOptions = {}):
   const parsed = reasoned ? ResetReplySchema.safeParse(json.value) : ResetStateSchema.safeParse(json.value);
   if (!parsed.success) return { ok: false, problem: `the JSON does not have the required fields and types (${describeIssues(parsed.error)})` };
   const r = parsed.data;
-  const reasoning = reasoned && 'reasoning' in r && typeof r.reasoning === 'string' ? r.reasoning : '';
+  const reasoning = reasoningOf(r);
   return { ok: true, value: { reasoning, observation: { text: r.state.text, actions: dedupe(r.state.actions) } }, corrections: [] };
 }

@@ -24,7 +24,7 @@
  * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
-import { completeArrival, learnArrivalRules, type ArrivalRules } from './arrival.ts';
+import { completeArrival, learnArrivalRules, moveOf, type ArrivalRules } from './arrival.ts';
 import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
@@ -878,16 +878,9 @@ function carriedActions(remembered: Observation, left: Observation, departed: Ob
  * from six places), and what the agent held lost its actions among them.
  */
 export function withoutStaleActions(o: Observation): Observation {
-  const fills = new Map<string, Set<string>>();
-  for (const a of o.actions) {
-    const { template, entities } = actionTemplate(a);
-    if (entities.length === 1) (fills.get(template) ?? fills.set(template, new Set()).get(template))?.add(entities[0] as string);
-  }
-  let move: string | undefined;
-  let most = 2;
-  for (const [template, es] of fills) if (es.size > most) [move, most] = [template, es.size];
-  if (move === undefined) return o;
-  const destinations = fills.get(move) as Set<string>;
+  const found = moveOf(o.actions);
+  if (found === undefined) return o;
+  const { move, destinations } = found;
   const actions = o.actions.filter((a) => {
     const { template, entities } = actionTemplate(a);
     return template === move || !entities.some((e) => destinations.has(e));

@@ -20,21 +20,17 @@ export const ID_PLACEHOLDER = 'opaqueid';
  */
 export function isOpaqueId(token: string): boolean {
   if (token.length < 6 || !/^[\p{L}\p{N}]+$/u.test(token)) return false;
-  // Most tokens are words or numbers: without both kinds the answer is no, and the walk below
-  // (a regular expression per character) was a tenth of a household rollout step.
+  // Most tokens are words or numbers: without both kinds the answer is no. The walk below (a
+  // regular expression per character) was 7.5% of a household `real` run's CPU profile.
   if (!/\p{N}/u.test(token) || !/\p{L}/u.test(token)) return false;
   let changes = 0;
-  let hasLetter = false;
-  let hasDigit = false;
   let prev: 'l' | 'd' | null = null;
   for (const ch of token) {
     const kind = /\p{N}/u.test(ch) ? 'd' : 'l';
-    if (kind === 'd') hasDigit = true;
-    else hasLetter = true;
     if (prev !== null && kind !== prev) changes++;
     prev = kind;
   }
-  return hasLetter && hasDigit && changes >= 2;
+  return changes >= 2;
 }
 
 const TOKEN_RE = /[\p{L}\p{N}]+/gu;
