@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chooseBackend } from '../src/policy/backend.ts';
-import { PolicyHead, policyLogProbs, takenLogProbs } from '../src/policy/head.ts';
-import { inputTensors, packDecisions } from '../src/policy/input.ts';
+import { PolicyHead, policyLogProbs, takenLogProbs, tensorLayout } from '../src/policy/head.ts';
+import { inputTensors, packDecisions, type Decision } from '../src/policy/input.ts';
 import {
   ADVANTAGE_EPSILON,
   GrpoConfigSchema,
@@ -141,15 +141,20 @@ describe('prepareGrpoBatch', () => {
 
 describe('GRPO loss gradient', () => {
   it('matches central finite differences on a small head (clipping, KL and entropy all active)', async () => {
-    for (const loraRank of [0, 2]) {
-      const head = new PolicyHead({ stateDim: 6, actionDim: 6, hiddenDim: 4, interaction: 'product', loraRank, seed: 3 });
+    for (const [loraRank, leadDim] of [[0, 0], [2, 0], [0, 3], [2, 3]] as const) {
+      const head = new PolicyHead({ stateDim: 6, actionDim: 6, hiddenDim: 4, interaction: 'product', loraRank, leadDim, seed: 3 });
       head.resetReference();
       // Move the weights away from the reference so the KL term has a gradient.
       for (const v of head.trainable('all').values()) v.assign(tf.tidy(() => tf.add(v, tf.mul(tf.randomUniform(v.shape, -0.3, 0.3, 'float32', 5), 1))));
       const decisions = syntheticDecisions({ count: 8, stateDim: 6, actionDim: 6, minCandidates: 2, maxCandidates: 4, withPrior: true, seed: 4 });
+      // Repeated leading blocks (candidates' and states' first 3 features), as the featurizer's embedded action texts repeat.
+      decisions.forEach((d, i) => {
+        d.candidates.forEach((c, j) => c.set((decisions[0] as Decision).candidates[j % 2]!.subarray(0, 3)));
+        if (i % 2 === 0) d.state.set((decisions[0] as Decision).state.subarray(0, 3));
+      });
       const input = packDecisions(decisions);
       const actions = decisions.map((d, i) => i % d.candidates.length);
-      const current = tf.tidy(() => takenLogProbs(policyLogProbs(head.params(), inputTensors(input), head.config), tf.tensor1d(actions, 'int32')));
+      const current = tf.tidy(() => takenLogProbs(policyLogProbs(head.params(), inputTensors(input, tensorLayout(head.config, false)), head.config), tf.tensor1d(actions, 'int32')));
       const logp = await current.data();
       current.dispose();
       // Old log-probs so that ratios fall inside and well outside the clip range (away from its kinks).
@@ -162,8 +167,8 @@ describe('GRPO loss gradient', () => {
       const { prepared } = prepareGrpoBatch(batch, config, { stateDim: 6, actionDim: 6 });
       if (!prepared) throw new Error('no rows');
       const loss = grpoLoss(config, head.config, 1);
-      const ctxTensors = () => ({
-        input: inputTensors(prepared.input),
+      const ctxTensors = (gradient = true) => ({
+        input: inputTensors(prepared.input, tensorLayout(head.config, gradient)),
         actions: tf.tensor1d(prepared.actions, 'int32'),
         weights: tf.tensor1d(prepared.weights),
         columns: { oldLogProb: tf.tensor1d(prepared.columns['oldLogProb']!), advantage: tf.tensor1d(prepared.columns['advantage']!) },
@@ -174,6 +179,17 @@ describe('GRPO loss gradient', () => {
         const ctx = { params: head.params(), reference: head.referenceParams(), ...ctxTensors() } as LossContext;
         return loss(ctx).loss;
       });
+      // The trainer's way: the reference's log-probs computed once as a column (chunks of 3 rows) give the same loss.
+      const refLogProb = await head.referenceTakenLogProbs(prepared.input, prepared.actions, 1, 3);
+      const withColumn = tf.tidy(() => {
+        const t = ctxTensors();
+        return loss({ params: head.params(), reference: null, ...t, columns: { ...t.columns, refLogProb: tf.tensor1d(refLogProb) } } as LossContext).loss.dataSync()[0] as number;
+      });
+      expect(withColumn).toBeCloseTo(lossValue(), 5);
+      // The deduplicated layout (gradient passes) and the plain one (acting) give the same loss.
+      const plain = tf.tidy(() => loss({ params: head.params(), reference: head.referenceParams(), ...ctxTensors(false) } as LossContext).loss.dataSync()[0] as number);
+      expect(plain).toBeCloseTo(lossValue(), 5);
+      expect(() => tf.tidy(() => loss({ params: head.params(), reference: null, ...ctxTensors() } as LossContext))).toThrow(/reference weights or a refLogProb column/);
       head.dispose();
     }
   });

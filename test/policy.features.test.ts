@@ -7,7 +7,7 @@ import { parseTrainingConfig } from '../src/train/config.ts';
 import { evaluate, type EvalActor } from '../src/train/evaluate.ts';
 import { runTraining } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
-import { actionSlots, actionTemplate, amountsIn, contentWords, isOpaqueId, neutralizeIds, numericBounds } from '../src/policy/matching.ts';
+import { actionSlots, actionTemplate, amountsIn, contentWords, instructionProfile, isOpaqueId, matchFeatures, neutralizeIds, numericBounds } from '../src/policy/matching.ts';
 
 const results = [
   'Page: results for "cat litter" (page 1 of 5, 50 products)',
@@ -78,6 +78,25 @@ describe('lexical matching helpers', () => {
     for (const id of ['B0WE9QSUDS', 'B04CY8QBR3', '3f9a2c1d', 'a1b2c3']) expect(isOpaqueId(id), id).toBe(true);
     for (const word of ['rtx4090', 'mp3', 'covid19', 'shirt', '123456', 'B0WE', 'drawer']) expect(isOpaqueId(word), word).toBe(false);
     expect(neutralizeIds('click[B0WE9QSUDS] then B04CY8QBR3 | $28.50 size 10')).toBe('click[opaqueid] then opaqueid | $28.50 size 10');
+  });
+
+  it('match features: one profile per instruction, word features kept per candidate, history recomputed every call', () => {
+    const instruction = 'put a clean mug in the coffeemachine';
+    const profile = instructionProfile(instruction);
+    expect(instructionProfile(instruction)).toBe(profile);
+    const candidates = [{ action: 'take mug 1 from countertop 1', text: 'take mug 1 from countertop 1' }, { action: 'go to sinkbasin 1', text: 'go to sinkbasin 1' }];
+    const vectors = [Float32Array.of(1, 0), Float32Array.of(0, 1)];
+    const at = (name: string): number => MATCH_FEATURES.indexOf(name as (typeof MATCH_FEATURES)[number]);
+    const first = matchFeatures(profile, candidates, [], vectors, Float32Array.of(1, 0));
+    const again = matchFeatures(profile, candidates, ['take mug 1 from countertop 1'], vectors, Float32Array.of(0, 1));
+    // Word features are the same on the second (cached) call; history and similarity follow the new arguments.
+    expect(again[0]![at('overlap.coverage')]).toBe(first[0]![at('overlap.coverage')]);
+    expect(first[0]![at('overlap.coverage')]).toBeGreaterThan(0);
+    expect([first[0]![at('history.taken')], again[0]![at('history.taken')]]).toEqual([0, 1]);
+    expect([first[0]![at('similarity.cosine')], again[0]![at('similarity.cosine')]]).toEqual([1, 0]);
+    // A fresh profile object (no cache) gives the same word features.
+    const fresh = matchFeatures({ ...profile }, candidates, ['take mug 1 from countertop 1'], vectors, Float32Array.of(0, 1));
+    expect(Array.from(fresh[0]!)).toEqual(Array.from(again[0]!));
   });
 
   it('content words, numbers, bounds, templates and slots', () => {

@@ -74,12 +74,38 @@ describe('validateInput and inputTensors', () => {
     expect(bad([2, Number.NaN, 1])).toThrow(/candidateCounts\[1\] is NaN/);
     validateInput({ ...p, candidateCounts: Int32Array.of(3, 3, 3) }); // up to K is fine
   });
-  it('builds tensors of the packed shapes', () => {
+  it('builds tensors of the packed shapes, with the real candidates compacted and indexed', () => {
     const t = inputTensors(packDecisions(decisions));
     expect(t.states.shape).toEqual([3, 2]);
-    expect(t.candidates.shape).toEqual([3, 3, 3]);
+    expect(t.candidates.rest.shape).toEqual([6, 3]); // 2 + 3 + 1 real candidates, no padding
+    expect(Array.from(t.candidates.rest.dataSync())).toEqual([1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 2, 2, 2, 9, 9, 9]);
+    expect(t.candidates.leads.shape).toEqual([1, 0]); // leadDim 0: one empty lead for all
+    expect(Array.from(t.candidateRow.dataSync())).toEqual([0, 0, 1, 1, 1, 2]);
+    // Padded [3, 3] positions -> candidate index; padding points one past the last (6).
+    expect(Array.from(t.slots.dataSync())).toEqual([0, 1, 6, 2, 3, 4, 5, 6, 6]);
+    expect(t.products).toBeNull();
     expect(t.mask.shape).toEqual([3, 3]);
     expect(t.prior.shape).toEqual([3, 3]);
-    tf.dispose([t.states, t.candidates, t.mask, t.prior]);
+    tf.dispose([t.states, t.candidateRow, t.slots, t.candidates.leads, t.candidates.leadOf, t.candidates.rest, t.mask, t.prior]);
+  });
+  it('stores each distinct leading block once, and multiplies products once per distinct pair', () => {
+    // Leads (first 2 features) repeat: [1, 2] three times, [0, 1] once; states' leads: [1, 1] twice, [2, 0] once.
+    const repeated: Decision[] = [
+      { state: v(1, 1, 5, 7), candidates: [v(1, 2, 3), v(0, 1, 4)] },
+      { state: v(1, 1, 6, 7), candidates: [v(1, 2, 5)] },
+      { state: v(2, 0, 1, 7), candidates: [v(1, 2, 6), v(0, 1, 7)] },
+    ];
+    const t = inputTensors(packDecisions(repeated), { leadDim: 2, products: true });
+    expect(Array.from(t.candidates.leads.dataSync())).toEqual([1, 2, 0, 1]);
+    expect(Array.from(t.candidates.leadOf.dataSync())).toEqual([0, 1, 0, 0, 1]);
+    expect(Array.from(t.candidates.rest.dataSync())).toEqual([3, 4, 5, 6, 7]);
+    const products = t.products as NonNullable<typeof t.products>;
+    // Pairs in order of first use: ([1,2],[1,1]), ([0,1],[1,1]), ([1,2],[2,0]), ([0,1],[2,0]).
+    expect(Array.from(products.leads.dataSync())).toEqual([1, 2, 0, 1, 2, 0, 0, 0]);
+    expect(Array.from(products.leadOf.dataSync())).toEqual([0, 1, 0, 2, 3]);
+    // Rest: the candidate's third feature times the state's third.
+    expect(Array.from(products.rest.dataSync())).toEqual([15, 20, 30, 6, 7]);
+    expect(() => inputTensors(packDecisions(repeated), { leadDim: 4 })).toThrow(/leadDim must be an integer in \[0, 3\], got 4/);
+    tf.dispose([t.states, t.candidateRow, t.slots, t.mask, t.prior, ...Object.values(t.candidates), ...Object.values(products)]);
   });
 });

@@ -11,8 +11,9 @@
  * elementwise product of psi and the first `actionDim` state features phi_q (a learned
  * word-overlap term when both come from one embedder) enters the tanh layer too. Each
  * projection P is a full matrix, or, with `loraRank: r > 0`, a frozen random base plus a
- * trainable low-rank update A B scaled by alpha / r (LoRA). Candidates are padded per batch and
- * masked. An optional value head V(s) = w_v . tanh(W_v phi + b_v) + c serves PPO. A frozen
+ * trainable low-rank update A B scaled by alpha / r (LoRA). Candidates are scored compacted (real
+ * ones only, each repeated leading block projected once in gradient passes) and scattered back to
+ * padded [n, K] logits with a mask. An optional value head V(s) = w_v . tanh(W_v phi + b_v) + c serves PPO. A frozen
  * reference copy of the weights gives the KL term.
  *
  * The forward functions take the parameters as a plain record, so the losses and the
@@ -22,7 +23,7 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { Rng } from '../core/rng.ts';
 import { CheckpointError, type TensorRecord } from './checkpoint.ts';
-import { inputTensors, validateInput, type InputTensors, type PolicyInput } from './input.ts';
+import { inputTensors, selectRows, validateInput, type InputTensors, type PolicyInput, type SplitRows, type TensorLayout } from './input.ts';
 
 /** Settings of the policy head. Parse with {@link parsePolicyHeadConfig} to fill the defaults. */
 export const PolicyHeadConfigSchema = z
@@ -42,6 +43,13 @@ export const PolicyHeadConfigSchema = z
     loraRank: z.number().int().min(0).default(0),
     /** LoRA scale numerator: the update is multiplied by loraAlpha / loraRank. Default: loraRank. */
     loraAlpha: z.number().positive().optional(),
+    /**
+     * Width of the candidates' leading block that repeats across candidates (the featurizer's
+     * embedded action text): in gradient passes each distinct value is projected once (and, for
+     * `product`, each distinct pair with the states' leading block). Speed only: every width
+     * gives the same scores. 0: off.
+     */
+    leadDim: z.number().int().min(0).default(0),
     /** Add a value head V(s) (PPO). */
     valueHead: z.boolean().default(false),
     /** Width of the value head's hidden layer. */
@@ -59,6 +67,10 @@ export const PolicyHeadConfigSchema = z
   .refine((c) => c.interaction === 'none' || c.stateDim >= c.actionDim, {
     message: "interaction 'product' needs stateDim >= actionDim",
     path: ['interaction'],
+  })
+  .refine((c) => c.leadDim <= Math.min(c.stateDim, c.actionDim), {
+    message: 'leadDim must be at most stateDim and actionDim',
+    path: ['leadDim'],
   });
 export type PolicyHeadConfig = z.output<typeof PolicyHeadConfigSchema>;
 export type PolicyHeadConfigInput = z.input<typeof PolicyHeadConfigSchema>;
@@ -196,35 +208,69 @@ export const linear: (x: tf.Tensor2D, w: tf.Tensor2D) => tf.Tensor2D = tf.custom
   };
 }) as (x: tf.Tensor2D, w: tf.Tensor2D) => tf.Tensor2D;
 
-/** A projection of data features x through a named (full or LoRA) weight. */
-function project(x: tf.Tensor2D, params: ParamTensors, name: string, config: PolicyHeadConfig): tf.Tensor2D {
-  if (config.loraRank > 0) {
-    const scale = (config.loraAlpha ?? config.loraRank) / config.loraRank;
-    const base = tf.matMul(x, param(params, `${name}.base`) as tf.Tensor2D);
-    const low = linear(linearOfInput(x, param(params, `${name}.loraA`) as tf.Tensor2D), param(params, `${name}.loraB`) as tf.Tensor2D);
-    return tf.add(base, tf.mul(low, scale));
-  }
-  return linearOfInput(x, param(params, `${name}.w`) as tf.Tensor2D);
+/**
+ * Rows `indices` of x (a gather) whose gradient scatters back with a sum: tfjs's own gather
+ * gradient needs UnsortedSegmentSum, which the wasm backend lacks; ScatterNd sums duplicates
+ * on every backend.
+ */
+function gatherRows<T extends tf.Tensor>(x: T, indices: tf.Tensor1D): T {
+  const shape = x.shape;
+  const f = tf.customGrad((xv, save) => {
+    (save as SaveFn)([indices]); // kept for the backward pass, which may run after the caller's scope
+    return {
+      value: tf.gather(xv as tf.Tensor, indices),
+      gradFunc: (dy, saved) => tf.scatterND(tf.expandDims(saved[0] as tf.Tensor1D, 1), dy as tf.Tensor, shape),
+    };
+  }) as (x: tf.Tensor) => tf.Tensor;
+  return f(x) as T;
 }
 
-/** The head's raw scores head(phi, psi), [n, K] (no prior, no mask). */
-export function headScores(params: ParamTensors, input: InputTensors, config: PolicyHeadConfig): tf.Tensor2D {
-  const [n, k, dA] = input.candidates.shape;
-  const h = config.hiddenDim;
-  const flat = tf.reshape(input.candidates, [n * k, dA]) as tf.Tensor2D;
-  const u = project(input.states, params, 'policy.state', config); // [n, h]
-  const v = tf.reshape(project(flat, params, 'policy.action', config), [n, k, h]); // [n, K, h]
-  const u3 = tf.expandDims(u, 1);
-  let z = tf.add(v, u3);
-  if (config.interaction === 'product') {
-    const query = input.states.shape[1] === dA ? input.states : tf.slice(input.states, [0, 0], [n, dA]);
-    const product = tf.reshape(tf.mul(input.candidates, tf.expandDims(query, 1)), [n * k, dA]) as tf.Tensor2D;
-    z = tf.add(z, tf.reshape(project(product, params, 'policy.interaction', config), [n, k, h]));
+/** x W for data rows x (dense, or split: each distinct lead is multiplied once); only W gets a gradient. */
+function dataTimes(x: tf.Tensor2D | SplitRows, w: tf.Tensor2D): tf.Tensor2D {
+  if (x instanceof tf.Tensor) return linearOfInput(x, w);
+  const lead = x.leads.shape[1];
+  const [d, cols] = w.shape;
+  const parts: tf.Tensor2D[] = [];
+  if (lead > 0) parts.push(gatherRows(linearOfInput(x.leads, tf.slice(w, [0, 0], [lead, cols])), x.leadOf));
+  if (d > lead) parts.push(linearOfInput(x.rest, tf.slice(w, [lead, 0], [d - lead, cols])));
+  return parts.length === 1 ? (parts[0] as tf.Tensor2D) : tf.add(parts[0] as tf.Tensor2D, parts[1] as tf.Tensor2D);
+}
+
+/** A projection of data features x through a named (full or LoRA) weight. */
+function project(x: tf.Tensor2D | SplitRows, params: ParamTensors, name: string, config: PolicyHeadConfig): tf.Tensor2D {
+  if (config.loraRank > 0) {
+    const scale = (config.loraAlpha ?? config.loraRank) / config.loraRank;
+    const base = dataTimes(x, param(params, `${name}.base`) as tf.Tensor2D);
+    const low = linear(dataTimes(x, param(params, `${name}.loraA`) as tf.Tensor2D), param(params, `${name}.loraB`) as tf.Tensor2D);
+    return tf.add(base, tf.mul(low, scale));
   }
-  const hidden = tf.tanh(tf.add(z, param(params, 'policy.hidden.b')));
-  const mlp = tf.reshape(tf.matMul(tf.reshape(hidden, [n * k, h]) as tf.Tensor2D, param(params, 'policy.out.w') as tf.Tensor2D), [n, k]);
-  const bilinear = tf.sum(tf.mul(v, u3), 2); // (P_s phi) . (P_a psi)
-  return tf.add(mlp, bilinear);
+  return dataTimes(x, param(params, `${name}.w`) as tf.Tensor2D);
+}
+
+/**
+ * The input layout the head needs: the `product` interaction's rows, and the deduplicated
+ * leading block (`leadDim`) in gradient passes only (see {@link TensorLayout}).
+ */
+export function tensorLayout(config: PolicyHeadConfig, gradient: boolean): TensorLayout {
+  return { leadDim: gradient ? config.leadDim : 0, products: config.interaction === 'product' };
+}
+
+/** The head's raw scores head(phi, psi), [n, K] (no prior; padding positions score 0, mask them). */
+export function headScores(params: ParamTensors, input: InputTensors, config: PolicyHeadConfig): tf.Tensor2D {
+  const [n, k] = input.mask.shape;
+  const u = project(input.states, params, 'policy.state', config); // [n, h]
+  const v = project(input.candidates, params, 'policy.action', config); // [C, h], real candidates only
+  const uOfCandidate = gatherRows(u, input.candidateRow); // [C, h]
+  let z = tf.add(v, uOfCandidate);
+  if (config.interaction === 'product') {
+    if (!input.products) throw new RangeError("interaction 'product' needs the input's products (inputTensors(input, { products: true }))");
+    z = tf.add(z, project(input.products, params, 'policy.interaction', config));
+  }
+  const hidden = tf.tanh(tf.add(z, param(params, 'policy.hidden.b'))) as tf.Tensor2D;
+  const mlp = tf.reshape(tf.matMul(hidden, param(params, 'policy.out.w') as tf.Tensor2D), [-1]);
+  const bilinear = tf.sum(tf.mul(v, uOfCandidate), 1); // (P_s phi) . (P_a psi)
+  const scores = tf.concat([tf.add(mlp, bilinear), tf.zeros([1])]); // [C + 1]: the last one scores padding
+  return tf.reshape(gatherRows(scores, input.slots), [n, k]);
 }
 
 /** Logit given to padding candidates (exp underflows to exactly 0 in float32). */
@@ -340,12 +386,34 @@ export class PolicyHead {
   /** Masked logits (prior + head) / temperature for each row, [n, K] row-major. */
   async logits(input: PolicyInput, temperature = 1): Promise<Float32Array> {
     this.checkInput(input);
-    const t = tf.tidy(() => policyLogits(this.params(), inputTensors(input), this.config, temperature));
+    const t = tf.tidy(() => policyLogits(this.params(), inputTensors(input, tensorLayout(this.config, false)), this.config, temperature));
     try {
       return (await t.data()) as Float32Array;
     } finally {
       t.dispose();
     }
+  }
+
+  /**
+   * log pi(action | state) of each row's `actions[i]` under the frozen reference weights (the
+   * KL term's, which stay fixed through an update, so it is computed once instead of in every
+   * minibatch of every epoch), in chunks of `chunkRows` rows.
+   */
+  async referenceTakenLogProbs(input: PolicyInput, actions: Int32Array, temperature = 1, chunkRows = 512): Promise<Float32Array> {
+    this.checkInput(input);
+    if (actions.length !== input.count) throw new RangeError(`referenceTakenLogProbs: ${actions.length} actions for ${input.count} rows`);
+    const reference = this.referenceParams();
+    const out = new Float32Array(input.count);
+    for (let start = 0; start < input.count; start += chunkRows) {
+      const rows = Array.from({ length: Math.min(chunkRows, input.count - start) }, (_, i) => start + i);
+      const t = tf.tidy(() => takenLogProbs(policyLogProbs(reference, inputTensors(selectRows(input, rows), tensorLayout(this.config, false)), this.config, temperature), tf.tensor1d(actions.subarray(start, start + rows.length), 'int32')));
+      try {
+        out.set((await t.data()) as Float32Array, start);
+      } finally {
+        t.dispose();
+      }
+    }
+    return out;
   }
 
   /** V(s) per row (needs `valueHead: true`). */
@@ -366,7 +434,7 @@ export class PolicyHead {
     const temperature = options.temperature ?? 1;
     if (!(temperature > 0 && Number.isFinite(temperature))) throw new RangeError(`temperature must be a finite number > 0, got ${temperature}`);
     if (!options.greedy && !options.rng) throw new RangeError('act: sampling needs options.rng (or greedy: true)');
-    const t = tf.tidy(() => policyLogProbs(this.params(), inputTensors(input), this.config, temperature));
+    const t = tf.tidy(() => policyLogProbs(this.params(), inputTensors(input, tensorLayout(this.config, false)), this.config, temperature));
     let logp: Float32Array;
     try {
       logp = (await t.data()) as Float32Array;

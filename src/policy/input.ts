@@ -35,12 +35,56 @@ export interface PolicyInput {
   candidateCounts: Int32Array;
 }
 
-/** The tensors built from a {@link PolicyInput}. The caller owns (and disposes) them. */
+/**
+ * Candidate rows as a deduplicated leading block and the rest: row c is
+ * [leads[leadOf[c]] | rest[c]].
+ */
+export interface SplitRows {
+  /** [U, leadDim]: the distinct leading blocks. */
+  leads: tf.Tensor2D;
+  /** [C]: each row's leading block, an index into `leads`. */
+  leadOf: tf.Tensor1D;
+  /** [C, width - leadDim]: the rest of each row. */
+  rest: tf.Tensor2D;
+}
+
+/**
+ * The tensors built from a {@link PolicyInput}. The caller owns (and disposes) them.
+ *
+ * Candidates are uploaded compacted, real ones only, so that the head's large products skip the
+ * padding (a household batch pads 26 candidates on average up to 46): `candidateRow` names each
+ * candidate's decision, and `slots` maps each padded position [n, K] to its candidate's index
+ * (padding: C, one past the last). Each candidate is split into a leading block of `leadDim`
+ * features, uploaded once per distinct value, and the rest (see {@link TensorLayout}).
+ */
 export interface InputTensors {
   states: tf.Tensor2D;
-  candidates: tf.Tensor3D;
+  /** [C]: the decision (row) of each candidate (C = sum of candidateCounts). */
+  candidateRow: tf.Tensor1D;
+  /** [n * K]: index into the C candidates of each padded position; C for padding. */
+  slots: tf.Tensor1D;
+  /** The candidates psi. */
+  candidates: SplitRows;
+  /**
+   * psi * (the state's first actionDim features), the head's `product` interaction (data, so it
+   * is multiplied here, once per distinct pair of leading blocks); present when asked for.
+   */
+  products: SplitRows | null;
   mask: tf.Tensor2D;
   prior: tf.Tensor2D;
+}
+
+/**
+ * How {@link inputTensors} lays the candidates out. `leadDim` (default 0): the width of the
+ * leading block stored once per distinct value. With the featurizer's layout that block is the
+ * embedded action text, which a household minibatch of 14,000 candidates repeats down to about
+ * 380 values; it pays in gradient passes, where it replaces the largest transposed products, and
+ * not when acting (wasm's gather is slower than the dense product it saves on a small batch).
+ * `products` (default false): also build the `product` interaction's rows.
+ */
+export interface TensorLayout {
+  leadDim?: number;
+  products?: boolean;
 }
 
 /** Thrown for malformed decisions or inputs; the message names the offending row and value. */
@@ -149,12 +193,114 @@ export function selectRows(input: PolicyInput, rows: readonly number[]): PolicyI
   return { count: n, maxCandidates: k, stateDim, actionDim, states, candidates, mask, prior, candidateCounts };
 }
 
-/** Builds the input tensors (call inside `tf.tidy`, or dispose them). */
-export function inputTensors(input: PolicyInput): InputTensors {
+/**
+ * Distinct blocks of `width` floats at `data[offsets[i] ...]`: the index of each block's value,
+ * and the values. Blocks are compared bit for bit (a hash finds candidates, equality decides).
+ */
+function distinctBlocks(data: Float32Array, offsets: ArrayLike<number>, width: number): { of: Int32Array; values: Float32Array; count: number } {
+  const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
+  const of = new Int32Array(offsets.length);
+  const firsts: number[] = []; // offset of each distinct value
+  const byHash = new Map<number, number[]>(); // hash -> distinct indices
+  for (let i = 0; i < offsets.length; i++) {
+    const at = offsets[i] as number;
+    let h = 0x811c9dc5;
+    for (let x = at; x < at + width; x++) h = Math.imul(h ^ (bits[x] as number), 0x01000193);
+    const bucket = byHash.get(h);
+    let found = -1;
+    if (bucket) {
+      for (const u of bucket) {
+        const other = firsts[u] as number;
+        let same = true;
+        for (let x = 0; x < width && same; x++) same = bits[at + x] === bits[other + x];
+        if (same) {
+          found = u;
+          break;
+        }
+      }
+    }
+    if (found < 0) {
+      found = firsts.length;
+      firsts.push(at);
+      if (bucket) bucket.push(found);
+      else byHash.set(h, [found]);
+    }
+    of[i] = found;
+  }
+  const values = new Float32Array(firsts.length * width);
+  firsts.forEach((at, u) => values.set(data.subarray(at, at + width), u * width));
+  return { of, values, count: firsts.length };
+}
+
+/** Builds the input tensors (call inside `tf.tidy`, or dispose them); see {@link TensorLayout}. */
+export function inputTensors(input: PolicyInput, layout: TensorLayout = {}): InputTensors {
   const { count: n, maxCandidates: k, stateDim, actionDim } = input;
+  const leadDim = layout.leadDim ?? 0;
+  if (!(Number.isInteger(leadDim) && leadDim >= 0 && leadDim <= actionDim)) throw new PolicyInputError(`leadDim must be an integer in [0, ${actionDim}], got ${leadDim}`);
+  if (layout.products && stateDim < actionDim) throw new PolicyInputError(`products need stateDim >= actionDim, got ${stateDim} < ${actionDim}`);
+  let total = 0;
+  for (let i = 0; i < n; i++) total += input.candidateCounts[i] as number;
+  const restDim = actionDim - leadDim;
+  const offsets = new Int32Array(total);
+  const candidateRow = new Int32Array(total);
+  const slots = new Int32Array(n * k).fill(total);
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const c = input.candidateCounts[i] as number;
+    for (let j = 0; j < c; j++) {
+      offsets[at] = (i * k + j) * actionDim;
+      candidateRow[at] = i;
+      slots[i * k + j] = at;
+      at++;
+    }
+  }
+  const leads = distinctBlocks(input.candidates, offsets, leadDim);
+  const rest = new Float32Array(total * restDim);
+  offsets.forEach((o, c) => rest.set(input.candidates.subarray(o + leadDim, o + actionDim), c * restDim));
+  const upload = (values: Float32Array, count: number, width: number, of: Int32Array, restValues: Float32Array): SplitRows => ({
+    leads: tf.tensor2d(values, [count, width]),
+    leadOf: tf.tensor1d(of, 'int32'),
+    rest: tf.tensor2d(restValues, [of.length, actionDim - width]),
+  });
+  let products: SplitRows | null = null;
+  if (layout.products) {
+    // Leading blocks: one product per distinct (candidate lead, state lead) pair.
+    const queries = distinctBlocks(input.states, Int32Array.from({ length: n }, (_, i) => i * stateDim), leadDim);
+    const pairIndex = new Map<number, number>();
+    const pairValues: number[] = []; // offsets into leads.values and queries.values, two per pair
+    const pairOf = new Int32Array(total);
+    for (let c = 0; c < total; c++) {
+      const l = leads.of[c] as number;
+      const q = queries.of[candidateRow[c] as number] as number;
+      const key = l * queries.count + q;
+      let p = pairIndex.get(key);
+      if (p === undefined) {
+        p = pairValues.length / 2;
+        pairIndex.set(key, p);
+        pairValues.push(l * leadDim, q * leadDim);
+      }
+      pairOf[c] = p;
+    }
+    const pairs = pairValues.length / 2;
+    const productLeads = new Float32Array(pairs * leadDim);
+    for (let p = 0; p < pairs; p++) {
+      const a = pairValues[2 * p] as number;
+      const b = pairValues[2 * p + 1] as number;
+      for (let x = 0; x < leadDim; x++) productLeads[p * leadDim + x] = (leads.values[a + x] as number) * (queries.values[b + x] as number);
+    }
+    const productRest = new Float32Array(total * restDim);
+    for (let c = 0; c < total; c++) {
+      const s = (candidateRow[c] as number) * stateDim + leadDim;
+      for (let x = 0; x < restDim; x++) productRest[c * restDim + x] = (rest[c * restDim + x] as number) * (input.states[s + x] as number);
+    }
+    products = upload(productLeads, pairs, leadDim, pairOf, productRest);
+  }
   return {
     states: tf.tensor2d(input.states, [n, stateDim]),
-    candidates: tf.tensor3d(input.candidates, [n, k, actionDim]),
+    candidateRow: tf.tensor1d(candidateRow, 'int32'),
+    slots: tf.tensor1d(slots, 'int32'),
+    candidates: upload(leads.values, leads.count, leadDim, leads.of, rest),
+    products,
     mask: tf.tensor2d(input.mask, [n, k]),
     prior: tf.tensor2d(input.prior, [n, k]),
   };

@@ -269,12 +269,102 @@ export interface InstructionProfile {
   bounds: NumericBounds;
 }
 
-/** Pre-processes an instruction for {@link matchFeatures}. */
+/** Most instructions whose profiles are kept (a run's task pool is a few hundred). */
+const PROFILE_CACHE_SIZE = 4096;
+const profiles = new Map<string, InstructionProfile>();
+
+/**
+ * Pre-processes an instruction for {@link matchFeatures}. The same instruction gives the same
+ * (frozen) profile object, so that matchFeatures can keep what it found per candidate with it.
+ */
 export function instructionProfile(instruction: string): InstructionProfile {
+  const known = profiles.get(instruction);
+  if (known) return known;
   const words = contentWords(instruction);
   const bigrams = new Set<string>();
   for (let i = 1; i < words.length; i++) bigrams.add(`${words[i - 1] as string} ${words[i] as string}`);
-  return { words: new Set(words), bigrams, numbers: new Set(numbersIn(instruction)), ids: new Set(opaqueIds(instruction)), bounds: numericBounds(instruction) };
+  const profile: InstructionProfile = { words: new Set(words), bigrams, numbers: new Set(numbersIn(instruction)), ids: new Set(opaqueIds(instruction)), bounds: numericBounds(instruction) };
+  if (profiles.size >= PROFILE_CACHE_SIZE) profiles.clear();
+  profiles.set(instruction, Object.freeze(profile));
+  return profile;
+}
+
+/** What a candidate's words say against an instruction (history and list position aside). */
+interface CandidateStatics {
+  /** The word-based features, by index; 0 where unset. */
+  values: Float32Array;
+  coverage: number;
+  firstSlot: number;
+}
+
+/** Most candidates kept per profile: one household or shop run sees a few thousand distinct ones per instruction. */
+const STATICS_PER_PROFILE = 8192;
+const staticsByProfile = new WeakMap<InstructionProfile, Map<string, CandidateStatics>>();
+
+/** The word-based features of one candidate (a pure function of the profile, action and text). */
+function candidateStatics(profile: InstructionProfile, c: MatchCandidate): CandidateStatics {
+  let byCandidate = staticsByProfile.get(profile);
+  if (!byCandidate) {
+    byCandidate = new Map();
+    staticsByProfile.set(profile, byCandidate);
+  }
+  const key = `${c.action}\u0000${c.text}`;
+  const known = byCandidate.get(key);
+  if (known) return known;
+  const v = new Float32Array(MATCH_FEATURES.length);
+  const set = (name: MatchFeatureName, value: number): void => {
+    v[INDEX.get(name) as number] = value;
+  };
+  const actionWords = contentWords(c.action);
+  const words = contentWords(c.text);
+  const wordSet = new Set(words);
+  if (actionWords.length > 0) set('overlap.action', actionWords.filter((w) => profile.words.has(w)).length / actionWords.length);
+  if (words.length > 0) set('overlap.candidate', words.filter((w) => profile.words.has(w)).length / words.length);
+  let covered = 0;
+  for (const w of profile.words) if (wordSet.has(w)) covered++;
+  const coverage = profile.words.size > 0 ? covered / profile.words.size : 0;
+  set('overlap.coverage', coverage);
+  set('overlap.count', Math.min(1, Math.log1p(covered) / LOG_COUNT_SCALE));
+  const slotShares = actionSlots(c.action)
+    .map(contentWords)
+    .filter((ws) => ws.length > 0)
+    .map((ws) => ws.filter((w) => profile.words.has(w)).length / ws.length);
+  let firstSlot = 0;
+  if (slotShares.length > 0) {
+    firstSlot = slotShares[0] as number;
+    set('slots.first', firstSlot);
+    if (slotShares.length > 1) set('slots.last', slotShares[slotShares.length - 1] as number);
+    set(slotShares.every((x) => x > 0) ? 'slots.allMatched' : 'slots.someUnmatched', 1);
+  }
+  if (profile.bigrams.size > 0) {
+    const own = new Set<string>();
+    for (let k = 1; k < words.length; k++) own.add(`${words[k - 1] as string} ${words[k] as string}`);
+    let hit = 0;
+    for (const b of profile.bigrams) if (own.has(b)) hit++;
+    set('overlap.bigrams', hit / profile.bigrams.size);
+  }
+  const numbers = numbersIn(c.text);
+  if (numbers.length > 0) {
+    const shared = numbers.filter((x) => profile.numbers.has(x)).length;
+    set('numbers.matched', shared / numbers.length);
+    set('numbers.any', shared > 0 ? 1 : 0);
+  }
+  if (profile.bounds.upper !== null || profile.bounds.lower !== null) {
+    const amounts = amountsIn(c.text);
+    if (amounts.length > 0) {
+      const ok = amounts.some((x) => (profile.bounds.upper === null || x <= profile.bounds.upper) && (profile.bounds.lower === null || x >= profile.bounds.lower));
+      set(ok ? 'numbers.withinBound' : 'numbers.violatesBound', 1);
+    }
+  }
+  const ids = opaqueIds(c.text);
+  if (ids.length > 0) {
+    set('ids.has', 1);
+    if (ids.some((id) => profile.ids.has(id))) set('ids.inInstruction', 1);
+  }
+  const statics = { values: v, coverage, firstSlot };
+  if (byCandidate.size >= STATICS_PER_PROFILE) byCandidate.clear();
+  byCandidate.set(key, statics);
+  return statics;
 }
 
 const LOG_COUNT_SCALE = Math.log(9);
@@ -315,63 +405,18 @@ export function matchFeatures(
     for (const slot of actionSlots(a)) seenSlots.add(slot.toLowerCase());
   });
   const last = history.length > 0 ? (history[history.length - 1] as string) : null;
-  const hasBounds = profile.bounds.upper !== null || profile.bounds.lower !== null;
 
   candidates.forEach((c, i) => {
     const v = out[i] as Float32Array;
     const set = (name: MatchFeatureName, value: number): void => {
       v[INDEX.get(name) as number] = value;
     };
-    const actionWords = contentWords(c.action);
-    const words = contentWords(c.text);
-    const wordSet = new Set(words);
-    if (actionWords.length > 0) set('overlap.action', actionWords.filter((w) => profile.words.has(w)).length / actionWords.length);
-    if (words.length > 0) set('overlap.candidate', words.filter((w) => profile.words.has(w)).length / words.length);
-    let covered = 0;
-    for (const w of profile.words) if (wordSet.has(w)) covered++;
-    coverage[i] = profile.words.size > 0 ? covered / profile.words.size : 0;
-    set('overlap.coverage', coverage[i] as number);
-    set('overlap.count', Math.min(1, Math.log1p(covered) / LOG_COUNT_SCALE));
-    const slotShares = actionSlots(c.action)
-      .map(contentWords)
-      .filter((ws) => ws.length > 0)
-      .map((ws) => ws.filter((w) => profile.words.has(w)).length / ws.length);
-    if (slotShares.length > 0) {
-      firstSlot[i] = slotShares[0] as number;
-      set('slots.first', firstSlot[i] as number);
-      if (slotShares.length > 1) set('slots.last', slotShares[slotShares.length - 1] as number);
-      set(slotShares.every((x) => x > 0) ? 'slots.allMatched' : 'slots.someUnmatched', 1);
-    }
-    if (profile.bigrams.size > 0) {
-      const own = new Set<string>();
-      for (let k = 1; k < words.length; k++) own.add(`${words[k - 1] as string} ${words[k] as string}`);
-      let hit = 0;
-      for (const b of profile.bigrams) if (own.has(b)) hit++;
-      set('overlap.bigrams', hit / profile.bigrams.size);
-    }
-
-    const numbers = numbersIn(c.text);
-    if (numbers.length > 0) {
-      const shared = numbers.filter((x) => profile.numbers.has(x)).length;
-      set('numbers.matched', shared / numbers.length);
-      set('numbers.any', shared > 0 ? 1 : 0);
-    }
-    if (hasBounds) {
-      const amounts = amountsIn(c.text);
-      if (amounts.length > 0) {
-        const ok = amounts.some((x) => (profile.bounds.upper === null || x <= profile.bounds.upper) && (profile.bounds.lower === null || x >= profile.bounds.lower));
-        set(ok ? 'numbers.withinBound' : 'numbers.violatesBound', 1);
-      }
-    }
-
+    const statics = candidateStatics(profile, c);
+    v.set(statics.values);
+    coverage[i] = statics.coverage;
+    firstSlot[i] = statics.firstSlot;
     cosine[i] = dot(candidateVectors[i] as Float32Array, instructionVector);
     set('similarity.cosine', cosine[i] as number);
-
-    const ids = opaqueIds(c.text);
-    if (ids.length > 0) {
-      set('ids.has', 1);
-      if (ids.some((id) => profile.ids.has(id))) set('ids.inInstruction', 1);
-    }
 
     const times = counts.get(c.action) ?? 0;
     if (times > 0) {

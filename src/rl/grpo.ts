@@ -271,10 +271,13 @@ export function prepareGrpoBatch(
 export function grpoLoss(config: GrpoConfig, head: PolicyHeadConfig, temperature: number): LossFn {
   return (ctx) => {
     const logp = policyLogProbs(ctx.params, ctx.input, head, temperature);
+    // The reference's log-probs: a precomputed column (the trainer's way), or a forward pass.
     let refLogProbs: tf.Tensor1D | null = null;
     if (config.beta > 0) {
-      if (!ctx.reference) throw new RangeError('GRPO with beta > 0 needs the reference weights');
-      refLogProbs = takenLogProbs(policyLogProbs(ctx.reference, ctx.input, head, temperature), ctx.actions);
+      const column = ctx.columns['refLogProb'];
+      if (column) refLogProbs = column;
+      else if (ctx.reference) refLogProbs = takenLogProbs(policyLogProbs(ctx.reference, ctx.input, head, temperature), ctx.actions);
+      else throw new RangeError('GRPO with beta > 0 needs the reference weights or a refLogProb column');
     }
     const terms: GrpoStepTerms = {
       logProbs: takenLogProbs(logp, ctx.actions),

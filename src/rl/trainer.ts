@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { Rng } from '../core/rng.ts';
 import { CheckpointError, validateCheckpoint, type Checkpoint, type CheckpointJson } from '../policy/checkpoint.ts';
-import { ConfigError, formatIssues, PolicyHead, PolicyHeadConfigSchema, type ActOptions, type ActResult } from '../policy/head.ts';
+import { ConfigError, formatIssues, PolicyHead, PolicyHeadConfigSchema, tensorLayout, type ActOptions, type ActResult } from '../policy/head.ts';
 import { packDecisions, type Decision, type PolicyInput } from '../policy/input.ts';
 import { Adam } from './adam.ts';
 import { GrpoConfigSchema, grpoLoss, prepareGrpoBatch, type GrpoBatch } from './grpo.ts';
@@ -176,8 +176,11 @@ export class Trainer {
         clipFraction: 0, entropy: 0, gradNorm: 0, droppedGroups: stats.droppedGroups, skipped: true, ms: performance.now() - started,
       };
     }
+    if (this.config.grpo.beta > 0) {
+      prepared.columns['refLogProb'] = await this.head.referenceTakenLogProbs(prepared.input, prepared.actions, this.config.temperature, this.config.minibatchSize);
+    }
     const loss = grpoLoss(this.config.grpo, this.head.config, this.config.temperature);
-    const m = await this.run(prepared, loss, 'policy', this.config.grpo.beta > 0);
+    const m = await this.run(prepared, loss, 'policy', false);
     return { ...this.metrics('grpo', prepared, m, started), droppedGroups: stats.droppedGroups };
   }
 
@@ -210,6 +213,7 @@ export class Trainer {
       params: this.head.params(),
       reference: needsReference ? this.head.referenceParams() : null,
       learningRate: this.learningRate,
+      layout: tensorLayout(this.head.config, true),
     });
     this.iteration += 1;
     return result;
@@ -261,8 +265,8 @@ export class Trainer {
     validateCheckpoint(checkpoint);
     const theirs = TrainerConfigSchema.safeParse(checkpoint.config);
     if (!theirs.success) throw new CheckpointError('incompatible', `config: ${formatIssues(theirs.error, checkpoint.config)}`);
-    // The initialisation seed does not matter once weights are loaded; every other head setting does.
-    const shape = ({ seed: _seed, ...rest }: TrainerConfig['policy']): string => JSON.stringify(rest);
+    // The initialisation seed and leadDim (speed only) do not matter once weights are loaded; every other head setting does.
+    const shape = ({ seed: _seed, leadDim: _leadDim, ...rest }: TrainerConfig['policy']): string => JSON.stringify(rest);
     const a = shape(theirs.data.policy);
     const b = shape(this.config.policy);
     if (a !== b) throw new CheckpointError('incompatible', `policy head settings differ: checkpoint ${a}, trainer ${b}`);

@@ -13,7 +13,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../core/rng.ts';
 import type { ParamTensors } from '../policy/head.ts';
-import { inputTensors, selectRows, type InputTensors, type PolicyInput } from '../policy/input.ts';
+import { inputTensors, selectRows, type InputTensors, type PolicyInput, type TensorLayout } from '../policy/input.ts';
 import { clipByGlobalNorm, type Adam } from './adam.ts';
 
 /** An algorithm's batch as rows: the decisions, the taken actions, weights and extra columns. */
@@ -58,6 +58,8 @@ export interface UpdateLoopOptions {
   reference: ParamTensors | null;
   /** Learning rate of this update (default: the optimizer's). */
   learningRate?: number;
+  /** How the minibatches' tensors are laid out (the head's {@link tensorLayout} for gradient passes). */
+  layout?: TensorLayout;
 }
 
 /** Means over minibatches of the loss, the gradient norm (before clipping) and the loss's metrics. */
@@ -106,7 +108,7 @@ export async function runUpdate(batch: PreparedBatch, loss: LossFn, adam: Adam, 
           const ctx: LossContext = {
             params: options.params,
             reference: options.reference,
-            input: inputTensors(rows),
+            input: inputTensors(rows, options.layout ?? {}),
             actions: tf.tensor1d(chunk.map((r) => batch.actions[r] as number), 'int32'),
             weights: tf.tensor1d(chunk.map((r) => (batch.weights[r] as number) * scale), 'float32'),
             columns: Object.fromEntries(columnNames.map((c) => [c, tf.tensor1d(chunk.map((r) => (batch.columns[c] as Float32Array)[r] as number), 'float32')])),

@@ -200,6 +200,8 @@ export function createTrainer(config: TrainingConfig, featurizer: Featurizer): T
       actionDim: dims.actionDim ?? dims.dim,
       hiddenDim: config.policy.hiddenDim,
       interaction: 'product',
+      // The candidate's embedded action text: a household minibatch repeats it about 37 times over.
+      leadDim: dims.stateDim !== undefined ? dims.dim : 0,
       seed: config.seed,
       initScale: config.policy.initScale,
     },
