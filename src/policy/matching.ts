@@ -269,25 +269,27 @@ export interface InstructionProfile {
   bounds: NumericBounds;
 }
 
-/** Most instructions whose profiles are kept (a run's task pool is a few hundred). */
-const PROFILE_CACHE_SIZE = 4096;
-const profiles = new Map<string, InstructionProfile>();
-
 /**
  * Pre-processes an instruction for {@link matchFeatures}. The same instruction gives the same
- * (frozen) profile object, so that matchFeatures can keep what it found per candidate with it.
+ * (frozen) profile object, which matchFeatures recognises to reuse what it found per candidate.
  */
 export function instructionProfile(instruction: string): InstructionProfile {
-  const known = profiles.get(instruction);
-  if (known) return known;
+  return profileMemo(instruction);
+}
+
+/** Serial numbers of the memoised profiles (the key of their candidates' word features). */
+const profileSerial = new WeakMap<InstructionProfile, number>();
+let nextSerial = 0;
+
+// A run's task pool holds a few hundred instructions.
+const profileMemo = memo((instruction: string): InstructionProfile => {
   const words = contentWords(instruction);
   const bigrams = new Set<string>();
   for (let i = 1; i < words.length; i++) bigrams.add(`${words[i - 1] as string} ${words[i] as string}`);
-  const profile: InstructionProfile = { words: new Set(words), bigrams, numbers: new Set(numbersIn(instruction)), ids: new Set(opaqueIds(instruction)), bounds: numericBounds(instruction) };
-  if (profiles.size >= PROFILE_CACHE_SIZE) profiles.clear();
-  profiles.set(instruction, Object.freeze(profile));
+  const profile: InstructionProfile = Object.freeze({ words: new Set(words), bigrams, numbers: new Set(numbersIn(instruction)), ids: new Set(opaqueIds(instruction)), bounds: numericBounds(instruction) });
+  profileSerial.set(profile, nextSerial++);
   return profile;
-}
+}, 4096);
 
 /** What a candidate's words say against an instruction (history and list position aside). */
 interface CandidateStatics {
@@ -297,19 +299,15 @@ interface CandidateStatics {
   firstSlot: number;
 }
 
-/** Most candidates kept per profile: one household or shop run sees a few thousand distinct ones per instruction. */
-const STATICS_PER_PROFILE = 8192;
-const staticsByProfile = new WeakMap<InstructionProfile, Map<string, CandidateStatics>>();
+/** Word features by (profile serial, action, text), bounded like the other memos (about 10 MB when full). */
+const staticsCache = new Map<string, CandidateStatics>();
+const STATICS_CACHE_SIZE = 50_000;
 
 /** The word-based features of one candidate (a pure function of the profile, action and text). */
 function candidateStatics(profile: InstructionProfile, c: MatchCandidate): CandidateStatics {
-  let byCandidate = staticsByProfile.get(profile);
-  if (!byCandidate) {
-    byCandidate = new Map();
-    staticsByProfile.set(profile, byCandidate);
-  }
-  const key = `${c.action}\u0000${c.text}`;
-  const known = byCandidate.get(key);
+  const serial = profileSerial.get(profile);
+  const key = serial === undefined ? undefined : `${serial}\u0000${c.action}\u0000${c.text}`;
+  const known = key === undefined ? undefined : staticsCache.get(key);
   if (known) return known;
   const v = new Float32Array(MATCH_FEATURES.length);
   const set = (name: MatchFeatureName, value: number): void => {
@@ -362,8 +360,10 @@ function candidateStatics(profile: InstructionProfile, c: MatchCandidate): Candi
     if (ids.some((id) => profile.ids.has(id))) set('ids.inInstruction', 1);
   }
   const statics = { values: v, coverage, firstSlot };
-  if (byCandidate.size >= STATICS_PER_PROFILE) byCandidate.clear();
-  byCandidate.set(key, statics);
+  if (key !== undefined) {
+    if (staticsCache.size >= STATICS_CACHE_SIZE) staticsCache.clear();
+    staticsCache.set(key, statics);
+  }
   return statics;
 }
 
