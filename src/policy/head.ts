@@ -13,8 +13,8 @@
  * projection P is a full matrix, or, with `loraRank: r > 0`, a frozen random base plus a
  * trainable low-rank update A B scaled by alpha / r (LoRA). Candidates are scored compacted (real
  * ones only, each repeated leading block projected once in gradient passes) and scattered back to
- * padded [n, K] logits with a mask. An optional value head V(s) = w_v . tanh(W_v phi + b_v) + c serves PPO. A frozen
- * reference copy of the weights gives the KL term.
+ * padded [n, K] logits with a mask. An optional value head V(s) = w_v . tanh(W_v phi + b_v) + c
+ * serves PPO. A frozen reference copy of the weights gives the KL term.
  *
  * The forward functions take the parameters as a plain record, so the losses and the
  * finite-difference tests can differentiate them; {@link PolicyHead} owns the tf.Variables.
