@@ -180,7 +180,7 @@ export class Trainer {
       prepared.columns['refLogProb'] = await this.head.referenceTakenLogProbs(prepared.input, prepared.actions, this.config.temperature, this.config.minibatchSize);
     }
     const loss = grpoLoss(this.config.grpo, this.head.config, this.config.temperature);
-    const m = await this.run(prepared, loss, 'policy', false);
+    const m = await this.run(prepared, loss, 'policy');
     return { ...this.metrics('grpo', prepared, m, started), droppedGroups: stats.droppedGroups };
   }
 
@@ -190,7 +190,7 @@ export class Trainer {
     const input = ppoInput(batch, this.dims);
     const values = await this.head.values(input);
     const prepared = preparePpoBatch(batch, input, values, this.config.ppo);
-    const m = await this.run(prepared, ppoLoss(this.config.ppo, this.head.config, this.config.temperature), 'all', false);
+    const m = await this.run(prepared, ppoLoss(this.config.ppo, this.head.config, this.config.temperature), 'all');
     return { ...this.metrics('ppo', prepared, m, started), valueLoss: m.metrics['valueLoss'] ?? 0 };
   }
 
@@ -198,11 +198,11 @@ export class Trainer {
   async sftUpdate(examples: readonly SftExample[]): Promise<UpdateMetrics> {
     const started = performance.now();
     const prepared = prepareSftBatch(examples, this.dims);
-    const m = await this.run(prepared, sftLoss(this.head.config, this.config.temperature), 'policy', false);
+    const m = await this.run(prepared, sftLoss(this.head.config, this.config.temperature), 'policy');
     return { ...this.metrics('sft', prepared, m, started), accuracy: m.metrics['accuracy'] ?? 0 };
   }
 
-  private async run(prepared: PreparedBatch, loss: LossFn, group: 'policy' | 'all', needsReference: boolean) {
+  private async run(prepared: PreparedBatch, loss: LossFn, group: 'policy' | 'all') {
     this.assertLive();
     const result = await runUpdate(prepared, loss, this.adam, {
       epochs: this.config.epochs,
@@ -211,7 +211,8 @@ export class Trainer {
       rng: new Rng((this.config.seed * 1_000_003 + this.iteration) >>> 0),
       variables: this.head.trainable(group),
       params: this.head.params(),
-      reference: needsReference ? this.head.referenceParams() : null,
+      // GRPO's KL term reads the reference's log-probs from a column computed once per update.
+      reference: null,
       learningRate: this.learningRate,
       layout: tensorLayout(this.head.config, true),
     });

@@ -179,8 +179,10 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
  * `standard` is larger. `quick` runs 30 iterations because household from scratch needs them: its
  * reward is rare at first (rollout success 0-10% over the first 7-15 iterations of `real`), and at
  * 10 iterations neither RL mode beat the prior (held-out 5.3% `real`, 8.7% `dreamgym` against
- * 2.7%, 3 seeds); at 30, `real` reaches 33.3% [22.7, 44.7] and `dreamgym` 20.0% [10.7, 30.7]
- * (3 seeds; BENCHMARKS.md), 2.2-4.5 minutes a run on this 2-core machine with two at once.
+ * 2.7%, 3 seeds); at 30, `dreamgym` reaches 20-22% and `real` 20-33% (3 seeds, two
+ * measurements that differ only in the order of floating-point sums: some seeds of `real` take
+ * off within 30 iterations and some do not; BENCHMARKS.md), 2.4-3.9 minutes a run (`real` or
+ * `dreamgym` from scratch) on this 2-core machine with two at once.
  */
 export const PRESETS = {
   quick: { iterations: 30, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },

@@ -201,7 +201,7 @@ export function createTrainer(config: TrainingConfig, featurizer: Featurizer): T
       hiddenDim: config.policy.hiddenDim,
       interaction: 'product',
       // The candidate's embedded action text: a household minibatch repeats it about 37 times over.
-      leadDim: dims.stateDim !== undefined ? dims.dim : 0,
+      leadDim: dims.dim,
       seed: config.seed,
       initScale: config.policy.initScale,
     },
