@@ -22,16 +22,16 @@ afterEach(async () => {
 });
 
 describe('ExperimentWorkerPool', () => {
-  it('runs jobs in worker threads with the same figures as on this thread, and hands back the SFT snapshot', async () => {
+  it('runs jobs in worker threads with the same figures as on this thread, and hands back the snapshots asked for', async () => {
     pool = new ExperimentWorkerPool(2);
-    const [real, sft] = await Promise.all([pool.run(job('real', 1)), pool.run({ ...job('sft', 0), keepSft: true })]);
+    const [real, sft] = await Promise.all([pool.run(job('real', 1)), pool.run({ ...job('sft', 0), keepAt: [1] })]);
     const here = await runArmSeed(job('real', 1));
     expect({ ...real.result, wallMs: 0 }).toEqual({ ...here.result, wallMs: 0 });
     expect(real.result.realTransitions).toBeGreaterThan(0);
-    expect(sft.sftSnapshot?.iteration).toBe(1);
+    expect(sft.snapshots?.map((x) => x.iteration)).toEqual([1]);
     // The snapshot crosses threads intact: a warm arm resumed from it in a worker shares it.
-    const warm = await pool.run({ ...job('real (warm sft)', 0), sftSnapshot: sft.sftSnapshot! });
-    expect(warm.result.sftShared).toBe(true);
+    const warm = await pool.run({ ...job('real (warm sft)', 0), resume: sft.snapshots![0]! });
+    expect(warm.result.sharedIterations).toBe(1);
     expect(warm.result.curve[0]?.phase).toBe('sft');
   }, 60_000);
 

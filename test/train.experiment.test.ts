@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { curvesSvg, EXPERIMENT_ARMS, experimentFiles, pairedDifference, pairedRatio, runArmSeed, runExperiment, type ArmResult, type ArmSeedJob, type ArmSeedOutcome } from '../src/train/experiment.ts';
+import { parseTrainingConfig } from '../src/train/config.ts';
+import { curvesSvg, EXPERIMENT_ARMS, experimentFiles, pairedDifference, pairedRatio, runArmSeed, runExperiment, type ArmResult, type ArmSeedJob, type ExperimentArm, type ArmSeedOutcome } from '../src/train/experiment.ts';
 import type { RunSnapshot } from '../src/train/loop.ts';
 import type { EvalResult } from '../src/train/evaluate.ts';
 
@@ -28,7 +29,7 @@ function arm(name: string, outcomes: number[][]): ArmResult {
   return {
     name,
     config: null,
-    seeds: outcomes.map((xs, seed) => ({ seed, heldOut: evalOf(xs), train: evalOf(xs), realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: 0, sftShared: false, curve: [] })),
+    seeds: outcomes.map((xs, seed) => ({ seed, heldOut: evalOf(xs), train: evalOf(xs), realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: 0, sharedIterations: 0, curve: [] })),
     success: { mean: 0, low: 0, high: 0 },
     reward: { mean: 0, low: 0, high: 0 },
     trainSuccess: { mean: 0, low: 0, high: 0 },
@@ -102,13 +103,33 @@ describe('runExperiment', () => {
     const shared = await runExperiment({ env: 'shop', seeds: 1, preset: 'quick', overrides, trainEvalEpisodes: 3, arms: ['sft', warm] });
     const alone = await runExperiment({ env: 'shop', seeds: 1, preset: 'quick', overrides, trainEvalEpisodes: 3, arms: [warm] });
     const pick = (r: typeof shared) => r.arms.find((a) => a.name === warm)!.seeds[0]!;
-    expect(pick(shared).sftShared).toBe(true);
-    expect(pick(alone).sftShared).toBe(false);
+    expect(pick(shared).sharedIterations).toBe(3);
+    expect(pick(alone).sharedIterations).toBe(0);
     expect(pick(shared).curve).toEqual(pick(alone).curve);
     expect(pick(shared).curve.filter((c) => c.phase === 'sft')).toHaveLength(3);
     expect(pick(shared).heldOut.perTask).toEqual(pick(alone).heldOut.perTask);
     expect(pick(shared).train.perTask).toEqual(pick(alone).train.perTask);
   });
+
+  it("s2r resumes from the dreamgym arm's run (its synthetic phase) and equals one run on its own, warm or not", async () => {
+    const overrides = { ...TINY, sft: { epochs: 2 }, iterations: 2 };
+    const arms = ['real', 'dreamgym', 's2r, 10% real budget', 'sft', 'dreamgym (warm sft)', 'real (warm sft)', 's2r (warm sft), 10% real budget'];
+    const shared = await runExperiment({ env: 'shop', seeds: 1, preset: 'quick', overrides, trainEvalEpisodes: 3, arms });
+    const alone = await runExperiment({ env: 'shop', seeds: 1, preset: 'quick', overrides, trainEvalEpisodes: 3, arms: ['real', 'real (warm sft)', 's2r, 10% real budget', 's2r (warm sft), 10% real budget'] });
+    const pick = (r: typeof shared, name: string) => r.arms.find((a) => a.name === name)!.seeds[0]!;
+    // Alone, the warm s2r arm still begins with the behaviour cloning of `real (warm sft)`.
+    for (const [name, taken, alsoAlone] of [['s2r, 10% real budget', 2, 0], ['s2r (warm sft), 10% real budget', 4, 2]] as const) {
+      expect(pick(shared, name).sharedIterations).toBe(taken);
+      expect(pick(alone, name).sharedIterations).toBe(alsoAlone);
+      expect(pick(shared, name).curve).toEqual(pick(alone, name).curve);
+      expect(pick(shared, name).curve.some((c) => c.phase === 'real')).toBe(true);
+      expect(pick(shared, name).realTransitions).toBe(pick(alone, name).realTransitions);
+      expect(pick(shared, name).heldOut.perTask).toEqual(pick(alone, name).heldOut.perTask);
+    }
+    // The synthetic phase taken over is the dreamgym arm's own curve.
+    expect(pick(shared, 's2r, 10% real budget').curve.slice(0, 2)).toEqual(pick(shared, 'dreamgym').curve);
+    expect(pick(shared, 'dreamgym (warm sft)').sharedIterations).toBe(2);
+  }, 60_000);
 
   it('declares every mode and offline ablation, and the matched 10% budget arms', () => {
     const modes = new Set(EXPERIMENT_ARMS.map((a) => a.config?.mode ?? a.kind));
@@ -146,16 +167,16 @@ describe('runExperiment scheduling', () => {
       const heldOut: EvalResult = { episodes: 1, successRate: 1, meanReward: 1, success: { mean: 1, low: 1, high: 1 }, reward: { mean: 1, low: 1, high: 1 }, perTask: [{ taskId: 't0', success: true, reward: 1, steps: 1 }], realSteps: 0 };
       const realTransitions = job.arm.startsWith('real') && job.realBudget === undefined ? 1000 + job.seed : (job.realBudget ?? 0);
       return {
-        result: { seed: job.seed, heldOut, train: heldOut, realTransitions, offlineTransitions: 0, syntheticSteps: 0, wallMs: 1, sftShared: job.sftSnapshot !== undefined, curve: [] },
+        result: { seed: job.seed, heldOut, train: heldOut, realTransitions, offlineTransitions: 0, syntheticSteps: 0, wallMs: 1, sharedIterations: job.resume?.iteration ?? 0, curve: [] },
         config: null,
         evalEpisodes: 1,
-        ...(job.keepSft ? { sftSnapshot: { iteration: 7, from: `${job.arm}#${job.seed}` } as unknown as RunSnapshot } : {}),
+        ...(job.keepAt ? { snapshots: job.keepAt.map((iteration) => ({ iteration, from: `${job.arm}#${job.seed}` }) as unknown as RunSnapshot) } : {}),
       };
     };
     return { runner, log, aborted, maxInFlight: () => maxInFlight };
   }
 
-  it('runs up to `concurrency` jobs at once, each after what it depends on, with the budget and SFT snapshot handed on', async () => {
+  it('runs up to `concurrency` jobs at once, each after what it depends on, with the budget and the shared snapshot handed on', async () => {
     const rec = recordingRunner();
     const r = await runExperiment({ env: 'shop', seeds: 2, preset: 'quick', concurrency: 3, runner: rec.runner, trainEvalEpisodes: 1 });
     expect(rec.maxInFlight()).toBe(3);
@@ -163,6 +184,13 @@ describe('runExperiment scheduling', () => {
     const endAt = (arm: string, seed: number): number => rec.log.findIndex((e) => e.event === 'end' && e.job.arm === arm && e.job.seed === seed);
     const starts = rec.log.filter((e) => e.event === 'start');
     expect(starts).toHaveLength(EXPERIMENT_ARMS.length * 2);
+    const { sft, iterations } = parseTrainingConfig({ env: 'shop', mode: 'sft' }, 'quick');
+    // Which run each arm begins with, and after how many iterations it takes over.
+    const source = (arm: ExperimentArm): [string, number] | null => {
+      if (arm.config?.mode === 's2r') return arm.config.warmStart === 'sft' ? ['dreamgym (warm sft)', sft.epochs + iterations] : ['dreamgym', iterations];
+      return arm.config?.warmStart === 'sft' ? ['sft', sft.epochs] : null;
+    };
+    const kept: Record<string, number[]> = { sft: [sft.epochs], dreamgym: [iterations], 'dreamgym (warm sft)': [sft.epochs + iterations] };
     for (const { job } of starts) {
       const startAt = rec.log.findIndex((e) => e.event === 'start' && e.job === job);
       const arm = EXPERIMENT_ARMS.find((a) => a.name === job.arm)!;
@@ -171,13 +199,13 @@ describe('runExperiment scheduling', () => {
         expect(startAt).toBeGreaterThan(endAt(arm.budgetOf!, job.seed));
         expect(job.realBudget).toBe(Math.round(0.1 * (1000 + job.seed)));
       }
-      const warm = arm.config?.warmStart === 'sft';
-      if (warm) {
-        // Every warm arm resumes from the sft arm's snapshot of its own seed.
-        expect(startAt).toBeGreaterThan(endAt('sft', job.seed));
-        expect(job.sftSnapshot).toMatchObject({ from: `sft#${job.seed}` });
-      } else expect(job.sftSnapshot).toBeUndefined();
-      expect(job.keepSft === true).toBe(job.arm === 'sft');
+      const from = source(arm);
+      if (from) {
+        // After the run it begins with, of its own seed, from that run's snapshot at the iteration it takes over.
+        expect(startAt).toBeGreaterThan(endAt(from[0], job.seed));
+        expect(job.resume).toMatchObject({ iteration: from[1], from: `${from[0]}#${job.seed}` });
+      } else expect(job.resume).toBeUndefined();
+      expect(job.keepAt).toEqual(kept[job.arm]);
     }
   });
 

@@ -3,10 +3,11 @@
  * ablation available offline, on one environment, over seeds, evaluated greedy on the same
  * held-out test tasks in the real environment (and on training tasks, so memorization shows).
  * RL modes get the same number of updates; the warm-started ones start from the same SFT
- * checkpoint per seed (same seed, same data, same SFT epochs: behaviour cloning runs once per seed
- * and the other arms resume from its snapshot, which equals running it again); `s2r` gets a real budget of 10% of
- * what `real` used from the same start (scratch or warm), and `real` is also run on that budget
- * for the paired comparison.
+ * checkpoint per seed. Runs that begin alike share that beginning: behaviour cloning runs once per
+ * seed and the warm arms resume from its snapshot, and `s2r`, whose synthetic phase is `dreamgym`'s
+ * run from the same start, resumes from that run's last snapshot (either equals running it again).
+ * `s2r` gets a real budget of 10% of what `real` used from the same start (scratch or warm), and
+ * `real` is also run on that budget for the paired comparison.
  */
 import { Rng } from '../core/rng.ts';
 import type { EnvName } from '../core/types.ts';
@@ -54,8 +55,11 @@ export interface ArmSeedResult {
   offlineTransitions: number;
   syntheticSteps: number;
   wallMs: number;
-  /** Whether this run resumed from another arm's behaviour-cloning snapshot (same seed and SFT setting). */
-  sftShared: boolean;
+  /**
+   * Iterations this run took over from another arm's run of the same seed (its behaviour cloning,
+   * or a whole synthetic phase); 0 when it ran from the start. `wallMs` leaves them out.
+   */
+  sharedIterations: number;
   curve: Pick<IterationMetrics, 'iteration' | 'phase' | 'successRate' | 'meanReward' | 'realTransitions'>[];
 }
 
@@ -118,10 +122,10 @@ export interface ArmSeedJob {
   trainEvalEpisodes: number;
   /** Real transitions of the arm's budget (arms with `budgetShareOfReal`). */
   realBudget?: number;
-  /** The end of behaviour cloning of another arm with the same seed and SFT settings: resume from it. */
-  sftSnapshot?: RunSnapshot;
-  /** Return the snapshot at the end of behaviour cloning (other arms share it). */
-  keepSft?: boolean;
+  /** A snapshot of another job of the same seed whose run so far is this job's beginning: resume from it. */
+  resume?: RunSnapshot;
+  /** Iterations after which to hand back this run's snapshot (jobs that begin alike resume from them). */
+  keepAt?: readonly number[];
 }
 
 /** What an (arm, seed) run gives back. */
@@ -130,8 +134,8 @@ export interface ArmSeedOutcome {
   /** The run's configuration (null for the reference). */
   config: TrainingConfig | null;
   evalEpisodes: number;
-  /** The end of behaviour cloning, when the job asked for it (`keepSft`). */
-  sftSnapshot?: RunSnapshot;
+  /** The snapshots the job asked for (`keepAt`) that its run reached, in iteration order. */
+  snapshots?: RunSnapshot[];
 }
 
 /** Runs one (arm, seed) job: on this thread ({@link runArmSeed}) or in a worker. */
@@ -157,7 +161,7 @@ function jobConfig(job: Pick<ArmSeedJob, 'env' | 'preset' | 'overrides' | 'arm' 
   return parseTrainingConfig(input, job.preset);
 }
 
-/** Runs one arm for one seed on this thread: trains (or resumes from `sftSnapshot`), then evaluates held-out and training tasks. */
+/** Runs one arm for one seed on this thread: trains (or resumes from `job.resume`), then evaluates held-out and training tasks. */
 export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise<ArmSeedOutcome> {
   const arm = armNamed(job.arm);
   const t0 = performance.now();
@@ -167,7 +171,7 @@ export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise
     try {
       const heldOut = await evaluate(referencePolicy(job.env), run.deps.spec, run.evalTasks);
       const train = await evaluate(referencePolicy(job.env), run.deps.spec, run.deps.offline.tasks.slice(0, job.trainEvalEpisodes));
-      const result: ArmSeedResult = { seed: job.seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, sftShared: false, curve: [] };
+      const result: ArmSeedResult = { seed: job.seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, sharedIterations: 0, curve: [] };
       return { result, config: null, evalEpisodes: base.evalEpisodes };
     } finally {
       run.dispose();
@@ -175,16 +179,19 @@ export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise
   }
   const config = jobConfig(job);
   const run = await prepareRun(config);
-  const sftEpochs = sftEpochsOf(config);
-  let sftSnapshot: RunSnapshot | undefined;
-  if (sftEpochs > 0 && !job.sftSnapshot && job.keepSft) {
+  const snapshots: RunSnapshot[] = [];
+  const keepAt = new Set(job.keepAt ?? []);
+  const total = plannedIterations(config);
+  // The run's final snapshot comes with its result; the others are caught on the way.
+  if ([...keepAt].some((i) => i < total)) {
     run.deps.persist = async (snapshot) => {
-      if (snapshot.iteration === sftEpochs) sftSnapshot = snapshot;
+      if (keepAt.has(snapshot.iteration) && snapshot.iteration < total) snapshots.push(snapshot);
     };
   }
   let res: Awaited<ReturnType<typeof runTraining>>;
   try {
-    res = await runTraining(config, run.deps, { signal, ...(job.sftSnapshot ? { resume: job.sftSnapshot } : {}) });
+    res = await runTraining(config, run.deps, { signal, ...(job.resume ? { resume: job.resume } : {}) });
+    if (keepAt.has(res.snapshot.iteration) && res.snapshot.iteration === total) snapshots.push(res.snapshot);
   } catch (e) {
     run.dispose();
     throw e;
@@ -201,10 +208,10 @@ export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise
       offlineTransitions: res.offlineTransitions,
       syntheticSteps: res.syntheticSteps,
       wallMs: performance.now() - t0,
-      sftShared: job.sftSnapshot !== undefined,
+      sharedIterations: job.resume?.iteration ?? 0,
       curve: res.metrics.map((m) => ({ iteration: m.iteration, phase: m.phase, successRate: m.successRate, meanReward: m.meanReward, realTransitions: m.realTransitions })),
     };
-    return { result, config, evalEpisodes: config.evalEpisodes, ...(sftSnapshot ? { sftSnapshot } : {}) };
+    return { result, config, evalEpisodes: config.evalEpisodes, ...(snapshots.length > 0 ? { snapshots } : {}) };
   } finally {
     res.trainer.dispose();
     run.dispose();
@@ -217,8 +224,25 @@ interface PlannedJob {
   /** Index of the job whose real transitions set this one's budget. */
   budgetFrom: number | null;
   budgetShare: number;
-  /** Index of the job whose behaviour-cloning snapshot this one resumes from. */
-  sftFrom: number | null;
+  /** The job whose run this one begins with, and after how many iterations it takes over. */
+  resumeFrom: { job: number; iteration: number } | null;
+}
+
+/**
+ * The beginnings a run shares with others of the same seed: each a key (runs with the same key
+ * reach the same snapshot) and the iteration it ends at. Behaviour cloning depends on the data,
+ * the policy and the SFT settings only; a synthetic phase (`dreamgym`, or `s2r` before its real
+ * phase) on everything but the real phase's budget.
+ */
+function sharedPrefixes(config: TrainingConfig): { key: string; iteration: number }[] {
+  const sftEpochs = sftEpochsOf(config);
+  const out: { key: string; iteration: number }[] = [];
+  if (sftEpochs > 0) out.push({ key: `sft ${sftKey(config)}`, iteration: sftEpochs });
+  if (config.mode === 'dreamgym' || config.mode === 's2r') {
+    const { s2r: _s2r, ...rest } = config;
+    out.push({ key: `synthetic ${JSON.stringify({ ...rest, mode: 'dreamgym' })}`, iteration: sftEpochs + config.iterations });
+  }
+  return out;
 }
 
 /** The (arm, seed) jobs in run order, with what each waits for. */
@@ -226,7 +250,7 @@ function planJobs(options: ExperimentOptions, preset: PresetName, arms: readonly
   // Arms that need a `real` arm's figure come after it.
   const ordered = [...arms.filter((a) => a.budgetShareOfReal === undefined), ...arms.filter((a) => a.budgetShareOfReal !== undefined)];
   const planned: PlannedJob[] = [];
-  const sftProvider = new Map<string, number>();
+  const providers = new Map<string, number>(); // prefix key -> the first job that runs it
   for (const arm of ordered) {
     for (const seed of seeds) {
       const job: ArmSeedJob = { env: options.env, preset, ...(options.overrides ? { overrides: options.overrides } : {}), arm: arm.name, seed, trainEvalEpisodes: trainEval };
@@ -235,20 +259,20 @@ function planJobs(options: ExperimentOptions, preset: PresetName, arms: readonly
         const from = planned.findIndex((p) => p.job.arm === (arm.budgetOf ?? 'real (warm sft)') && p.job.seed === seed);
         budgetFrom = from >= 0 ? from : null;
       }
-      let sftFrom: number | null = null;
+      let resumeFrom: PlannedJob['resumeFrom'] = null;
       if (arm.kind === 'trained') {
-        const config = jobConfig(job);
-        if (sftEpochsOf(config) > 0) {
-          const key = sftKey(config);
-          const provider = sftProvider.get(key);
-          if (provider === undefined) sftProvider.set(key, planned.length);
-          else {
-            sftFrom = provider;
-            (planned[provider] as PlannedJob).job.keepSft = true;
-          }
+        // Resume from the longest beginning another job runs; run the others for later jobs.
+        for (const prefix of sharedPrefixes(jobConfig(job))) {
+          const provider = providers.get(prefix.key);
+          if (provider === undefined) providers.set(prefix.key, planned.length);
+          else if (!resumeFrom || prefix.iteration > resumeFrom.iteration) resumeFrom = { job: provider, iteration: prefix.iteration };
+        }
+        if (resumeFrom) {
+          const provider = (planned[resumeFrom.job] as PlannedJob).job;
+          provider.keepAt = [...new Set([...(provider.keepAt ?? []), resumeFrom.iteration])].sort((x, y) => x - y);
         }
       }
-      planned.push({ job, budgetFrom, budgetShare: arm.budgetShareOfReal ?? 0, sftFrom });
+      planned.push({ job, budgetFrom, budgetShare: arm.budgetShareOfReal ?? 0, resumeFrom });
     }
   }
   return planned;
@@ -256,7 +280,7 @@ function planJobs(options: ExperimentOptions, preset: PresetName, arms: readonly
 
 /**
  * Runs every arm for every seed: up to `concurrency` jobs at once, each started once the runs
- * it depends on (its budget's `real` arm, the arm whose behaviour cloning it shares) are done.
+ * it depends on (its budget's `real` arm, the run whose beginning it shares) are done.
  */
 export async function runExperiment(options: ExperimentOptions): Promise<ExperimentResult> {
   const started = performance.now();
@@ -277,7 +301,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   if (options.signal?.aborted) forward();
   options.signal?.addEventListener('abort', forward, { once: true });
   const isReady = (p: PlannedJob): boolean =>
-    (p.budgetFrom === null || state[p.budgetFrom] === 'done') && (p.sftFrom === null || state[p.sftFrom] === 'done');
+    (p.budgetFrom === null || state[p.budgetFrom] === 'done') && (p.resumeFrom === null || state[p.resumeFrom.job] === 'done');
   const start = (i: number): void => {
     const p = planned[i] as PlannedJob;
     const job: ArmSeedJob = { ...p.job };
@@ -285,9 +309,11 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       const reference = p.budgetFrom === null ? 0 : (outcomes[p.budgetFrom] as ArmSeedOutcome).result.realTransitions;
       job.realBudget = Math.max(1, Math.round(p.budgetShare * reference));
     }
-    if (p.sftFrom !== null) {
-      const snapshot = (outcomes[p.sftFrom] as ArmSeedOutcome).sftSnapshot;
-      if (snapshot) job.sftSnapshot = snapshot;
+    if (p.resumeFrom !== null) {
+      // A provider stopped early by a budget did not reach it: then this job runs from the start.
+      const at = p.resumeFrom.iteration;
+      const snapshot = (outcomes[p.resumeFrom.job] as ArmSeedOutcome).snapshots?.find((x) => x.iteration === at);
+      if (snapshot) job.resume = snapshot;
     }
     state[i] = 'running';
     options.onProgress?.(`${options.env}: ${job.arm}, seed ${job.seed}${concurrency > 1 ? ` (${running.size + 1} running)` : ''}`);
@@ -319,7 +345,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     await Promise.allSettled(running.values());
   }
   // Snapshots are only a means of sharing; drop them from the results.
-  for (const o of outcomes) if (o) delete o.sftSnapshot;
+  for (const o of outcomes) if (o) delete o.snapshots;
 
   const results: ArmResult[] = [];
   for (const arm of arms) {
