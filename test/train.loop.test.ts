@@ -192,30 +192,6 @@ describe('honesty: a synthetic-only run never touches the real environment', () 
     expect(res.realTransitions).toBe(0);
   });
 
-  it("s2r's real phase takes the policy the simulator trained as its KL reference", async () => {
-    const c = config({ mode: 's2r', s2r: { realBudget: 40 } });
-    const run = await prepareRun(c);
-    let synthetic: RunSnapshot | null = null;
-    run.deps.persist = async (snapshot) => {
-      if (snapshot.iteration === c.iterations) synthetic = snapshot;
-    };
-    const res = await runTraining(c, run.deps);
-    run.dispose();
-    const records = (weights: RunSnapshot['checkpoint']['weights'], prefix: string) =>
-      new Map(weights.filter((w) => w.name.startsWith(prefix)).map((w) => [w.name.slice(prefix.length), Array.from(w.data)]));
-    const end = await res.trainer.checkpoint();
-    res.trainer.dispose();
-    expect(res.metrics.some((m) => m.phase === 'real')).toBe(true);
-    const atSwitch = synthetic as RunSnapshot | null;
-    if (!atSwitch) throw new Error('no snapshot at the end of the synthetic phase');
-    const policyThen = records(atSwitch.checkpoint.weights.filter((w) => !w.name.startsWith('reference/')), '');
-    const referenceThen = records(atSwitch.checkpoint.weights, 'reference/');
-    const referenceAtEnd = records(end.weights, 'reference/');
-    // The synthetic phase moved the policy away from its reference, and the real phase's reference is where it got to.
-    expect([...policyThen].some(([name, w]) => w.some((x, i) => x !== referenceThen.get(name)?.[i]))).toBe(true);
-    for (const [name, w] of policyThen) if (name.startsWith('policy.')) expect(referenceAtEnd.get(name)).toEqual(w);
-  });
-
   it('a real run counts every real step it takes', async () => {
     const c = config({ mode: 'real' });
     const run = await prepareRun(c);

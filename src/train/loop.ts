@@ -350,10 +350,6 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         }
       } else {
         if (iteration === rlStart && sftEpochs === 0) trainer.syncReference();
-        // s2r's real phase is a new RL stage from the policy the simulator trained: its KL reference
-        // is that policy. Kept at the untrained prior, the KL pulled it back there, and on shop the
-        // real phase lowered real success (3 seeds: 53.3% after the simulator, 47.3% after it; 54.7% with this).
-        if (iteration === realStart && realStart > rlStart) trainer.syncReference();
         m = await rlIteration(phase);
       }
       iteration++;
