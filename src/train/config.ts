@@ -182,7 +182,7 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
  * 2.7%, 3 seeds); at 30, `dreamgym` reaches 20-22% and `real` 20-33% (3 seeds, two
  * measurements that differ only in the order of floating-point sums: some seeds of `real` take
  * off within 30 iterations and some do not; BENCHMARKS.md), 2.4-3.9 minutes a run (`real` or
- * `dreamgym` from scratch) on this 2-core machine with two at once.
+ * `dreamgym` from scratch) with two at once on one 2-core machine, 4.9-6.3 on a slower one.
  */
 export const PRESETS = {
   quick: { iterations: 30, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
