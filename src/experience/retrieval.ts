@@ -245,8 +245,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly binaryRewards: boolean,
     /** What places offer for what the agent carries (see ./arrival.ts). */
     private readonly arrival: ArrivalRules | null,
-    /** Continuing transitions that opened an item from a list by its id, and the embedding of that item's list line. */
-    private readonly items: { rows: readonly number[]; vectors: readonly Float32Array[] },
+    /** Continuing transitions that opened an item from a list by its id: their action templates, and the embeddings of the items' list lines. */
+    private readonly items: { rows: readonly number[]; templates: readonly string[]; vectors: readonly Float32Array[] },
     readonly rewardModel: RewardModel | null,
   ) {}
 
@@ -389,8 +389,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
       usable.map((t) => t.state.actions),
       usable.flatMap((t) => (t.next && !t.done ? [{ before: t.state.actions, action: t.action, after: t.next.actions }] : [])),
     );
-    const itemRows = usable.flatMap((t, i) => (t.next && listedItem(t.state.text, t.action) !== undefined ? [i] : []));
-    const items = { rows: itemRows, vectors: await embedder.embed(itemRows.map((i) => listedItem((usable[i] as RealTransition).state.text, (usable[i] as RealTransition).action) as string)) };
+    const listed = usable.flatMap((t, i) => {
+      const line = t.next ? listedItem(t.state.text, t.action) : undefined;
+      return line === undefined ? [] : [{ row: i, template: actionTemplate(t.action).template, line }];
+    });
+    const items = { rows: listed.map((x) => x.row), templates: listed.map((x) => x.template), vectors: await embedder.embed(listed.map((x) => x.line)) };
     const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, null);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
@@ -759,7 +762,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
         let best = -1;
         let bestScore = this.config.neighbourOrder === 'nearest' ? -Infinity : Infinity;
         this.items.rows.forEach((pos, j) => {
-          if (actionTemplate((this.transitions[pos] as RealTransition).action).template !== template) return;
+          if (this.items.templates[j] !== template) return;
           const v = this.items.vectors[j] as Float32Array;
           let dot = 0;
           for (let i = 0; i < v.length; i++) dot += (v[i] as number) * (iq[i] as number);
