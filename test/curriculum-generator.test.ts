@@ -172,6 +172,20 @@ describe('RecombinationTaskGenerator (no LLM)', () => {
     expect(await new RecombinationTaskGenerator().generate(shopSeeds, 0)).toEqual([]);
   });
 
+  it('its saved state carries the stream over: a restored generator continues as the original does', async () => {
+    const original = new RecombinationTaskGenerator({ seed: 5 });
+    await original.generate(shopSeeds, 3);
+    const state = JSON.parse(JSON.stringify(original.saveState()));
+    const restored = new RecombinationTaskGenerator({ seed: 5 });
+    restored.restoreState(state);
+    const next = await original.generate(shopSeeds, 4);
+    expect(await restored.generate(shopSeeds, 4)).toEqual(next);
+    // Without the state, a fresh generator starts over: its tasks differ from the continuation.
+    expect(await new RecombinationTaskGenerator({ seed: 5 }).generate(shopSeeds, 4)).not.toEqual(next);
+    expect(() => restored.restoreState({ rng: [1, 2] })).toThrow(/four 32-bit/);
+    expect(() => restored.restoreState('x')).toThrow(/not a recombination generator state/);
+  });
+
   it('recombineGoals keeps pinned fields and adds partner attributes', () => {
     const rng = new Rng(1);
     const parent = { catalogueSeed: 0, productType: 'x', category: 'c', targetId: 't', attributes: ['a'], options: { size: 's' }, maxPrice: 30 };

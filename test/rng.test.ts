@@ -61,6 +61,17 @@ describe('Rng', () => {
     expect(c.nextUint32()).not.toBe(va);
   });
 
+  it('state and setState carry a stream over, and reject a bad state', () => {
+    const a = new Rng(11);
+    for (let i = 0; i < 5; i++) a.next();
+    const b = new Rng(0);
+    b.setState(a.state());
+    expect(Array.from({ length: 8 }, () => b.nextUint32())).toEqual(Array.from({ length: 8 }, () => a.nextUint32()));
+    expect(a.state().every((w) => w >= 0 && w <= 0xffffffff)).toBe(true);
+    expect(() => b.setState([1, 2, 3])).toThrow(/four 32-bit/);
+    expect(() => b.setState([1, 2, 3, -1])).toThrow(/four 32-bit/);
+  });
+
   it('hashString is stable FNV-1a', () => {
     expect(hashString('')).toBe(0x811c9dc5);
     expect(hashString('a')).toBe(0xe40c292c);

@@ -3,9 +3,10 @@ import { describe, expect, it } from 'vitest';
 import type { RealEnvironment, Task, Trajectory } from '../src/core/types.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
-import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps } from '../src/train/loop.ts';
+import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
 import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
+import type { TaskGenerator } from '../src/curriculum/generator.ts';
 import type { ChatCompletion, ChatCompletionRequestNonStreaming, ChatEngine } from '../src/llm/engine.ts';
 
 /** Tiny settings: every run takes a second or two. */
@@ -276,5 +277,55 @@ describe('abort and resume', () => {
     expect(resumed.snapshot.pool.map((t) => t.id)).toEqual(full.snapshot.pool.map((t) => t.id));
     expect(withoutTimes(resumed.metrics)).toEqual(withoutTimes(full.metrics));
     expect(resumed.snapshot.checkpoint.weights).toEqual(full.snapshot.checkpoint.weights);
+  });
+});
+
+/** The generator of a fresh run (as a resumed run in another process has), counting its calls by iteration. */
+async function countedGenerator(c: ReturnType<typeof config>, calls: number[], at: () => number): Promise<TaskGenerator> {
+  const prepared = await prepareRun(c);
+  const g = prepared.deps.generator!;
+  prepared.dispose();
+  return {
+    kind: g.kind,
+    generate: (seeds, n) => (calls.push(at()), g.generate(seeds, n)),
+    generateWithReport: (seeds, n) => g.generateWithReport(seeds, n),
+    saveState: () => g.saveState!(),
+    restoreState: (state) => g.restoreState!(state),
+  };
+}
+
+describe('resume and the curriculum', () => {
+  it('a resumed run generates the same tasks as an uninterrupted one after the resume point', async () => {
+    const c = config({ mode: 'dreamgym', iterations: 4, groupSize: 4, tasksPerIteration: 4, curriculum: { perIteration: 4 } });
+    const run = await prepareRun(c);
+    let iteration = 0;
+    const onProgress = (p: TrainingProgress) => void (iteration = p.iteration);
+    const deps: TrainingDeps = { ...run.deps, storeRollouts: async () => {} };
+    const generated = (s: RunSnapshot) => s.pool.filter((t) => t.origin === 'generated').map((t) => t.id);
+
+    const fullCalls: number[] = [];
+    const full = await runTraining(c, { ...deps, generator: await countedGenerator(c, fullCalls, () => iteration) }, { onProgress });
+    full.trainer.dispose();
+
+    // Stopped after two iterations, then resumed as from disk with another fresh generator.
+    let last: RunSnapshot | undefined;
+    const controller = new AbortController();
+    const persist = async (s: RunSnapshot) => {
+      last = s;
+      if (s.iteration === 2) controller.abort();
+    };
+    const stopped = runTraining(c, { ...deps, generator: await countedGenerator(c, [], () => iteration), persist }, { signal: controller.signal, onProgress });
+    await expect(stopped).rejects.toThrow(TrainingAbortedError);
+    const onDisk = { ...(JSON.parse(JSON.stringify({ ...last, checkpoint: null })) as RunSnapshot), checkpoint: parseCheckpoint(serializeCheckpoint(last!.checkpoint)) };
+    const resumedCalls: number[] = [];
+    const resumed = await runTraining(c, { ...deps, generator: await countedGenerator(c, resumedCalls, () => iteration) }, { resume: onDisk, onProgress });
+    resumed.trainer.dispose();
+    run.dispose();
+
+    // The generator ran both before and after the resume point, so the test can tell.
+    expect(fullCalls.filter((i) => i < 2).length).toBeGreaterThan(0);
+    expect(resumedCalls.length).toBeGreaterThan(0);
+    expect(generated(resumed.snapshot)).toEqual(generated(full.snapshot));
+    expect(withoutTimes(resumed.metrics)).toEqual(withoutTimes(full.metrics));
   });
 });

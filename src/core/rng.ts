@@ -76,6 +76,20 @@ export class Rng {
     return out;
   }
 
+  /** The generator's position as four 32-bit words, to carry a stream over a save and restore. */
+  state(): [number, number, number, number] {
+    // Some words are kept as signed 32-bit values; as unsigned they step the same way.
+    return [this.a >>> 0, this.b >>> 0, this.c >>> 0, this.d >>> 0];
+  }
+
+  /** Moves this generator to a position {@link state} returned. */
+  setState(state: readonly number[]): void {
+    if (state.length !== 4 || !state.every((w) => Number.isInteger(w) && w >= 0 && w <= 0xffffffff)) {
+      throw new RangeError(`Rng state must be four 32-bit unsigned integers, got ${JSON.stringify(state)}`);
+    }
+    [this.a, this.b, this.c, this.d] = state as [number, number, number, number];
+  }
+
   /** A new generator derived from this one and a label, for independent sub-streams. */
   fork(label: string): Rng {
     return new Rng((this.nextUint32() ^ hashString(label)) >>> 0);

@@ -38,6 +38,14 @@ export interface TaskGenerator {
   generate(seedTasks: readonly Task[], n: number): Promise<Task[]>;
   /** {@link generate} with the rejected candidates and their reasons. */
   generateWithReport(seedTasks: readonly Task[], n: number): Promise<GenerationReport>;
+  /**
+   * The generator's own state that later calls depend on (a seeded generator's random stream), for
+   * a run's snapshot, so that a resumed run generates what an uninterrupted one would. Absent when
+   * there is none to keep (the LLM generator samples in the engine).
+   */
+  saveState?(): JsonValue;
+  /** Restores what {@link saveState} returned. */
+  restoreState?(state: JsonValue): void;
 }
 
 function checkArgs(seedTasks: readonly Task[], n: number): void {
@@ -248,7 +256,8 @@ export function recombineGoals(env: string, parent: GoalObject, partner: GoalObj
 /**
  * The no-LLM generator: recombines goal attributes across seed tasks of the same environment.
  * Its random stream carries over between calls, so a sequence of calls is reproducible from the
- * seed, and a repeated call gives new tasks rather than the same ones.
+ * seed, and a repeated call gives new tasks rather than the same ones; `saveState` and
+ * `restoreState` carry it over a resume.
  */
 export class RecombinationTaskGenerator implements TaskGenerator {
   readonly kind = 'recombination';
@@ -261,6 +270,16 @@ export class RecombinationTaskGenerator implements TaskGenerator {
     if (!(Number.isInteger(c.attemptsPerTask) && c.attemptsPerTask >= 1)) throw new LLMConfigError(`attemptsPerTask must be an integer >= 1, got ${c.attemptsPerTask}`);
     this.config = Object.freeze(c);
     this.rng = new Rng(c.seed);
+  }
+
+  saveState(): JsonValue {
+    return { rng: this.rng.state() };
+  }
+
+  restoreState(state: JsonValue): void {
+    const words = state !== null && typeof state === 'object' && !Array.isArray(state) ? state.rng : undefined;
+    if (!Array.isArray(words) || !words.every((w) => typeof w === 'number')) throw new LLMConfigError(`not a recombination generator state: ${JSON.stringify(state)}`);
+    this.rng.setState(words as number[]);
   }
 
   async generate(seedTasks: readonly Task[], n: number): Promise<Task[]> {

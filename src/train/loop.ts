@@ -14,7 +14,7 @@
  * exactly as an uninterrupted one.
  */
 import { hashString, Rng } from '../core/rng.ts';
-import { agentView, type Observation, type RealEnvironment, type Step, type Task, type Trajectory } from '../core/types.ts';
+import { agentView, type JsonValue, type Observation, type RealEnvironment, type Step, type Task, type Trajectory } from '../core/types.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
 import type { Demonstration, ExperienceModel, HistoryStep } from '../experience/types.ts';
 import { addTasks, capGenerated, chooseTasks, groupVariances, informativeTasks, type TaskSeen } from '../curriculum/pool.ts';
@@ -105,6 +105,12 @@ export interface RunSnapshot {
   syntheticSteps: number;
   checkpoint: Checkpoint;
   wallMs: number;
+  /**
+   * The task generator's own state ({@link TaskGenerator.saveState}), when it has one: a resumed
+   * run restores it, so that its generated tasks are the uninterrupted run's. A snapshot without
+   * it (written before it was kept) resumes with the generator's stream from its seed.
+   */
+  generatorState?: JsonValue;
 }
 
 /** Progress reports. */
@@ -256,6 +262,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
   const agent = new PolicyAgent(trainer, deps.featurizer, deps.prior ?? null);
   const pool: Task[] = snap ? snap.pool.slice() : [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])];
   const lastSeen = new Map<string, TaskSeen>(Object.entries(snap?.lastSeen ?? {}));
+  if (snap?.generatorState !== undefined && deps.generator?.restoreState) deps.generator.restoreState(snap.generatorState);
   const metrics: IterationMetrics[] = snap ? snap.metrics.slice() : [];
   let iteration = snap?.iteration ?? 0;
   counter.steps = snap?.realTransitions ?? 0;
@@ -286,6 +293,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     syntheticSteps,
     checkpoint: await trainer.checkpoint(),
     wallMs: wall(),
+    ...(deps.generator?.saveState ? { generatorState: deps.generator.saveState() } : {}),
   });
 
   // SFT examples are built once (only when needed).

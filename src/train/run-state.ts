@@ -6,7 +6,7 @@
  * NaN. Unknown fields are kept, so that a newer loop's snapshot still reads.
  */
 import { z } from 'zod';
-import { TaskSchema, type JsonValue } from '../core/types.ts';
+import { JsonValueSchema, TaskSchema, type JsonValue } from '../core/types.ts';
 import { TrainingConfigSchema } from './config.ts';
 import type { IterationMetrics, RunSnapshot } from './loop.ts';
 
@@ -37,6 +37,7 @@ export const RunStateSchema = z
     realResets: z.number().int().min(0),
     syntheticSteps: z.number().int().min(0),
     wallMs: z.number().min(0),
+    generatorState: JsonValueSchema.optional(),
   })
   .loose();
 
