@@ -10,8 +10,8 @@
  * observation (or the experience model's `reset` for a generated task), the experience model
  * sees `agentView(task)` only, and synthetic phases never create a real environment: every real
  * `reset`/`step` goes through a counter and is reported as `realTransitions`. Randomness is drawn
- * from streams derived from (seed, iteration), so a run resumed from its last snapshot continues
- * exactly as an uninterrupted one.
+ * from streams derived from (seed, iteration), and the task generator's own stream is saved in
+ * the snapshot, so a run resumed from its last snapshot continues exactly as an uninterrupted one.
  */
 import { hashString, Rng } from '../core/rng.ts';
 import { agentView, type JsonValue, type Observation, type RealEnvironment, type Step, type Task, type Trajectory } from '../core/types.ts';
