@@ -6,7 +6,7 @@ import { parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, Tra
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
 import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
-import type { TaskGenerator } from '../src/curriculum/generator.ts';
+import { RecombinationTaskGenerator, type TaskGenerator } from '../src/curriculum/generator.ts';
 import type { ChatCompletion, ChatCompletionRequestNonStreaming, ChatEngine } from '../src/llm/engine.ts';
 
 /** Tiny settings: every run takes a second or two. */
@@ -280,17 +280,15 @@ describe('abort and resume', () => {
   });
 });
 
-/** The generator of a fresh run (as a resumed run in another process has), counting its calls by iteration. */
-async function countedGenerator(c: ReturnType<typeof config>, calls: number[], at: () => number): Promise<TaskGenerator> {
-  const prepared = await prepareRun(c);
-  const g = prepared.deps.generator!;
-  prepared.dispose();
+/** A fresh run's generator (as a resumed run in another process has: see setup.ts), counting its calls by iteration. */
+function countedGenerator(c: ReturnType<typeof config>, calls: number[], at: () => number): TaskGenerator {
+  const g = new RecombinationTaskGenerator({ seed: c.seed });
   return {
     kind: g.kind,
     generate: (seeds, n) => (calls.push(at()), g.generate(seeds, n)),
     generateWithReport: (seeds, n) => g.generateWithReport(seeds, n),
-    saveState: () => g.saveState!(),
-    restoreState: (state) => g.restoreState!(state),
+    saveState: () => g.saveState(),
+    restoreState: (state) => g.restoreState(state),
   };
 }
 
@@ -304,7 +302,7 @@ describe('resume and the curriculum', () => {
     const generated = (s: RunSnapshot) => s.pool.filter((t) => t.origin === 'generated').map((t) => t.id);
 
     const fullCalls: number[] = [];
-    const full = await runTraining(c, { ...deps, generator: await countedGenerator(c, fullCalls, () => iteration) }, { onProgress });
+    const full = await runTraining(c, { ...deps, generator: countedGenerator(c, fullCalls, () => iteration) }, { onProgress });
     full.trainer.dispose();
 
     // Stopped after two iterations, then resumed as from disk with another fresh generator.
@@ -314,11 +312,11 @@ describe('resume and the curriculum', () => {
       last = s;
       if (s.iteration === 2) controller.abort();
     };
-    const stopped = runTraining(c, { ...deps, generator: await countedGenerator(c, [], () => iteration), persist }, { signal: controller.signal, onProgress });
+    const stopped = runTraining(c, { ...deps, generator: countedGenerator(c, [], () => iteration), persist }, { signal: controller.signal, onProgress });
     await expect(stopped).rejects.toThrow(TrainingAbortedError);
     const onDisk = { ...(JSON.parse(JSON.stringify({ ...last, checkpoint: null })) as RunSnapshot), checkpoint: parseCheckpoint(serializeCheckpoint(last!.checkpoint)) };
     const resumedCalls: number[] = [];
-    const resumed = await runTraining(c, { ...deps, generator: await countedGenerator(c, resumedCalls, () => iteration) }, { resume: onDisk, onProgress });
+    const resumed = await runTraining(c, { ...deps, generator: countedGenerator(c, resumedCalls, () => iteration) }, { resume: onDisk, onProgress });
     resumed.trainer.dispose();
     run.dispose();
 

@@ -278,7 +278,8 @@ export class RecombinationTaskGenerator implements TaskGenerator {
 
   restoreState(state: JsonValue): void {
     const words = state !== null && typeof state === 'object' && !Array.isArray(state) ? state.rng : undefined;
-    if (!Array.isArray(words) || !words.every((w) => typeof w === 'number')) throw new LLMConfigError(`not a recombination generator state: ${JSON.stringify(state)}`);
+    if (!Array.isArray(words)) throw new LLMConfigError(`not a recombination generator state: ${JSON.stringify(state)}`);
+    // setState checks the words themselves.
     this.rng.setState(words as number[]);
   }
 

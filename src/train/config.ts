@@ -181,8 +181,9 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
  * 10 iterations neither RL mode beat the prior (held-out 5.3% `real`, 8.7% `dreamgym` against
  * 2.7%, 3 seeds); at 30, `dreamgym` reaches 20-22% and `real` 20-33% (3 seeds, two
  * measurements that differ only in the order of floating-point sums: some seeds of `real` take
- * off within 30 iterations and some do not; BENCHMARKS.md), 2.4-3.9 minutes a run (`real` or
- * `dreamgym` from scratch) with two at once on one 2-core machine, 4.9-6.3 on a slower one.
+ * off within 30 iterations and some do not; BENCHMARKS.md), 2.4-5.9 minutes a household run
+ * (`real` or `dreamgym` from scratch) with two at once on a 2-core machine, depending on the
+ * machine (the experiment tables of three sessions).
  */
 export const PRESETS = {
   quick: { iterations: 30, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
