@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng.ts';
 import { runEpisode, expertPolicy } from '../src/envs/episode.ts';
 import { EnvModuleError } from '../src/envs/module.ts';
-import { loadEnvModule, type LoadedEnvModule } from '../src/cli/module-host.ts';
+import { Worker } from 'node:worker_threads';
+import { loadEnvModule, waitForFlag, type LoadedEnvModule } from '../src/cli/module-host.ts';
 
 const EXAMPLE = 'src/envs/example/library.ts';
 let dir: string;
@@ -57,6 +58,33 @@ function playExpert(m: LoadedEnvModule): { error: unknown; ms: number } {
     return { error, ms: performance.now() - started };
   }
 }
+
+describe('waitForFlag: the reply signal', () => {
+  it('a wake-up without the flag set (a late notify of the previous reply) does not count as a reply', async () => {
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    // Notifies until it has woken this thread (so the wait had begun) without setting the flag, then sets it later.
+    const worker = new Worker(
+      `const { workerData: flag } = require('node:worker_threads');
+       while (Atomics.notify(flag, 0, 1) === 0) {}
+       const until = Date.now() + 50; while (Date.now() < until) {}
+       Atomics.store(flag, 0, 1); Atomics.notify(flag, 0);`,
+      { eval: true, workerData: flag },
+    );
+    try {
+      expect(waitForFlag(flag, 10_000)).toBe(true);
+      expect(Atomics.load(flag, 0)).toBe(1);
+    } finally {
+      await worker.terminate();
+    }
+  });
+
+  it('a flag never set: false after the limit; a flag already set: true at once', () => {
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    expect(waitForFlag(flag, 20)).toBe(false);
+    Atomics.store(flag, 0, 1);
+    expect(waitForFlag(flag, 0)).toBe(true);
+  });
+});
 
 describe('loadEnvModule: a good module', () => {
   it('serves the example library module (TypeScript, through tsx) as an EnvSpec: tasks, expert episodes that succeed', () => {

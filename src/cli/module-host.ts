@@ -113,6 +113,23 @@ load();
 
 type Reply = { ok: true; value: unknown } | { ok: false; error: string };
 
+/**
+ * Blocks until `flag[0]` is non-zero or `timeoutMs` has passed; true when the flag was set.
+ *
+ * Why a loop: a wake-up does not mean the flag is set. The worker stores the flag, then notifies;
+ * when this thread sees the stored flag before the notify (`not-equal`), takes the reply and sends
+ * the next request, that late notify wakes the next wait with no reply queued yet.
+ */
+export function waitForFlag(flag: Int32Array, timeoutMs: number): boolean {
+  const deadline = performance.now() + timeoutMs;
+  while (Atomics.load(flag, 0) === 0) {
+    const left = deadline - performance.now();
+    if (left <= 0) return false;
+    Atomics.wait(flag, 0, 0, left);
+  }
+  return true;
+}
+
 /** The worker and its synchronous request channel. */
 class ModuleWorker {
   private readonly worker: Worker;
@@ -144,8 +161,7 @@ class ModuleWorker {
 
   /** Waits for one reply; `what` names the call for the timeout message. */
   private await(what: string, timeoutMs: number): Reply {
-    const waited = Atomics.wait(this.flag, 0, 0, timeoutMs);
-    if (waited === 'timed-out') {
+    if (!waitForFlag(this.flag, timeoutMs)) {
       this.dead = `${what} did not return within ${timeoutMs} ms, so the module was stopped`;
       void this.worker.terminate();
       throw new EnvModuleError(`environment module ${this.where}: ${this.dead}`);
