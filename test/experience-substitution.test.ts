@@ -47,6 +47,16 @@ describe('substitution', () => {
     expect(applySubstitution('unchanged', [])).toBe('unchanged');
   });
 
+  it('a compiled substitution is reused only for the same pairs: same texts to replace with other replacements, or in another order, give their own result', () => {
+    const text = 'a mug and a cup';
+    expect(applySubstitution(text, [['mug', 'bowl']])).toBe('a bowl and a cup');
+    expect(applySubstitution(text, [['mug', 'pan']])).toBe('a pan and a cup');
+    expect(applySubstitution(text, [['mug', 'bowl'], ['mug', 'pan']])).toBe('a bowl and a cup');
+    expect(applySubstitution(text, [['mug', 'pan'], ['mug', 'bowl']])).toBe('a pan and a cup');
+    // Applied many times over (a state and each of its actions), the same result every time.
+    for (let i = 0; i < 3; i++) expect(applySubstitution('mug, mug and cup', [['mug', 'pan'], ['cup', 'mug']])).toBe('pan, pan and mug');
+  });
+
   it('ignores an empty text to replace instead of splicing its replacement everywhere', () => {
     expect(applySubstitution('red, blue. (x)', [['', 'X']])).toBe('red, blue. (x)');
     expect(applySubstitution('an apple, please.', [['', 'X'], ['apple', 'pear']])).toBe('an pear, please.');

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chooseBackend } from '../src/policy/backend.ts';
-import { inputTensors, packDecisions, PolicyInputError, selectRows, validateInput, type Decision } from '../src/policy/input.ts';
+import { inputTensors, packDecisions, PolicyInputError, validateInput, type Decision } from '../src/policy/input.ts';
 
 const v = (...xs: number[]): Float32Array => Float32Array.from(xs);
 
@@ -16,15 +16,14 @@ beforeAll(async () => {
 });
 
 describe('packDecisions', () => {
-  it('pads candidates to the largest count with a mask and zero prior', () => {
+  it('packs candidates back to back, with the mask and zero prior padded to the largest count', () => {
     const p = packDecisions(decisions);
     expect(p).toMatchObject({ count: 3, maxCandidates: 3, stateDim: 2, actionDim: 3 });
     expect(Array.from(p.states)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(Array.from(p.mask)).toEqual([1, 1, 0, 1, 1, 1, 1, 0, 0]);
     expect(Array.from(p.prior)).toEqual([0.5, -0.5, 0, 0, 0, 0, 0, 0, 0]);
     expect(Array.from(p.candidateCounts)).toEqual([2, 3, 1]);
-    expect(Array.from(p.candidates.subarray(0, 9))).toEqual([1, 0, 0, 0, 1, 0, 0, 0, 0]);
-    expect(Array.from(p.candidates.subarray(18, 27))).toEqual([9, 9, 9, 0, 0, 0, 0, 0, 0]);
+    expect(Array.from(p.candidates)).toEqual([1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 2, 2, 2, 9, 9, 9]);
     validateInput(p);
   });
 
@@ -44,16 +43,29 @@ describe('packDecisions', () => {
   });
 });
 
-describe('selectRows', () => {
-  it('takes rows in the given order and re-pads to their own largest count', () => {
-    const p = packDecisions(decisions);
-    const s = selectRows(p, [2, 0]);
-    expect(s).toMatchObject({ count: 2, maxCandidates: 2 });
-    expect(Array.from(s.states)).toEqual([5, 6, 1, 2]);
-    expect(Array.from(s.mask)).toEqual([1, 0, 1, 1]);
-    expect(Array.from(s.prior)).toEqual([0, 0, 0.5, -0.5]);
-    expect(Array.from(s.candidates)).toEqual([9, 9, 9, 0, 0, 0, 1, 0, 0, 0, 1, 0]);
-    expect(() => selectRows(p, [3])).toThrow(/row 3 is outside \[0, 3\)/);
+describe('inputTensors of selected rows', () => {
+  /** Every tensor's shape and values, by name. */
+  const dump = (t: ReturnType<typeof inputTensors>) => {
+    const named: Record<string, tf.Tensor> = { states: t.states, candidateRow: t.candidateRow, slots: t.slots, mask: t.mask, prior: t.prior, ...Object.fromEntries(Object.entries(t.candidates).map(([k, x]) => [`candidates.${k}`, x])), ...Object.fromEntries(Object.entries(t.products ?? {}).map(([k, x]) => [`products.${k}`, x])) };
+    const out = Object.fromEntries(Object.entries(named).map(([k, x]) => [k, { shape: x.shape, values: Array.from(x.dataSync()) }]));
+    tf.dispose(Object.values(named));
+    return out;
+  };
+  const wide: Decision[] = [
+    { state: v(1, 2, 3, 4), candidates: [v(1, 0, 5), v(0, 1, 6)], prior: [0.5, -0.5] },
+    { state: v(3, 4, 1, 1), candidates: [v(0, 0, 1), v(1, 0, 5), v(2, 2, 2)], prior: [1, 2, 3] },
+    { state: v(1, 2, 9, 9), candidates: [v(9, 9, 9)] },
+  ];
+
+  it('equal the tensors of a batch packed from those decisions alone, in that order, padded to their own largest count', () => {
+    const all = packDecisions(wide);
+    for (const layout of [{}, { leadDim: 2, products: true }, { leadDim: 0, products: true }]) {
+      for (const rows of [[2, 0], [1], [0, 1, 2], [1, 1]]) {
+        expect(dump(inputTensors(all, layout, rows))).toEqual(dump(inputTensors(packDecisions(rows.map((r) => wide[r] as Decision)), layout)));
+      }
+    }
+    expect(dump(inputTensors(all, {}, [2, 0])).mask).toEqual({ shape: [2, 2], values: [1, 0, 1, 1] });
+    expect(() => inputTensors(all, {}, [3])).toThrow(/row 3 is outside \[0, 3\)/);
   });
 });
 
@@ -72,7 +84,9 @@ describe('validateInput and inputTensors', () => {
     expect(bad(Int32Array.of(0, 3, 1))).toThrow(/candidateCounts\[0\] is 0/);
     expect(bad([2, 1.5, 1])).toThrow(/candidateCounts\[1\] is 1.5/);
     expect(bad([2, Number.NaN, 1])).toThrow(/candidateCounts\[1\] is NaN/);
-    validateInput({ ...p, candidateCounts: Int32Array.of(3, 3, 3) }); // up to K is fine
+    validateInput({ ...p, candidateCounts: Int32Array.of(3, 2, 1) }); // up to K is fine
+    // Counts must also account for every packed candidate.
+    expect(bad(Int32Array.of(3, 3, 1))).toThrow(/candidates has 18 values, expected 21/);
   });
   it('builds tensors of the packed shapes, with the real candidates compacted and indexed', () => {
     const t = inputTensors(packDecisions(decisions));

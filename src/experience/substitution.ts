@@ -220,13 +220,32 @@ const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * matching whole words only and preferring the longest match at each position.
  */
 export function applySubstitution(text: string, substitution: Substitution): string {
+  const compiled = compiledSubstitution(substitution);
+  if (compiled === null) return text;
+  const { re, map } = compiled;
+  return text.replace(re, (m) => map.get(m) ?? m);
+}
+
+/**
+ * Compiled substitutions by their pairs: a simulated step applies one substitution to a state
+ * and each of its admissible actions, and compiling the pattern was most of the cost.
+ */
+const COMPILED = new Map<string, { re: RegExp; map: Map<string, string> } | null>();
+const COMPILED_CACHE_SIZE = 1_000;
+
+function compiledSubstitution(substitution: Substitution): { re: RegExp; map: Map<string, string> } | null {
+  const key = substitution.map(([from, to]) => `${from}\u0001${to}`).join('\u0002');
+  const hit = COMPILED.get(key);
+  if (hit !== undefined) return hit;
   const map = new Map<string, string>();
   // An empty `from` would match between every two characters and splice `to` in everywhere.
   for (const [from, to] of substitution) if (from !== '' && !map.has(from)) map.set(from, to);
-  if (map.size === 0) return text;
   const keys = [...map.keys()].sort((a, b) => b.length - a.length);
-  const re = new RegExp(`(?<![\\w])(?:${keys.map(escape).join('|')})(?![\\w])`, 'g');
-  return text.replace(re, (m) => map.get(m) ?? m);
+  // A global pattern's lastIndex is reset by every String.replace, so sharing it is safe.
+  const compiled = map.size === 0 ? null : { re: new RegExp(`(?<![\\w])(?:${keys.map(escape).join('|')})(?![\\w])`, 'g'), map };
+  if (COMPILED.size >= COMPILED_CACHE_SIZE) COMPILED.delete(COMPILED.keys().next().value as string);
+  COMPILED.set(key, compiled);
+  return compiled;
 }
 
 const WORD_RE = /[\p{L}\p{N}]+(?:[.'][\p{L}\p{N}]+)*/gu;

@@ -23,7 +23,7 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { Rng } from '../core/rng.ts';
 import { CheckpointError, type TensorRecord } from './checkpoint.ts';
-import { inputTensors, selectRows, validateInput, type InputTensors, type PolicyInput, type SplitRows, type TensorLayout } from './input.ts';
+import { inputTensors, validateInput, type InputTensors, type PolicyInput, type SplitRows, type TensorLayout } from './input.ts';
 
 /** Settings of the policy head. Parse with {@link parsePolicyHeadConfig} to fill the defaults. */
 export const PolicyHeadConfigSchema = z
@@ -406,7 +406,7 @@ export class PolicyHead {
     const out = new Float32Array(input.count);
     for (let start = 0; start < input.count; start += chunkRows) {
       const rows = Array.from({ length: Math.min(chunkRows, input.count - start) }, (_, i) => start + i);
-      const t = tf.tidy(() => takenLogProbs(policyLogProbs(reference, inputTensors(selectRows(input, rows), tensorLayout(this.config, false)), this.config, temperature), tf.tensor1d(actions.subarray(start, start + rows.length), 'int32')));
+      const t = tf.tidy(() => takenLogProbs(policyLogProbs(reference, inputTensors(input, tensorLayout(this.config, false), rows), this.config, temperature), tf.tensor1d(actions.subarray(start, start + rows.length), 'int32')));
       try {
         out.set((await t.data()) as Float32Array, start);
       } finally {

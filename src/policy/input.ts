@@ -1,7 +1,9 @@
 /**
  * The policy's input: a batch of decisions, each a state and its variable number of candidate
- * actions, packed into padded arrays with a candidate mask. Plain data (typed arrays), so it
- * crosses the worker boundary by structured clone and builds tensors on any backend.
+ * actions, packed into flat arrays: the candidates' features back to back (no padding: a
+ * household batch has 26 candidates per decision on average and up to 46, at 600+ floats each),
+ * and a padded [count, K] candidate mask and prior. Plain data (typed arrays), so it crosses the
+ * worker boundary by structured clone and builds tensors on any backend.
  */
 import * as tf from '@tensorflow/tfjs';
 
@@ -15,7 +17,7 @@ export interface Decision {
   prior?: Float32Array | readonly number[];
 }
 
-/** A padded batch of decisions. Row `i` has `candidateCounts[i]` real candidates; the rest are padding. */
+/** A batch of decisions. Row `i` has `candidateCounts[i]` candidates; in the [count, K] arrays the rest are padding. */
 export interface PolicyInput {
   /** Number of decisions (rows). */
   count: number;
@@ -25,7 +27,7 @@ export interface PolicyInput {
   actionDim: number;
   /** [count, stateDim], row-major. */
   states: Float32Array;
-  /** [count, K, actionDim]; padding rows are zero. */
+  /** [C, actionDim]: every row's candidates in order, row after row, C = the sum of `candidateCounts` (no padding). */
   candidates: Float32Array;
   /** [count, K]: 1 for a real candidate, 0 for padding. */
   mask: Float32Array;
@@ -51,8 +53,8 @@ export interface SplitRows {
 /**
  * The tensors built from a {@link PolicyInput}. The caller owns (and disposes) them.
  *
- * Candidates are uploaded compacted, real ones only, so that the head's large products skip the
- * padding (a household batch pads 26 candidates on average up to 46): `candidateRow` names each
+ * Candidates are uploaded as they are packed, real ones only, so that the head's large products
+ * skip the padding (a household batch pads 26 candidates on average up to 46): `candidateRow` names each
  * candidate's decision, and `slots` maps each padded position [n, K] to its candidate's index
  * (padding: C, one past the last). Each candidate is split into a leading block of `leadDim`
  * features, uploaded once per distinct value, and the rest (see {@link TensorLayout}).
@@ -121,22 +123,28 @@ export function packDecisions(decisions: readonly Decision[], dims?: { stateDim:
     k = maxCandidates;
   }
   const n = decisions.length;
+  let total = 0;
+  for (const d of decisions) total += d.candidates.length;
   const states = new Float32Array(n * stateDim);
-  const candidates = new Float32Array(n * k * actionDim);
+  const candidates = new Float32Array(total * actionDim);
   const mask = new Float32Array(n * k);
   const prior = new Float32Array(n * k);
   const candidateCounts = new Int32Array(n);
-  decisions.forEach((d, i) => {
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const d = decisions[i] as Decision;
     states.set(d.state, i * stateDim);
-    candidateCounts[i] = d.candidates.length;
-    d.candidates.forEach((c, j) => {
-      candidates.set(c, (i * k + j) * actionDim);
+    const c = d.candidates.length;
+    candidateCounts[i] = c;
+    for (let j = 0; j < c; j++) {
+      candidates.set(d.candidates[j] as Float32Array, at * actionDim);
+      at++;
       mask[i * k + j] = 1;
       const p = d.prior?.[j] ?? 0;
       if (!Number.isFinite(p)) throw new PolicyInputError(`decision ${i}: prior[${j}] is ${p}, not finite`);
       prior[i * k + j] = p;
-    });
-  });
+    }
+  }
   return { count: n, maxCandidates: k, stateDim, actionDim, states, candidates, mask, prior, candidateCounts };
 }
 
@@ -147,50 +155,31 @@ export function packDecisions(decisions: readonly Decision[], dims?: { stateDim:
  */
 export function validateInput(input: PolicyInput): void {
   const { count: n, maxCandidates: k, stateDim, actionDim } = input;
-  const want: [string, number, number][] = [
-    ['states', input.states.length, n * stateDim],
-    ['candidates', input.candidates.length, n * k * actionDim],
-    ['mask', input.mask.length, n * k],
-    ['prior', input.prior.length, n * k],
-    ['candidateCounts', input.candidateCounts.length, n],
-  ];
-  for (const [name, got, expected] of want) {
-    if (got !== expected) throw new PolicyInputError(`PolicyInput.${name} has ${got} values, expected ${expected}`);
-  }
+  if (input.candidateCounts.length !== n) throw new PolicyInputError(`PolicyInput.candidateCounts has ${input.candidateCounts.length} values, expected ${n}`);
+  let total = 0;
   for (let i = 0; i < n; i++) {
     const c = input.candidateCounts[i];
     if (!(typeof c === 'number' && Number.isInteger(c) && c >= 1 && c <= k)) {
       throw new PolicyInputError(`PolicyInput.candidateCounts[${i}] is ${String(c)}, expected an integer in [1, ${k}] (maxCandidates ${k})`);
     }
+    total += c;
+  }
+  const want: [string, number, number][] = [
+    ['states', input.states.length, n * stateDim],
+    ['candidates', input.candidates.length, total * actionDim],
+    ['mask', input.mask.length, n * k],
+    ['prior', input.prior.length, n * k],
+  ];
+  for (const [name, got, expected] of want) {
+    if (got !== expected) throw new PolicyInputError(`PolicyInput.${name} has ${got} values, expected ${expected}`);
   }
 }
 
-/**
- * The rows `rows` of an input, as a new input padded to their own largest candidate count
- * (cheaper than gathering on the device, and less padding for small minibatches).
- */
-export function selectRows(input: PolicyInput, rows: readonly number[]): PolicyInput {
-  const { stateDim, actionDim, maxCandidates: kIn } = input;
-  let k = 1;
-  for (const r of rows) {
-    if (!(Number.isInteger(r) && r >= 0 && r < input.count)) throw new PolicyInputError(`selectRows: row ${r} is outside [0, ${input.count})`);
-    k = Math.max(k, input.candidateCounts[r] as number);
-  }
-  const n = rows.length;
-  const states = new Float32Array(n * stateDim);
-  const candidates = new Float32Array(n * k * actionDim);
-  const mask = new Float32Array(n * k);
-  const prior = new Float32Array(n * k);
-  const candidateCounts = new Int32Array(n);
-  rows.forEach((r, i) => {
-    const c = input.candidateCounts[r] as number;
-    candidateCounts[i] = c;
-    states.set(input.states.subarray(r * stateDim, (r + 1) * stateDim), i * stateDim);
-    candidates.set(input.candidates.subarray(r * kIn * actionDim, (r * kIn + c) * actionDim), i * k * actionDim);
-    mask.set(input.mask.subarray(r * kIn, r * kIn + c), i * k);
-    prior.set(input.prior.subarray(r * kIn, r * kIn + c), i * k);
-  });
-  return { count: n, maxCandidates: k, stateDim, actionDim, states, candidates, mask, prior, candidateCounts };
+/** Where each row's candidates start in `input.candidates`, in candidates (n + 1 entries: the last is C). */
+function candidateStarts(input: PolicyInput): Int32Array {
+  const starts = new Int32Array(input.count + 1);
+  for (let i = 0; i < input.count; i++) starts[i + 1] = (starts[i] as number) + (input.candidateCounts[i] as number);
+  return starts;
 }
 
 /**
@@ -232,31 +221,71 @@ function distinctBlocks(data: Float32Array, offsets: ArrayLike<number>, width: n
   return { of, values, count: firsts.length };
 }
 
-/** Builds the input tensors (call inside `tf.tidy`, or dispose them); see {@link TensorLayout}. */
-export function inputTensors(input: PolicyInput, layout: TensorLayout = {}): InputTensors {
-  const { count: n, maxCandidates: k, stateDim, actionDim } = input;
+/**
+ * Builds the input tensors (call inside `tf.tidy`, or dispose them); see {@link TensorLayout}.
+ * With `rows`, of those rows only, in that order, padded to their own largest candidate count
+ * (as the tensors of a batch packed from those decisions alone; the candidates are copied once,
+ * straight from the batch: a household minibatch's are 30 MB and more).
+ */
+export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows?: readonly number[]): InputTensors {
+  const { stateDim, actionDim } = input;
   const leadDim = layout.leadDim ?? 0;
   if (!(Number.isInteger(leadDim) && leadDim >= 0 && leadDim <= actionDim)) throw new PolicyInputError(`leadDim must be an integer in [0, ${actionDim}], got ${leadDim}`);
   if (layout.products && stateDim < actionDim) throw new PolicyInputError(`products need stateDim >= actionDim, got ${stateDim} < ${actionDim}`);
+  const n = rows ? rows.length : input.count;
+  const rowAt = rows ? (i: number) => rows[i] as number : (i: number) => i;
+  let k = rows ? 1 : input.maxCandidates;
   let total = 0;
-  for (let i = 0; i < n; i++) total += input.candidateCounts[i] as number;
+  for (let i = 0; i < n; i++) {
+    const r = rowAt(i);
+    if (rows && !(Number.isInteger(r) && r >= 0 && r < input.count)) throw new PolicyInputError(`inputTensors: row ${r} is outside [0, ${input.count})`);
+    const c = input.candidateCounts[r] as number;
+    total += c;
+    if (rows) k = Math.max(k, c);
+  }
+  let states = input.states;
+  let mask = input.mask;
+  let prior = input.prior;
+  const starts = rows ? candidateStarts(input) : null;
+  if (rows) {
+    const kIn = input.maxCandidates;
+    states = new Float32Array(n * stateDim);
+    mask = new Float32Array(n * k);
+    prior = new Float32Array(n * k);
+    for (let i = 0; i < n; i++) {
+      const r = rowAt(i);
+      const c = input.candidateCounts[r] as number;
+      states.set(input.states.subarray(r * stateDim, (r + 1) * stateDim), i * stateDim);
+      mask.set(input.mask.subarray(r * kIn, r * kIn + c), i * k);
+      prior.set(input.prior.subarray(r * kIn, r * kIn + c), i * k);
+    }
+  }
   const restDim = actionDim - leadDim;
-  const offsets = new Int32Array(total);
+  const offsets = new Int32Array(total); // where each candidate starts in input.candidates
   const candidateRow = new Int32Array(total);
   const slots = new Int32Array(n * k).fill(total);
   let at = 0;
   for (let i = 0; i < n; i++) {
-    const c = input.candidateCounts[i] as number;
+    const r = rowAt(i);
+    const c = input.candidateCounts[r] as number;
+    const from = starts ? (starts[r] as number) : at;
     for (let j = 0; j < c; j++) {
-      offsets[at] = (i * k + j) * actionDim;
+      offsets[at] = (from + j) * actionDim;
       candidateRow[at] = i;
       slots[i * k + j] = at;
       at++;
     }
   }
   const leads = distinctBlocks(input.candidates, offsets, leadDim);
-  const rest = new Float32Array(total * restDim);
-  offsets.forEach((o, c) => rest.set(input.candidates.subarray(o + leadDim, o + actionDim), c * restDim));
+  // All rows without a leading block: the packed candidates are the rest as they are.
+  let rest = input.candidates;
+  if (rows || leadDim > 0) {
+    rest = new Float32Array(total * restDim);
+    for (let c = 0; c < total; c++) {
+      const o = offsets[c] as number;
+      rest.set(input.candidates.subarray(o + leadDim, o + actionDim), c * restDim);
+    }
+  }
   const upload = (values: Float32Array, count: number, width: number, of: Int32Array, restValues: Float32Array): SplitRows => ({
     leads: tf.tensor2d(values, [count, width]),
     leadOf: tf.tensor1d(of, 'int32'),
@@ -265,7 +294,7 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}): Inp
   let products: SplitRows | null = null;
   if (layout.products) {
     // Leading blocks: one product per distinct (candidate lead, state lead) pair.
-    const queries = distinctBlocks(input.states, Int32Array.from({ length: n }, (_, i) => i * stateDim), leadDim);
+    const queries = distinctBlocks(states, Int32Array.from({ length: n }, (_, i) => i * stateDim), leadDim);
     const pairIndex = new Map<number, number>();
     const pairValues: number[] = []; // offsets into leads.values and queries.values, two per pair
     const pairOf = new Int32Array(total);
@@ -291,17 +320,17 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}): Inp
     const productRest = new Float32Array(total * restDim);
     for (let c = 0; c < total; c++) {
       const s = (candidateRow[c] as number) * stateDim + leadDim;
-      for (let x = 0; x < restDim; x++) productRest[c * restDim + x] = (rest[c * restDim + x] as number) * (input.states[s + x] as number);
+      for (let x = 0; x < restDim; x++) productRest[c * restDim + x] = (rest[c * restDim + x] as number) * (states[s + x] as number);
     }
     products = upload(productLeads, pairs, leadDim, pairOf, productRest);
   }
   return {
-    states: tf.tensor2d(input.states, [n, stateDim]),
+    states: tf.tensor2d(states, [n, stateDim]),
     candidateRow: tf.tensor1d(candidateRow, 'int32'),
     slots: tf.tensor1d(slots, 'int32'),
     candidates: upload(leads.values, leads.count, leadDim, leads.of, rest),
     products,
-    mask: tf.tensor2d(input.mask, [n, k]),
-    prior: tf.tensor2d(input.prior, [n, k]),
+    mask: tf.tensor2d(mask, [n, k]),
+    prior: tf.tensor2d(prior, [n, k]),
   };
 }

@@ -13,7 +13,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../core/rng.ts';
 import type { ParamTensors } from '../policy/head.ts';
-import { inputTensors, selectRows, type InputTensors, type PolicyInput, type TensorLayout } from '../policy/input.ts';
+import { inputTensors, type InputTensors, type PolicyInput, type TensorLayout } from '../policy/input.ts';
 import { clipByGlobalNorm, type Adam } from './adam.ts';
 
 /** An algorithm's batch as rows: the decisions, the taken actions, weights and extra columns. */
@@ -103,12 +103,11 @@ export async function runUpdate(batch: PreparedBatch, loss: LossFn, adam: Adam, 
       for (let start = 0; start < n; start += minibatchSize) {
         const chunk = order.slice(start, start + minibatchSize);
         const scale = n / chunk.length;
-        const rows = selectRows(batch.input, chunk);
         const step = tf.tidy(() => {
           const ctx: LossContext = {
             params: options.params,
             reference: options.reference,
-            input: inputTensors(rows, options.layout ?? {}),
+            input: inputTensors(batch.input, options.layout ?? {}, chunk),
             actions: tf.tensor1d(chunk.map((r) => batch.actions[r] as number), 'int32'),
             weights: tf.tensor1d(chunk.map((r) => (batch.weights[r] as number) * scale), 'float32'),
             columns: Object.fromEntries(columnNames.map((c) => [c, tf.tensor1d(chunk.map((r) => (batch.columns[c] as Float32Array)[r] as number), 'float32')])),
