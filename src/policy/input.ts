@@ -246,7 +246,7 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
   let states = input.states;
   let mask = input.mask;
   let prior = input.prior;
-  const starts = rows ? candidateStarts(input) : null;
+  const starts = candidateStarts(input);
   if (rows) {
     const kIn = input.maxCandidates;
     states = new Float32Array(n * stateDim);
@@ -268,7 +268,7 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
   for (let i = 0; i < n; i++) {
     const r = rowAt(i);
     const c = input.candidateCounts[r] as number;
-    const from = starts ? (starts[r] as number) : at;
+    const from = starts[r] as number;
     for (let j = 0; j < c; j++) {
       offsets[at] = (from + j) * actionDim;
       candidateRow[at] = i;
