@@ -85,9 +85,19 @@ export const TrainingConfigSchema = z
         learningRate: z.number().positive().optional(),
         lossType: z.enum(GRPO_LOSS_TYPES).default('grpo'),
         scaleRewards: z.enum(SCALE_REWARDS).default('group'),
-        /** KL coefficient to the reference (the policy at the start of RL): strong enough to keep a warm start near its SFT policy. */
+        /**
+         * KL coefficient to the reference (the policy at the start of RL): strong enough to keep a
+         * warm start near its SFT policy. From scratch it also keeps RL alive: household `real`,
+         * quick preset, 6 seeds, held-out greedy 26.3% at 0.1, 14.0% at 0 (three seeds collapsed
+         * to 0%), 11.7% at 0.3.
+         */
         beta: z.number().min(0).default(0.1),
-        /** Entropy bonus (0.01 drove household's entropy from 0.75 to 1.1 in ten iterations; 0 collapsed shop in the prototype). */
+        /**
+         * Entropy bonus (0.01 drove household's entropy from 0.75 to 1.1 in ten iterations; 0
+         * collapsed shop in the prototype). At 0 against 0.001, from scratch (held-out greedy):
+         * household `real` 31.3% against 26.3% (6 seeds), shop `real` 49.3% against 56.0% and shop
+         * `dreamgym` 58.7% against 53.3% (3 seeds): no consistent gain, so 0.001 stays.
+         */
         entropyCoef: z.number().min(0).default(0.001),
         /** Passes over each iteration's rollouts. */
         epochs: z.number().int().min(1).default(2),
