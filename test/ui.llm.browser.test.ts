@@ -242,7 +242,9 @@ describe('training page with a local LLM (browser, scripted LLM worker)', () => 
     expect(second.workers()).toBe(0);
     const index = await RunIndex.open({ name: names.index as string });
     try {
-      expect((await index.get(runId))?.status).toBe('running');
+      // Unfinished either way: 'running' as the reload left it, or 'paused' when the worker saw its
+      // LLM link close before it was terminated (both resume from the last stored iteration).
+      expect(['running', 'paused']).toContain((await index.get(runId))?.status);
     } finally {
       index.close();
     }

@@ -214,9 +214,11 @@ export class TrainingController {
   destroy(): void {
     this.destroyed = true;
     this.live.close();
-    this.options.llm?.closeLinks();
+    // The worker goes first: closing its LLM links while it still runs would let it see an LLM
+    // failure and write the run down as paused, where a reload should leave it as it was.
     this.worker?.terminate();
     this.worker = null;
+    this.options.llm?.closeLinks();
   }
 
   private common(): { backend?: BackendPreference; storage?: StorageNames } {
