@@ -66,6 +66,11 @@ export interface ArmSeedResult {
 /** One arm over seeds. */
 export interface ArmResult {
   name: string;
+  /**
+   * The configuration of the arm's last seed (null for the reference). Seeds differ only in
+   * `seed` and, for arms with a share of another arm's real transitions, in that budget, which
+   * each seed's `realTransitions` shows.
+   */
   config: TrainingConfig | null;
   seeds: ArmSeedResult[];
   success: Interval;
