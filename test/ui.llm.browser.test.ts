@@ -96,10 +96,10 @@ describe('training page with a local LLM (browser, scripted LLM worker)', () => 
     expect(byTestId('llm-device').textContent).toMatch(/software fallback.*without shader-f16/);
 
     const select = byTestId<HTMLSelectElement>('setup-llm-model');
+    // The cached model is offered first: it needs no download (chosen once the render that lists it settles).
+    await expect.poll(() => select.value, { timeout: 5_000 }).toBe('PageCached-135M-q0f32-MLC');
     let options = optionTexts(select);
     expect(options.map((o) => o.id)).toEqual(['PageChat-0.5B-q4f32_1-MLC', 'PageCached-135M-q0f32-MLC']);
-    // The cached model is offered first: it needs no download.
-    expect(select.value).toBe('PageCached-135M-q0f32-MLC');
     expect(options[1]?.text).toMatch(/135M parameters, 700 MB GPU memory, cached, no download/);
     expect(options[0]?.text).toMatch(/500M parameters, 300 MB GPU memory, download about 313 MB/);
     expect(byTestId('llm-model-facts').textContent).toMatch(/cached, no download/);

@@ -1014,6 +1014,23 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     // (a neighbour's cabinet with this agent's plate) otherwise turned "Holding: plate 2." into
     // "Holding: microwave 1." on a walk to the microwave.
     if (pos >= 0 && sentenceKeyAt(line, pos) !== sentenceKeyAt(was, x.slice(0, pre).join(' ').length + (pre > 0 ? 1 : 0))) pos = -1;
+    // And only after the word it followed: "(selected: 8 fl oz)" -> "(selected: 16 fl oz)" found
+    // no "(selected: 8" in "[8 fl oz] ... (selected: none)" and turned the option "[8 fl oz]" into
+    // a second "[16 fl oz]" (25 of 380 simulated item pages listed other options than they offered).
+    // (Only after a label, a word ending in ":"; an edit inside a list, "you see a apple 1, ...", finds its place by the entity.)
+    const anchor = pre > 0 && (x[pre - 1] as string).endsWith(':') ? `${applySubstitution(x[pre - 1] as string, sub)} ` : '';
+    if (pos >= 0 && anchor !== '' && !line.slice(0, pos).endsWith(anchor)) {
+      const anchored = line.lastIndexOf(anchor + oldMid);
+      pos = anchored >= 0 ? anchored + anchor.length : -1;
+    }
+    // Where ours has the word before the edit in its last sentence, and the edit is in the
+    // neighbour's last sentence, ours' end after that word is what the edit replaces ("(selected:
+    // none)" -> "(selected: white)"); merged whole, the line took the neighbour's options.
+    const tail = pos < 0 && anchor !== '' ? line.lastIndexOf(anchor) : -1;
+    if (tail >= 0 && !line.slice(tail).includes('. ') && !x.slice(pre).join(' ').includes('. ') && sentenceKeyAt(line, tail) === sentenceKeyAt(was, x.slice(0, pre).join(' ').length)) {
+      lines[at] = line.slice(0, tail + anchor.length) + applySubstitution(y.slice(pre).join(' '), sub);
+      continue;
+    }
     lines[at] = pos >= 0 ? line.slice(0, pos) + newMid + line.slice(pos + oldMid.length) : mergeSentences(line, was, now, sub);
   }
   return lines.join('\n');
