@@ -1013,7 +1013,8 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     // Only where it stands in a sentence of the same kind: an entity aligned with the wrong role
     // (a neighbour's cabinet with this agent's plate) otherwise turned "Holding: plate 2." into
     // "Holding: microwave 1." on a walk to the microwave.
-    if (pos >= 0 && sentenceKeyAt(line, pos) !== sentenceKeyAt(was, x.slice(0, pre).join(' ').length + (pre > 0 ? 1 : 0))) pos = -1;
+    const wasSentence = sentenceKeyAt(was, x.slice(0, pre).join(' ').length + (pre > 0 ? 1 : 0));
+    if (pos >= 0 && sentenceKeyAt(line, pos) !== wasSentence) pos = -1;
     // And only after the word it followed: "(selected: 8 fl oz)" -> "(selected: 16 fl oz)" found
     // no "(selected: 8" in "[8 fl oz] ... (selected: none)" and turned the option "[8 fl oz]" into
     // a second "[16 fl oz]" (25 of 380 simulated item pages listed other options than they offered).
@@ -1027,7 +1028,7 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     // neighbour's last sentence, ours' end after that word is what the edit replaces ("(selected:
     // none)" -> "(selected: white)"); merged whole, the line took the neighbour's options.
     const tail = pos < 0 && anchor !== '' ? line.lastIndexOf(anchor) : -1;
-    if (tail >= 0 && !line.slice(tail).includes('. ') && !x.slice(pre).join(' ').includes('. ') && sentenceKeyAt(line, tail) === sentenceKeyAt(was, x.slice(0, pre).join(' ').length)) {
+    if (tail >= 0 && !line.slice(tail).includes('. ') && !x.slice(pre).join(' ').includes('. ') && sentenceKeyAt(line, tail) === wasSentence) {
       lines[at] = line.slice(0, tail + anchor.length) + applySubstitution(y.slice(pre).join(' '), sub);
       continue;
     }
