@@ -83,6 +83,31 @@ describe('training config', () => {
   });
 });
 
+describe('learning-rate warmup', () => {
+  /** The first RL update's mean KL to its start (k3), shop `real` from scratch, at a learning rate high enough to overshoot. */
+  async function firstKl(warmupIterations: number): Promise<number> {
+    const c = config({ mode: 'real', iterations: 1, tasksPerIteration: 4, groupSize: 4, maxSteps: 8, rl: { learningRate: 2e-2, warmupIterations } });
+    const run = await prepareRun(c);
+    const res = await runTraining(c, run.deps);
+    try {
+      return (res.metrics[0] as IterationMetrics).kl;
+    } finally {
+      res.trainer.dispose();
+      run.dispose();
+    }
+  }
+
+  it('scales the first iterations down, so the first update stays near the start; one iteration of warmup is none', async () => {
+    expect(parseTrainingConfig({ env: 'shop', mode: 'real' }).rl.warmupIterations).toBe(0);
+    const [none, one, four] = [await firstKl(0), await firstKl(1), await firstKl(4)];
+    expect(none).toBeGreaterThan(0);
+    expect(one).toBe(none);
+    // At a quarter of the learning rate the first update moves the policy much less.
+    expect(four).toBeGreaterThan(0);
+    expect(four).toBeLessThan(none / 2);
+  });
+});
+
 describe('runTraining smoke: every mode and ablation runs two iterations', () => {
   const cases: [string, Partial<TrainingConfigInput>][] = [
     ['zero-shot', { mode: 'zero-shot' }],
