@@ -105,12 +105,12 @@ export const TrainingConfigSchema = z
          * update); 0: none. Adam's first steps move every weight by about the learning rate whatever
          * the gradient's size: from scratch at 2e-3, household `dreamgym` seed 4's first update
          * averaged a KL (k3) of 70 to its start over its minibatches, and the KL term pulled it back
-         * to 0.3-0.7 within five iterations; with a warmup of 5 first updates averaged 0.02-0.12.
-         * Held-out greedy success
-         * (quick preset, 6 seeds) against none: at 2, shop `real` 54.3% (54.0), `dreamgym` 55.7%
-         * (50.0), household `real` 29.0% (26.3), `dreamgym` 18.0% (17.0); at 5, shop 55.3% / 47.0%,
-         * household 26.3% / 26.7%. Seeds move up to 36 points either way: no gain the seeds show, so
-         * the default is none.
+         * to 0.3-0.7 within five iterations; with a warmup of 5, updates in the first iteration
+         * averaged 0.02-0.12 (a first update that came later, at 3/5 of the rate, 1.3). Held-out
+         * greedy success (quick preset, 6 seeds) against none: at 2, shop `real` 54.3% (54.0),
+         * `dreamgym` 55.7% (50.0), household `real` 29.0% (26.3), `dreamgym` 18.0% (17.0); at 5,
+         * shop 55.3% / 47.0%, household 26.3% / 26.7%. Seeds move up to 36 points either way: no
+         * gain the seeds show, so the default is none.
          */
         warmupIterations: z.number().int().min(0).default(0),
         /** Passes over each iteration's rollouts. */
