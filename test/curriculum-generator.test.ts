@@ -5,6 +5,7 @@ import { environmentContext, generatorMessages } from '../src/curriculum/prompt.
 import {
   HIDDEN_GOAL_FIELDS,
   TaskValidator,
+  WORLD_GOAL_FIELDS,
   canonicalInstruction,
   canonicalJson,
   hiddenFieldLeak,
@@ -76,6 +77,42 @@ describe('validation helpers', () => {
     const cheaper = v.check({ goal: { ...g, maxPrice: Math.round(g.maxPrice * 0.8) } }, seed);
     expect(cheaper).toMatchObject({ ok: true, task: { env: 'shop', split: 'train', origin: 'generated', parentId: seed.id } });
     if (cheaper.ok) expect(v.check({ goal: cheaper.task.goal }, seed)).toMatchObject({ ok: false, kind: 'duplicate' });
+  });
+});
+
+describe('generated tasks keep their parent\'s world', () => {
+  it('rejects a child in another world, and carries the root task through generations', async () => {
+    expect(WORLD_GOAL_FIELDS).toEqual({ shop: ['catalogueSeed'], household: ['layoutSeed'] });
+    const home = householdSeeds[0] as Task;
+    const hg = home.goal as HouseholdGoal;
+    const other = householdSeeds.find((t) => (t.goal as HouseholdGoal).layoutSeed !== hg.layoutSeed && (t.goal as HouseholdGoal).type !== hg.type) as Task;
+    const v = new TaskValidator(householdSeeds);
+    const moved = v.check({ goal: { ...(other.goal as HouseholdGoal) } }, home);
+    expect(moved).toMatchObject({ ok: false, kind: 'invalid' });
+    expect(!moved.ok && moved.reason).toMatch(/keeps its parent's world: layoutSeed is \d+, the parent's \d+/);
+    // Recombined children stay in their parent's room and name their root task.
+    const first = await new RecombinationTaskGenerator({ seed: 5 }).generate(householdSeeds, 6);
+    expect(first.length).toBeGreaterThan(0);
+    for (const c of first) {
+      expect(c.rootId).toBe(c.parentId);
+      const parent = householdSeeds.find((s) => s.id === c.parentId) as Task;
+      expect((c.goal as HouseholdGoal).layoutSeed).toBe((parent.goal as HouseholdGoal).layoutSeed);
+      expect(agentView(c).rootId).toBe(c.parentId);
+    }
+    const second = await new RecombinationTaskGenerator({ seed: 6 }).generate(first, 4);
+    expect(second.length).toBeGreaterThan(0);
+    for (const c of second) {
+      const parent = first.find((s) => s.id === c.parentId) as Task;
+      expect(c.generation).toBe(2);
+      expect(c.rootId).toBe(parent.rootId);
+    }
+    // Seed tasks have no root of their own.
+    expect(agentView(home)).not.toHaveProperty('rootId');
+    const shop = shopSeeds[0] as Task;
+    const sv = new TaskValidator(shopSeeds);
+    const elsewhere = sv.check({ goal: { ...(shop.goal as ShopGoal), catalogueSeed: (shop.goal as ShopGoal).catalogueSeed + 1, maxPrice: Math.round((shop.goal as ShopGoal).maxPrice * 0.8) } }, shop);
+    expect(elsewhere).toMatchObject({ ok: false, kind: 'invalid' });
+    expect(!elsewhere.ok && elsewhere.reason).toMatch(/keeps its parent's world: catalogueSeed/);
   });
 });
 

@@ -46,6 +46,12 @@ export const TaskSchema = z.object({
   parentId: z.string().min(1).optional(),
   /** 0 for seed tasks, the parent's generation + 1 for generated ones. */
   generation: z.number().int().nonnegative().optional(),
+  /**
+   * The seed task a generated task descends from (through `parentId`s). A generated task keeps
+   * its parent's world (the curriculum's validator enforces it), so its episodes happen where the
+   * root's did: an experience model may ground it in the root's recorded episodes.
+   */
+  rootId: z.string().min(1).optional(),
 });
 export type Task = z.infer<typeof TaskSchema>;
 
@@ -63,6 +69,7 @@ export interface AgentTask {
   origin: Task['origin'];
   parentId?: string;
   generation?: number;
+  rootId?: string;
 }
 
 /** The agent-visible view of `task`: a new object without the goal, whatever `task` carries. */
@@ -70,6 +77,7 @@ export function agentView(task: AgentTask | Task): AgentTask {
   const view: AgentTask = { id: task.id, env: task.env, instruction: task.instruction, split: task.split, origin: task.origin };
   if (task.parentId !== undefined) view.parentId = task.parentId;
   if (task.generation !== undefined) view.generation = task.generation;
+  if (task.rootId !== undefined) view.rootId = task.rootId;
   return view;
 }
 

@@ -35,6 +35,17 @@ export const HIDDEN_GOAL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   household: ['layoutSeed'],
 };
 
+/**
+ * Goal fields that fix the world a task lives in, per built-in environment (a subset of the
+ * hidden ones): a generated task must keep its parent's, so that its episodes happen where its
+ * parent's did and an experience model may ground it in its root task's recorded episodes (see
+ * `Task.rootId`). DreamGym's generator varies the task, not the environment.
+ */
+export const WORLD_GOAL_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  shop: ['catalogueSeed'],
+  household: ['layoutSeed'],
+};
+
 /** The hidden fields (see {@link HIDDEN_GOAL_FIELDS}) that `goal` has, with their values. */
 export function hiddenGoalFields(env: string, goal: unknown): { name: string; value: unknown }[] {
   if (goal === null || typeof goal !== 'object' || Array.isArray(goal)) return [];
@@ -202,6 +213,13 @@ export class TaskValidator {
     // The agent reads the instruction: it must not give away what only the real environment may know.
     const leak = hiddenFieldLeak(parent.env, instruction, goal);
     if (leak !== null) return { ok: false, kind: 'hidden-field', reason: leak };
+    const parentGoal = parent.goal !== null && typeof parent.goal === 'object' && !Array.isArray(parent.goal) ? (parent.goal as Record<string, JsonValue>) : {};
+    for (const field of WORLD_GOAL_FIELDS[parent.env] ?? []) {
+      const own = (goal as Record<string, unknown>)[field];
+      if (canonicalJson(own) !== canonicalJson(parentGoal[field])) {
+        return { ok: false, kind: 'invalid', reason: `a generated task keeps its parent's world: ${field} is ${JSON.stringify(own)}, the parent's ${JSON.stringify(parentGoal[field])}` };
+      }
+    }
     const generation = taskGeneration(parent) + 1;
     const goalKey = canonicalJson(goal);
     const task: Task = {
@@ -214,6 +232,8 @@ export class TaskValidator {
       parentId: parent.id,
       generation,
     };
+    const rootId = parent.origin === 'seed' ? parent.id : parent.rootId;
+    if (rootId !== undefined) task.rootId = rootId;
     const shape = TaskSchema.safeParse(task);
     if (!shape.success) return { ok: false, kind: 'malformed', reason: `not a valid task: ${shape.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
     const same = this.goals.get(`${task.env}:${goalKey}`);

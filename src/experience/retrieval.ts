@@ -410,16 +410,32 @@ export class RetrievalExperienceModel implements ExperienceModel {
     return this.transitions.length;
   }
 
-  /** The stored first state whose task instruction is nearest, rewritten for `task` (for tasks without a recorded first state). */
+  /**
+   * The first state of `task`: the recorded one of the task itself or of its root task (a
+   * generated task keeps its root's world, see `Task.rootId`), else the stored first state whose
+   * task instruction is nearest; rewritten for `task`'s instruction.
+   */
   async reset(task: AgentTask, _demos: readonly Demonstration[] = []): Promise<Observation> {
     const visible = agentView(task);
+    const recorded = this.recordedFirstState(visible.id) ?? (visible.rootId !== undefined ? this.recordedFirstState(visible.rootId) : undefined);
+    if (recorded) {
+      // The same world: only the instruction changes (aligning the instructions' differing words
+      // renamed the room's own receptacles, "a diningtable 1" becoming a second "countertop 1").
+      const sub = buildSubstitution(recorded.task, visible);
+      return { text: applySubstitution(recorded.state.text, sub), actions: recorded.state.actions.map((a) => applySubstitution(a, sub)) };
+    }
     const [query] = await this.embedder.embed([visible.instruction]);
     const hits = this.safeSearch(this.initial.index, query as Float32Array, 1);
     const source = this.initial.states[hits[0]?.seq ?? 0];
     if (!source) throw new RetrievalDataError('no stored initial state');
-    // The whole instruction first, then the stretches where the two instructions differ.
+    // Another task's world: the whole instruction first, then the stretches where the two
+    // instructions differ (so that what the instruction names is there to find).
     const sub = [...buildSubstitution(source.task, visible), ...instructionAlignment(source.task.instruction, visible.instruction)];
     return { text: applySubstitution(source.state.text, sub), actions: source.state.actions.map((a) => applySubstitution(a, sub)) };
+  }
+
+  private recordedFirstState(taskId: string): RealTransition | undefined {
+    return this.initial.states.find((t) => t.task.id === taskId);
   }
 
   /** Predicts the outcome of `request.action`. Deterministic for the same inputs. */
@@ -595,7 +611,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { observation: this.rewrite(t, seen, action), why: 'the same state and action occur in the stored data; its next state is reused.' };
     }
 
-    const neighbour = await this.nearest(task, observation, action);
+    const neighbour = await this.nearest(task, observation, action, history.map((h) => h.action.trim()));
     if (!neighbour?.next) {
       return { observation: clone(observation), why: `no stored transition with a "${actionVerb(action)}" action continues an episode; the state is kept.` };
     }
@@ -721,7 +737,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
    * a list by its id, the stored opening of the item whose list line is most like this one's;
    * else among the k most similar of the same verb, one with the same template first.
    */
-  private async nearest(task: AgentTask, observation: Observation, action: string): Promise<RealTransition | undefined> {
+  private async nearest(task: AgentTask, observation: Observation, action: string, actionsSoFar: readonly string[] = []): Promise<RealTransition | undefined> {
     const state = observation.text;
     const [query] = await this.embedder.embed([retrievalText(state, action, task.instruction)]);
     const q = query as Float32Array;
@@ -743,7 +759,17 @@ export class RetrievalExperienceModel implements ExperienceModel {
       }
       return this.transitions[best];
     };
-    const own = pick(this.byTaskAction.get(taskActionKey(task.id, action)));
+    // The task's own recorded steps, else its root's: a generated task lives in its root's world
+    // (the household's room), where another task's step of the same action is a stand-in at best.
+    // First the steps whose episode had done to this action's entities what this one has (a walk
+    // to a cabinet the recorded agent had opened showed it open, and the child's is closed).
+    const entities = actionTemplate(action).entities.filter((e) => e.trim() !== '');
+    const dealings = (actions: readonly string[]): string => [...new Set(actions.filter((a) => a !== action && actionTemplate(a).entities.some((e) => entities.includes(e))))].sort().join('\u0001');
+    const mine = dealings(actionsSoFar);
+    const alike = (positions: readonly number[] | undefined): number[] | undefined => positions?.filter((pos) => dealings((this.transitions[pos] as RealTransition).history) === mine);
+    const ownPositions = this.byTaskAction.get(taskActionKey(task.id, action));
+    const rootPositions = task.rootId !== undefined ? this.byTaskAction.get(taskActionKey(task.rootId, action)) : undefined;
+    const own = pick(alike(ownPositions)) ?? pick(alike(rootPositions)) ?? pick(ownPositions) ?? pick(rootPositions);
     if (own) return own;
     const same = pick(this.byAction.get(action));
     if (same) return same;
