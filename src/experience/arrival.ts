@@ -84,7 +84,7 @@ export function placeKind(entity: string): string {
  * A place's kind and what its own one-entity actions say of it (`open {}` offered: closed): a
  * closed cabinet offers no `put`, an open one does.
  */
-function placeState(here: string, actions: readonly string[]): string {
+export function placeState(here: string, actions: readonly string[]): string {
   const own = actions.map(actionTemplate).filter((t) => t.entities.length === 1 && t.entities[0] === here).map((t) => t.template);
   return `${placeKind(here)}|${[...new Set(own)].sort().join(',')}`;
 }

@@ -26,7 +26,8 @@
  * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
-import { completeArrival, learnArrivalRules, moveOf, type ArrivalRules } from './arrival.ts';
+import { completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
+import { learnNamedThings, thingToShow, type NamedThingRules } from './named-things.ts';
 import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
@@ -86,6 +87,11 @@ export interface RetrievalModelConfig {
   useRewardModel: boolean;
   /** Reward model training settings. */
   rewardModel: Partial<RewardModelConfig>;
+  /**
+   * Whether a thing the instruction names is shown at one place of a world the data never showed
+   * (see ./named-things.ts). Default true; false is the ablation the tests and fidelity compare.
+   */
+  namedThings: boolean;
 }
 
 export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
@@ -96,6 +102,7 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   neighbourOrder: 'nearest',
   useRewardModel: true,
   rewardModel: {},
+  namedThings: true,
 };
 
 /** Text of the observation that follows an episode's last step (the data does not record it). */
@@ -248,6 +255,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     /** Continuing transitions that opened an item from a list by its id: their action templates, and the embeddings of the items' list lines. */
     private readonly items: { rows: readonly number[]; templates: readonly string[]; vectors: readonly Float32Array[] },
     readonly rewardModel: RewardModel | null,
+    /** Where things the instruction names lie in worlds the data never showed (see ./named-things.ts), and the stored steps that showed a kind of thing at a kind of place, by `template|place kind|thing kind`. */
+    private readonly named: { rules: NamedThingRules; showingSteps: ReadonlyMap<string, number[]> } | null = null,
   ) {}
 
   /** Builds the model from real (offline) trajectories and their tasks (only their visible part is kept). */
@@ -394,7 +403,12 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return line === undefined ? [] : [{ row: i, template: actionTemplate(t.action).template, line }];
     });
     const items = { rows: listed.map((x) => x.row), templates: listed.map((x) => x.template), vectors: await embedder.embed(listed.map((x) => x.line)) };
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, null);
+    const namedRules = learnNamedThings(
+      arrival,
+      usable.map((t) => ({ taskId: t.task.id, action: t.action, states: t.next ? [t.state.actions, t.next.actions] : [t.state.actions] })),
+    );
+    const named = cfg.namedThings && namedRules && arrival ? { rules: namedRules, showingSteps: showingSteps(arrival, usable) } : null;
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, null, named);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -402,7 +416,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, rewardModel);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, rewardModel, named);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -615,7 +629,52 @@ export class RetrievalExperienceModel implements ExperienceModel {
     if (!neighbour?.next) {
       return { observation: clone(observation), why: `no stored transition with a "${actionVerb(action)}" action continues an episode; the state is kept.` };
     }
-    return { observation: this.rewrite(neighbour, seen, action, task), why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten.` };
+    const predicted = this.rewrite(neighbour, seen, action, task);
+    return (await this.withNamedThing(task, seen, action, predicted)) ?? { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten.` };
+  }
+
+  /**
+   * `predicted` shows a place's contents where the rule of ./named-things.ts puts a thing the
+   * instruction names: the same prediction from the most similar stored step of this kind that
+   * showed a thing of that kind at a place of this kind in the same place state. Undefined when
+   * the rule does not apply or no stored step fits.
+   */
+  private async withNamedThing(task: AgentTask, seen: readonly Observation[], action: string, predicted: Observation): Promise<{ observation: Observation; why: string } | undefined> {
+    if (!this.named || !this.arrival) return undefined;
+    const { template, entities } = actionTemplate(action);
+    const place = entities.length === 1 ? (entities[0] as string) : undefined;
+    if (place === undefined) return undefined;
+    const kind = thingToShow(this.named.rules, this.arrival, task, seen, place, predicted);
+    if (kind === undefined) return undefined;
+    const state = placeState(place, predicted.actions);
+    const positions = (this.named.showingSteps.get(`${template}|${placeKind(place)}|${kind}`) ?? []).filter((pos) => {
+      const t = this.transitions[pos] as RealTransition;
+      return placeState(actionTemplate(t.action).entities[0] as string, (t.next as Observation).actions) === state;
+    });
+    if (positions.length === 0) return undefined;
+    const observation = seen[seen.length - 1] as Observation;
+    const [query] = await this.embedder.embed([retrievalText(observation.text, action, task.instruction)]);
+    const q = query as Float32Array;
+    const score = (pos: number): number => {
+      const v = this.vectors[pos] as Float32Array;
+      let dot = 0;
+      for (let i = 0; i < v.length; i++) dot += (v[i] as number) * (q[i] as number);
+      return dot;
+    };
+    // A thing of that kind the episode has not been offered yet (the second candle is not the first).
+    const before = new Set(seen.flatMap((o) => o.actions.flatMap((a) => actionTemplate(a).entities)));
+    const newThing = (o: Observation): boolean =>
+      o.actions.some((a) => {
+        const { template: t, entities: es } = actionTemplate(a);
+        return this.arrival?.pickUp.has(t) === true && es[0] !== undefined && placeKind(es[0]) === kind && !before.has(es[0]);
+      });
+    const ranked = positions.map((pos) => ({ pos, s: score(pos) })).sort((a, b) => b.s - a.s);
+    for (const { pos } of ranked.slice(0, MAX_NAMED_TRIES)) {
+      const t = this.transitions[pos] as RealTransition;
+      const shown = this.rewrite(t, seen, action, task);
+      if (newThing(shown)) return { observation: shown, why: `a ${kind} is named by the instruction and no place shown so far held enough of them; stored step "${t.action}" showed one at a ${placeKind(place)}.` };
+    }
+    return undefined;
   }
 
   /**
@@ -820,6 +879,33 @@ export class RetrievalExperienceModel implements ExperienceModel {
     this.rewardModel?.dispose();
   }
 }
+
+/**
+ * Continuing steps of a one-place action (`go to {}`, `open {}`) whose next state offered to pick
+ * up a thing from that place, by `template|place kind|thing kind`.
+ */
+function showingSteps(arrival: ArrivalRules, transitions: readonly RealTransition[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  transitions.forEach((t, i) => {
+    if (!t.next || t.done) return;
+    const { template, entities } = actionTemplate(t.action);
+    const place = entities[0];
+    if (entities.length !== 1 || place === undefined || !arrival.places.has(place)) return;
+    const kinds = new Set<string>();
+    for (const a of t.next.actions) {
+      const pick = actionTemplate(a);
+      if (arrival.pickUp.has(pick.template) && pick.entities.includes(place) && pick.entities[0] !== undefined) kinds.add(placeKind(pick.entities[0]));
+    }
+    for (const kind of kinds) {
+      const key = `${template}|${placeKind(place)}|${kind}`;
+      (out.get(key) ?? (out.set(key, []).get(key) as number[])).push(i);
+    }
+  });
+  return out;
+}
+
+/** Stored steps tried, most similar first, for one that shows a named thing the episode lacks. */
+const MAX_NAMED_TRIES = 8;
 
 const templateSet = (actions: readonly string[]): Set<string> => new Set(actions.map((a) => actionTemplate(a).template));
 

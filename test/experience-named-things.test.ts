@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import type { AgentTask, Observation } from '../src/core/types.ts';
+import { learnArrivalRules, type ArrivalRules } from '../src/experience/arrival.ts';
+import { learnNamedThings, namedThingKinds, thingToShow, type NamedThingRules } from '../src/experience/named-things.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+import { mixedOfflineData } from '../src/train/fidelity.ts';
+
+// Real household episodes, the data every rule below is learned from.
+const data = mixedOfflineData(getEnvSpec('household'), 'noisy:0.3,noisy:1', 120, 0, 'train');
+const steps = data.flatMap(({ task, trajectory }) =>
+  trajectory.steps.map((s, i) => {
+    const next = trajectory.steps[i + 1];
+    return { taskId: task.id, action: s.action, valid: s.valid, states: next ? [s.observation.actions, next.observation.actions] : [s.observation.actions] };
+  }),
+);
+const arrival = learnArrivalRules(
+  steps.map((s) => s.states[0] as readonly string[]),
+  steps.flatMap((s) => (s.states[1] ? [{ before: s.states[0] as readonly string[], action: s.action, after: s.states[1] }] : [])),
+) as ArrivalRules;
+const named = learnNamedThings(arrival, steps.filter((s) => s.valid)) as NamedThingRules;
+
+const room = ['go to cabinet 1', 'go to countertop 1', 'go to drawer 1', 'go to drawer 2', 'go to fridge 1', 'go to shelf 1', 'go to sinkbasin 1'];
+const placesOfRoom = room.map((a) => a.slice('go to '.length));
+const middle: Observation = { text: 'You are in the middle of a room.', actions: room };
+/** The state at an open `place`, showing `things` (as the real household offers them there). */
+const at = (place: string, things: string[] = []): Observation => ({
+  text: `You arrive at ${place}.`,
+  actions: [...room.filter((a) => a !== `go to ${place}`), ...(/^(cabinet|drawer|fridge)/.test(place) ? [`close ${place}`] : []), `examine ${place}`, ...things.map((t) => `take ${t} from ${place}`)],
+});
+const task = (id: string, instruction: string, split: AgentTask['split'] = 'test'): AgentTask => ({ id, env: 'household', split, instruction, origin: 'seed' });
+
+describe('learnNamedThings', () => {
+  it('learns where kinds of things were found, and in which place states a place shows its contents', () => {
+    expect(named).not.toBeNull();
+    const mug = named.foundAt.get('mug');
+    expect(mug).toBeDefined();
+    expect([...(mug?.values() ?? [])].reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    // An open drawer shows its contents; a closed one does not.
+    expect(named.showing.has('drawer|close {},examine {}')).toBe(true);
+    expect(named.showing.has('drawer|examine {},open {}')).toBe(false);
+  });
+
+  it('learns nothing where nothing is picked up', () => {
+    expect(learnNamedThings(null, steps)).toBeNull();
+    expect(learnNamedThings({ ...arrival, pickUp: new Set() }, steps)).toBeNull();
+  });
+});
+
+describe('namedThingKinds', () => {
+  it('reads the kinds the instruction names and how many it asks for', () => {
+    expect(namedThingKinds(named, 'put a clean mug in cabinet.')).toEqual([{ kind: 'mug', count: 1 }]);
+    expect(namedThingKinds(named, 'put two mugs in cabinet.')).toEqual([{ kind: 'mug', count: 2 }]);
+    // Places are not things to find; unknown words are nothing.
+    expect(namedThingKinds(named, 'go to the cabinet and the zorblax')).toEqual([]);
+  });
+});
+
+describe('thingToShow', () => {
+  const t = task('held-1', 'put a mug in shelf.');
+  /** The places of the room where the rule puts a mug when the agent first looks there. */
+  const places = (seenBefore: Observation[] = [middle], theTask: AgentTask = t): string[] =>
+    placesOfRoom.filter((p) => thingToShow(named, arrival, theTask, seenBefore, p, at(p)) === 'mug');
+
+  it('puts the named thing at exactly one place of a kind where it was found, the same one every time', () => {
+    const chosen = places();
+    expect(chosen).toHaveLength(1);
+    expect(named.foundAt.get('mug')?.get((chosen[0] as string).replace(/ \d+$/, ''))).toBeGreaterThan(0);
+    expect(places()).toEqual(chosen);
+    // Other tasks draw their own places.
+    const drawn = new Set(Array.from({ length: 20 }, (_, i) => places([middle], task(`held-${i}`, t.instruction))[0]));
+    expect(drawn.size).toBeGreaterThan(1);
+  });
+
+  it('shows nothing once the episode was offered one, nor in a closed place; a place shown before without it passes the turn', () => {
+    const [place] = places() as [string];
+    expect(thingToShow(named, arrival, t, [middle, at('countertop 1', ['mug 3'])], place, at(place))).toBeUndefined();
+    const closed: Observation = { text: '', actions: [...room.filter((a) => a !== `go to ${place}`), `examine ${place}`, `open ${place}`] };
+    expect(thingToShow(named, arrival, t, [middle], place, closed)).toBeUndefined();
+    const next = places([middle, at(place)]);
+    expect(next).toHaveLength(1);
+    expect(next[0]).not.toBe(place);
+  });
+
+  it('asks for a second one where the instruction asks for two', () => {
+    const two = task('held-2', 'put two mug in shelf.');
+    const first = places([middle], two)[0] as string;
+    const afterOne = [middle, at(first, ['mug 1'])];
+    const second = placesOfRoom.filter((p) => p !== first && thingToShow(named, arrival, two, afterOne, p, at(p)) === 'mug');
+    expect(second).toHaveLength(1);
+    const afterTwo = [...afterOne, at(second[0] as string, ['mug 2'])];
+    expect(placesOfRoom.filter((p) => thingToShow(named, arrival, two, afterTwo, p, at(p)) !== undefined)).toEqual([]);
+  });
+
+  it('a recorded task: nothing where its recorded steps offered the thing, and never at a place they named', () => {
+    const recorded = data.find(({ trajectory }) => trajectory.steps.some((s) => s.valid && s.action.startsWith('take ')));
+    expect(recorded).toBeDefined();
+    const { task: real, trajectory } = recorded as (typeof data)[number];
+    const first = trajectory.steps[0]?.observation as Observation;
+    const placesThere = first.actions.filter((a) => a.startsWith('go to ')).map((a) => a.slice('go to '.length));
+    const offeredKinds = new Set(trajectory.steps.flatMap((s) => s.observation.actions.filter((a) => a.startsWith('take ')).map((a) => a.split(' ')[1] as string)));
+    const named_ = (kind: string): AgentTask => task(real.id, `put a ${kind} in shelf.`, 'train');
+    for (const kind of offeredKinds) for (const p of placesThere) expect(thingToShow(named, arrival, named_(kind), [first], p, at(p))).toBeUndefined();
+    const visited = new Set(trajectory.steps.flatMap((s) => s.action.split(/ (?:from|in\/on|with) |^(?:go to|open|take) /).filter((e) => /\d$/.test(e))));
+    const never = [...named.foundAt.keys()].filter((k) => !offeredKinds.has(k));
+    expect(never.length).toBeGreaterThan(3);
+    let placed = 0;
+    for (const kind of never) {
+      const shown = placesThere.filter((p) => thingToShow(named, arrival, named_(kind), [first], p, at(p)) !== undefined);
+      expect(shown.length).toBeLessThanOrEqual(1);
+      for (const p of shown) expect(visited.has(p)).toBe(false);
+      placed += shown.length;
+    }
+    expect(placed).toBeGreaterThan(0);
+  });
+});
