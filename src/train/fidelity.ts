@@ -66,6 +66,11 @@ export interface FidelityMeasures {
   consistency: number;
   /** Repeats the consistency figure is measured on. */
   consistencyPairs: number;
+  /**
+   * `reset` of a held-out task (one the data never recorded, as a task the curriculum generates
+   * from an unrecorded one) against its real first state. Generated children of recorded tasks
+   * start in their root's recorded state instead (measured by a test).
+   */
   initialStateMatch: number;
   initialActionAgreement: number;
 }
@@ -147,7 +152,7 @@ export const FIDELITY_MEASURES: readonly [keyof FidelityMeasures, string][] = [
   ['finalVerdictFailure', 'failures not called successes'],
   ['finalVerdictBalanced', 'final-step verdict, balanced'],
   ['doneAccuracy', 'done accuracy'],
-  ['initialStateMatch', 'initial state match (generated tasks)'],
+  ['initialStateMatch', 'initial state match (tasks without a recorded episode)'],
 ];
 
 /** The model's margin over the best baseline on one measure (NaN when there is no baseline figure). */
