@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentTask, Observation } from '../src/core/types.ts';
-import { learnArrivalRules, type ArrivalRules } from '../src/experience/arrival.ts';
-import { learnNamedThings, namedThingKinds, thingToShow, type NamedThingRules } from '../src/experience/named-things.ts';
+import { learnArrivalRules, placeKind, type ArrivalRules } from '../src/experience/arrival.ts';
+import { learnNamedThings, namedThingKinds, showingKey, thingToShow, type NamedThingRules } from '../src/experience/named-things.ts';
+import { actionTemplate } from '../src/experience/substitution.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { mixedOfflineData } from '../src/train/fidelity.ts';
 
@@ -10,12 +11,12 @@ const data = mixedOfflineData(getEnvSpec('household'), 'noisy:0.3,noisy:1', 120,
 const steps = data.flatMap(({ task, trajectory }) =>
   trajectory.steps.map((s, i) => {
     const next = trajectory.steps[i + 1];
-    return { taskId: task.id, action: s.action, valid: s.valid, states: next ? [s.observation.actions, next.observation.actions] : [s.observation.actions] };
+    return { taskId: task.id, action: s.action, valid: s.valid, before: s.observation.actions, ...(next ? { after: next.observation.actions } : {}) };
   }),
 );
 const arrival = learnArrivalRules(
-  steps.map((s) => s.states[0] as readonly string[]),
-  steps.flatMap((s) => (s.states[1] ? [{ before: s.states[0] as readonly string[], action: s.action, after: s.states[1] }] : [])),
+  steps.map((s) => s.before),
+  steps.flatMap((s) => (s.after ? [{ before: s.before, action: s.action, after: s.after }] : [])),
 ) as ArrivalRules;
 const named = learnNamedThings(arrival, steps.filter((s) => s.valid)) as NamedThingRules;
 
@@ -38,6 +39,15 @@ describe('learnNamedThings', () => {
     // An open drawer shows its contents; a closed one does not.
     expect(named.showing.has('drawer|close {},examine {}')).toBe(true);
     expect(named.showing.has('drawer|examine {},open {}')).toBe(false);
+    // The stored steps that showed a mug in an open cabinet: each one's next state offers to take a mug there.
+    const valid = steps.filter((s) => s.valid);
+    const shownMug = named.showingSteps.get(showingKey('open {}', 'cabinet|close {},examine {}', 'mug')) ?? [];
+    expect(shownMug.length).toBeGreaterThan(0);
+    for (const i of shownMug) {
+      const step = valid[i] as (typeof valid)[number];
+      const place = actionTemplate(step.action).entities[0] as string;
+      expect(step.after?.some((a) => a.startsWith('take mug ') && a.endsWith(` from ${place}`))).toBe(true);
+    }
   });
 
   it('learns nothing where nothing is picked up', () => {
@@ -97,10 +107,10 @@ describe('thingToShow', () => {
     const { task: real, trajectory } = recorded as (typeof data)[number];
     const first = trajectory.steps[0]?.observation as Observation;
     const placesThere = first.actions.filter((a) => a.startsWith('go to ')).map((a) => a.slice('go to '.length));
-    const offeredKinds = new Set(trajectory.steps.flatMap((s) => s.observation.actions.filter((a) => a.startsWith('take ')).map((a) => a.split(' ')[1] as string)));
+    const offeredKinds = new Set(trajectory.steps.flatMap((s) => s.observation.actions.filter((a) => a.startsWith('take ')).map((a) => placeKind(actionTemplate(a).entities[0] as string))));
     const named_ = (kind: string): AgentTask => task(real.id, `put a ${kind} in shelf.`, 'train');
     for (const kind of offeredKinds) for (const p of placesThere) expect(thingToShow(named, arrival, named_(kind), [first], p, at(p))).toBeUndefined();
-    const visited = new Set(trajectory.steps.flatMap((s) => s.action.split(/ (?:from|in\/on|with) |^(?:go to|open|take) /).filter((e) => /\d$/.test(e))));
+    const visited = new Set(trajectory.steps.flatMap((s) => (s.valid ? actionTemplate(s.action).entities : [])));
     const never = [...named.foundAt.keys()].filter((k) => !offeredKinds.has(k));
     expect(never.length).toBeGreaterThan(3);
     let placed = 0;

@@ -20,7 +20,7 @@ const pct = (x: number): string => (Number.isFinite(x) ? `${(100 * x).toFixed(1)
 export function formatFidelity(t: FidelityTable & { backend: string }): string {
   const [model] = t.rows;
   if (!model) return 'no figures\n';
-  const width = 44;
+  const width = Math.max('measure'.length, ...FIDELITY_MEASURES.map(([, label]) => label.length));
   const head = ['measure'.padEnd(width), ...t.rows.map((r) => r.sim.padStart(10)), 'margin'.padStart(9)].join(' ');
   const lines = [
     `${t.env}: ${model.sim} built from ${model.trainEpisodes} train episodes (${model.trainTransitions} valid transitions), measured on ${model.testEpisodes} held-out test episodes (${model.testTransitions} transitions)`,

@@ -30,18 +30,29 @@ export interface NamedThingRules {
   showing: ReadonlySet<string>;
   /** Per task id: the things its recorded states offered to pick up, and the places its recorded actions named. */
   recorded: ReadonlyMap<string, { things: ReadonlySet<string>; places: ReadonlySet<string> }>;
+  /**
+   * Continuing steps of a one-place action (`go to {}`, `open {}`) whose next state offered to pick
+   * up a thing from that place, as indices into the steps learned from, by
+   * {@link showingKey} (the step's template, the place's state after it, the thing's kind).
+   */
+  showingSteps: ReadonlyMap<string, readonly number[]>;
 }
+
+/** The key of {@link NamedThingRules.showingSteps}. */
+export const showingKey = (template: string, state: string, kind: string): string => `${template}|${state}|${kind}`;
 
 /** A recorded step, as much of it as the rule needs. */
 export interface NamedThingStep {
   taskId: string;
   action: string;
-  /** Admissible actions of the state before the step (and of the state after, when there is one). */
-  states: readonly (readonly string[])[];
+  /** Admissible actions of the state before the step. */
+  before: readonly string[];
+  /** Admissible actions of the state after it, when the episode goes on. */
+  after?: readonly string[];
 }
 
 /** The thing and place of a pick-up action (`take pen 1 from desk 1`), or undefined. */
-function pickUpOf(rules: ArrivalRules, action: string): { thing: string; place: string } | undefined {
+export function pickUpOf(rules: ArrivalRules, action: string): { thing: string; place: string } | undefined {
   const { template, entities } = actionTemplate(action);
   if (!rules.pickUp.has(template)) return undefined;
   const thing = entities[0];
@@ -55,10 +66,12 @@ export function learnNamedThings(rules: ArrivalRules | null, steps: readonly Nam
   const triples = new Map<string, Map<string, Set<string>>>();
   const showing = new Set<string>();
   const recorded = new Map<string, { things: Set<string>; places: Set<string> }>();
-  for (const step of steps) {
+  const showingSteps = new Map<string, number[]>();
+  steps.forEach((step, i) => {
     const mine = recorded.get(step.taskId) ?? (recorded.set(step.taskId, { things: new Set(), places: new Set() }).get(step.taskId) as { things: Set<string>; places: Set<string> });
-    for (const e of actionTemplate(step.action).entities) if (rules.places.has(e)) mine.places.add(e);
-    for (const actions of step.states) {
+    const { template, entities } = actionTemplate(step.action);
+    for (const e of entities) if (rules.places.has(e)) mine.places.add(e);
+    for (const actions of step.after ? [step.before, step.after] : [step.before]) {
       for (const a of actions) {
         const p = pickUpOf(rules, a);
         if (!p) continue;
@@ -70,10 +83,21 @@ export function learnNamedThings(rules: ArrivalRules | null, steps: readonly Nam
         showing.add(placeState(p.place, actions));
       }
     }
-  }
+    const place = entities[0];
+    if (!step.after || entities.length !== 1 || place === undefined || !rules.places.has(place)) return;
+    const state = placeState(place, step.after);
+    const kinds = new Set(step.after.flatMap((a) => {
+      const p = pickUpOf(rules, a);
+      return p && p.place === place ? [placeKind(p.thing)] : [];
+    }));
+    for (const kind of kinds) {
+      const key = showingKey(template, state, kind);
+      (showingSteps.get(key) ?? (showingSteps.set(key, []).get(key) as number[])).push(i);
+    }
+  });
   const foundAt = new Map<string, Map<string, number>>();
   for (const [kind, byPlace] of triples) foundAt.set(kind, new Map([...byPlace].map(([p, s]) => [p, s.size])));
-  return { foundAt, showing, recorded };
+  return { foundAt, showing, recorded, showingSteps };
 }
 
 const COUNT_WORDS: Readonly<Record<string, number>> = { two: 2, three: 3, four: 4 };
@@ -110,11 +134,14 @@ export function thingToShow(
   shown: Observation,
 ): string | undefined {
   if (!arrival.places.has(place) || !named.showing.has(placeState(place, shown.actions))) return undefined;
-  const kinds = namedThingKinds(named, task.instruction);
-  if (kinds.length === 0) return undefined;
   const own = [named.recorded.get(task.id), task.rootId !== undefined ? named.recorded.get(task.rootId) : undefined].filter((r) => r !== undefined);
-  // Things already offered in this episode or by the task's recorded steps, and places already shown.
+  if (own.some((r) => r.places.has(place))) return undefined;
+  // Only kinds that could lie here (this is on every step's path: the episode is read only then).
+  const kinds = namedThingKinds(named, task.instruction).filter(({ kind }) => (named.foundAt.get(kind)?.get(placeKind(place)) ?? 0) > 0);
+  // Things already offered by the task's recorded steps or in this episode, and places already shown.
   const offered = new Set<string>(own.flatMap((r) => [...r.things]));
+  const lacking = (kind: string, count: number): boolean => [...offered].filter((t) => placeKind(t) === kind).length < count;
+  if (!kinds.some(({ kind, count }) => lacking(kind, count))) return undefined;
   const shownBefore = new Set<string>();
   const world = new Set<string>();
   for (const o of seen) {
@@ -132,7 +159,7 @@ export function thingToShow(
   }
   world.add(place);
   for (const { kind, count } of kinds) {
-    if ([...offered].filter((t) => placeKind(t) === kind).length >= count) continue;
+    if (!lacking(kind, count)) continue;
     const weights = named.foundAt.get(kind) as ReadonlyMap<string, number>;
     // A weighted draw without replacement, fixed per task and kind: key u^(1/w), largest first.
     let best: { at: string; key: number } | undefined;

@@ -27,7 +27,7 @@
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
 import { completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
-import { learnNamedThings, thingToShow, type NamedThingRules } from './named-things.ts';
+import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRules } from './named-things.ts';
 import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
@@ -255,8 +255,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     /** Continuing transitions that opened an item from a list by its id: their action templates, and the embeddings of the items' list lines. */
     private readonly items: { rows: readonly number[]; templates: readonly string[]; vectors: readonly Float32Array[] },
     readonly rewardModel: RewardModel | null,
-    /** Where things the instruction names lie in worlds the data never showed (see ./named-things.ts), and the stored steps that showed a kind of thing at a kind of place, by `template|place kind|thing kind`. */
-    private readonly named: { rules: NamedThingRules; showingSteps: ReadonlyMap<string, number[]> } | null = null,
+    /** Where things the instruction names lie in worlds the data never showed (see ./named-things.ts); its step indices are this model's transitions. */
+    private readonly named: NamedThingRules | null = null,
   ) {}
 
   /** Builds the model from real (offline) trajectories and their tasks (only their visible part is kept). */
@@ -403,11 +403,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return line === undefined ? [] : [{ row: i, template: actionTemplate(t.action).template, line }];
     });
     const items = { rows: listed.map((x) => x.row), templates: listed.map((x) => x.template), vectors: await embedder.embed(listed.map((x) => x.line)) };
-    const namedRules = learnNamedThings(
-      arrival,
-      usable.map((t) => ({ taskId: t.task.id, action: t.action, states: t.next ? [t.state.actions, t.next.actions] : [t.state.actions] })),
-    );
-    const named = cfg.namedThings && namedRules && arrival ? { rules: namedRules, showingSteps: showingSteps(arrival, usable) } : null;
+    const named = cfg.namedThings
+      ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
+      : null;
     const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, null, named);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
@@ -644,13 +642,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const { template, entities } = actionTemplate(action);
     const place = entities.length === 1 ? (entities[0] as string) : undefined;
     if (place === undefined) return undefined;
-    const kind = thingToShow(this.named.rules, this.arrival, task, seen, place, predicted);
+    const kind = thingToShow(this.named, this.arrival, task, seen, place, predicted);
     if (kind === undefined) return undefined;
-    const state = placeState(place, predicted.actions);
-    const positions = (this.named.showingSteps.get(`${template}|${placeKind(place)}|${kind}`) ?? []).filter((pos) => {
-      const t = this.transitions[pos] as RealTransition;
-      return placeState(actionTemplate(t.action).entities[0] as string, (t.next as Observation).actions) === state;
-    });
+    const positions = this.named.showingSteps.get(showingKey(template, placeState(place, predicted.actions), kind)) ?? [];
     if (positions.length === 0) return undefined;
     const observation = seen[seen.length - 1] as Observation;
     const [query] = await this.embedder.embed([retrievalText(observation.text, action, task.instruction)]);
@@ -663,10 +657,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
     };
     // A thing of that kind the episode has not been offered yet (the second candle is not the first).
     const before = new Set(seen.flatMap((o) => o.actions.flatMap((a) => actionTemplate(a).entities)));
+    const arrival = this.arrival;
     const newThing = (o: Observation): boolean =>
       o.actions.some((a) => {
-        const { template: t, entities: es } = actionTemplate(a);
-        return this.arrival?.pickUp.has(t) === true && es[0] !== undefined && placeKind(es[0]) === kind && !before.has(es[0]);
+        const p = pickUpOf(arrival, a);
+        return p !== undefined && placeKind(p.thing) === kind && !before.has(p.thing);
       });
     const ranked = positions.map((pos) => ({ pos, s: score(pos) })).sort((a, b) => b.s - a.s);
     for (const { pos } of ranked.slice(0, MAX_NAMED_TRIES)) {
@@ -878,30 +873,6 @@ export class RetrievalExperienceModel implements ExperienceModel {
   dispose(): void {
     this.rewardModel?.dispose();
   }
-}
-
-/**
- * Continuing steps of a one-place action (`go to {}`, `open {}`) whose next state offered to pick
- * up a thing from that place, by `template|place kind|thing kind`.
- */
-function showingSteps(arrival: ArrivalRules, transitions: readonly RealTransition[]): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  transitions.forEach((t, i) => {
-    if (!t.next || t.done) return;
-    const { template, entities } = actionTemplate(t.action);
-    const place = entities[0];
-    if (entities.length !== 1 || place === undefined || !arrival.places.has(place)) return;
-    const kinds = new Set<string>();
-    for (const a of t.next.actions) {
-      const pick = actionTemplate(a);
-      if (arrival.pickUp.has(pick.template) && pick.entities.includes(place) && pick.entities[0] !== undefined) kinds.add(placeKind(pick.entities[0]));
-    }
-    for (const kind of kinds) {
-      const key = `${template}|${placeKind(place)}|${kind}`;
-      (out.get(key) ?? (out.set(key, []).get(key) as number[])).push(i);
-    }
-  });
-  return out;
 }
 
 /** Stored steps tried, most similar first, for one that shows a named thing the episode lacks. */
