@@ -541,6 +541,75 @@ describe('RetrievalExperienceModel', () => {
     expect(score.rooted.next).toBeGreaterThanOrEqual(score.unrooted.next + 0.1 * score.steps);
   });
 
+  it("household: a place keeps what the agent did not take, offers it again to an empty hand, a walk shows the place reached, and opening a drawer keeps every place to go to", async () => {
+    // The scripted policy with 20% random actions, inside the simulator, on held-out tasks. The
+    // test reads household's state line ("Location: desk 1; you see a, b. Holding: c.").
+    const spec = getEnvSpec('household');
+    const train = [...generateOfflineData(spec, { episodes: 80, seed: 41, policy: 'noisy:0.3', split: 'train' })];
+    const heldOut = spec.tasks({ split: 'test', count: 30, seed: 5 });
+    const actor = referencePolicy('household');
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const at = (o: Observation): { place: string; things: string[]; holding: string } => {
+      const m = /Location: ([a-z]+ \d+)[^;.]*(?:; you see ([^.]*))?\. Holding: ([^.]*)\./.exec(o.text);
+      const seen = m?.[2] ?? 'nothing';
+      return { place: m?.[1] ?? '', things: seen === 'nothing' ? [] : seen.split(', ').map((t) => t.replace(/ \(.*\)$/, '')), holding: m?.[3] ?? '' };
+    };
+    const c = { walks: 0, walkWrong: 0, takes: 0, takeWrong: 0, returns: 0, returnMissing: 0, states: 0, lostPlaces: 0 };
+    try {
+      for (const task of heldOut) {
+        const rng = new Rng(7);
+        let observation = spec.create().reset(task);
+        const places = observation.actions.filter((a) => a.startsWith('go to ')).map((a) => a.slice('go to '.length));
+        const history: HistoryStep[] = [];
+        const visited = new Set<string>();
+        for (let t = 0; t < spec.maxSteps; t++) {
+          const [scripted] = await actor.choose([{ instruction: task.instruction, history: history.map((h) => ({ action: h.action })), observation }]);
+          const action = rng.chance(0.2) ? rng.pick(observation.actions) : (scripted as string);
+          const r = await hh.step({ task, history: history.slice(), observation, action, demos: [] });
+          history.push({ observation, action });
+          if (r.done) break;
+          const before = at(observation);
+          const after = at(r.observation);
+          const take = /^take (.+) from (.+)$/.exec(action);
+          if (take) {
+            c.takes++;
+            if (JSON.stringify(after.things) !== JSON.stringify(before.things.filter((x) => x !== take[1]))) c.takeWrong++;
+          }
+          const go = /^go to (.+)$/.exec(action);
+          if (go && visited.has(go[1] as string) && after.holding === 'nothing' && after.place === go[1]) {
+            c.returns++;
+            for (const thing of after.things) if (!thing.startsWith('desklamp') && !r.observation.actions.includes(`take ${thing} from ${go[1]}`)) c.returnMissing++;
+          }
+          if (go) {
+            visited.add(go[1] as string);
+            // The state line names the place reached, with a door state exactly where a door is offered.
+            const door = /\((open|closed)\)/.test(r.observation.text.split('\n').pop() as string);
+            c.walks++;
+            if (after.place !== go[1] || door !== r.observation.actions.some((a) => /^(open|close) /.test(a))) c.walkWrong++;
+          }
+          c.states++;
+          for (const p of places) if (p !== after.place && !r.observation.actions.includes(`go to ${p}`)) c.lostPlaces++;
+          observation = r.observation;
+        }
+      }
+    } finally {
+      hh.dispose();
+    }
+    // Measured: a pick-up left the place's other things as they were on 36 of 39 (17 of 35 before
+    // the rule: the neighbour's things were listed); empty-handed returns failed to offer a thing
+    // listed there 1 time in 52 returns (18 in 60); a place to go to was missing 6 times over 777
+    // states (771 over 725, when opening a drawer turned "go to cabinet 1" into "open cabinet 1");
+    // 3 of 553 walks showed another place or door state (30 of 567 while a walk's place sentence
+    // was edited word by word: "Location: fridge 1; you see nothing.").
+    expect(c.walks).toBeGreaterThanOrEqual(200);
+    expect(c.walkWrong).toBeLessThanOrEqual(10);
+    expect(c.takes).toBeGreaterThanOrEqual(20);
+    expect(c.takeWrong).toBeLessThanOrEqual(0.2 * c.takes);
+    expect(c.returns).toBeGreaterThanOrEqual(20);
+    expect(c.returnMissing).toBeLessThanOrEqual(6);
+    expect(c.lostPlaces).toBeLessThanOrEqual(0.05 * c.states);
+  });
+
   it('household: a task the data never recorded holds the thing its instruction names at one place', async () => {
     // A held-out task's room is hidden, so every place is a stand-in from other rooms; before the
     // rule, the named thing turned up nowhere on 41 of 100 held-out tasks the scripted policy searched

@@ -97,6 +97,13 @@ describe('entity alignment and swaps', () => {
     const pairs = alignEntities(from, to, new Set(['drawer 5', 'saltshaker 1', 'shelf 1']));
     expect(pairs).toContainEqual(['drawer 5', 'cabinet 3']);
     expect(pairs.some(([a]) => a === 'saltshaker 1')).toBe(false);
+    // Another saltshaker (no instance pairs with itself): the closest pair still goes first. In
+    // name order the drawer (open, examine) took "saltshaker 3" (1/3 overlap) before "saltshaker 1"
+    // (1/2 with it) could, and the walk offered "go to saltshaker 3".
+    const other = obs(['go to shelf 1', 'go to drawer 5', 'examine cabinet 2', 'close cabinet 2', 'put saltshaker 3 in/on cabinet 2', 'examine saltshaker 3', 'look']);
+    const crossed = alignEntities(from, other, new Set(['drawer 5', 'saltshaker 1', 'shelf 1']));
+    expect(crossed).toContainEqual(['saltshaker 1', 'saltshaker 3']);
+    expect(crossed).toContainEqual(['drawer 5', 'cabinet 2']);
   });
 
   it('makes a substitution a permutation', () => {

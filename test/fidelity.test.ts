@@ -24,11 +24,16 @@ type Env = 'shop' | 'household';
  * ranked farthest first, shop agreement 0.63, household match 0.34 and consistency 0.62 (since
  * walks merge the neighbour's text with this state's sentence by sentence, the household model
  * measures agreement 0.956 and match 0.617, the farthest-first one 0.936 and 0.551); no
- * reward model, random success 50% / 40%; echo, agreement 0.29 / 0.82 and verdict 0.5.
+ * reward model, random success 50% / 40%; echo, agreement 0.29 / 0.82 and verdict 0.5. Since a
+ * place's contents after a pick-up are the episode's own (src/experience/carried-things.ts), an
+ * opened drawer no longer takes a place's `go to` slot and a walk's place sentence changes whole,
+ * household measures agreement 0.968, match 0.652, consistency 0.995, and the farthest-first
+ * variant 0.964, 0.619 and 0.919 (it passed the old floors of 0.58 and 0.9), so those floors rose
+ * to 0.63 and 0.95.
  */
 const FLOORS: Record<Env, Partial<Record<keyof FidelityMeasures, number>>> = {
   shop: { actionAgreement: 0.69, nextStateMatch: 0.35, finalVerdictBalanced: 0.85 },
-  household: { actionAgreement: 0.945, nextStateMatch: 0.58, consistency: 0.9, finalVerdictBalanced: 0.9 },
+  household: { actionAgreement: 0.945, nextStateMatch: 0.63, consistency: 0.95, finalVerdictBalanced: 0.9 },
 };
 /** The most a uniformly random policy may succeed inside the simulator (it succeeds 0-2.5% for real). */
 const RANDOM_SUCCESS_CEILING = 0.1;

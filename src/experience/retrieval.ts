@@ -26,7 +26,8 @@
  * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
-import { completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
+import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
+import { carryStepOf, learnEmptyListWord, lineKey, remainingPickUps, sentenceKey, sentencesOf, withPlaceContents } from './carried-things.ts';
 import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRules } from './named-things.ts';
 import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
@@ -257,6 +258,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     readonly rewardModel: RewardModel | null,
     /** Where things the instruction names lie in worlds the data never showed (see ./named-things.ts); its step indices are this model's transitions. */
     private readonly named: NamedThingRules | null = null,
+    /** The word an emptied list shows ("nothing"; see ./carried-things.ts). */
+    private readonly emptyListWord: string | undefined = undefined,
   ) {}
 
   /** Builds the model from real (offline) trajectories and their tasks (only their visible part is kept). */
@@ -406,7 +409,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const named = cfg.namedThings
       ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
       : null;
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, null, named);
+    const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -414,7 +418,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, rewardModel, named);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -602,7 +606,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
       const remembered = unchanged ? arrival : left;
       // The state right after the agent left the place: what did not change then went with it.
       const departed = seen[last + 1];
-      return { observation: departed ? carryOver(remembered, left, departed, observation, action) : clone(remembered), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
+      const back = departed ? carryOver(remembered, left, departed, observation, action) : clone(remembered);
+      return { observation: this.withPickUpsForEmptyHand(seen, history, action, back), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
     }
 
     const kind = this.kindOf(action, task.instruction);
@@ -629,6 +634,25 @@ export class RetrievalExperienceModel implements ExperienceModel {
     }
     const predicted = this.rewrite(neighbour, seen, action, task);
     return (await this.withNamedThing(task, seen, action, predicted)) ?? { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten.` };
+  }
+
+  /**
+   * A place returned to (`back`, as remembered) with an empty hand offers the pick-ups of what the
+   * episode saw there and has not taken since: left with the hand full, it was remembered without
+   * them, and the second thing of "put two" seen beside the first was never offered again.
+   */
+  private withPickUpsForEmptyHand(seen: readonly Observation[], history: readonly HistoryStep[], action: string, back: Observation): Observation {
+    const rules = this.arrival;
+    const { template, entities } = actionTemplate(action);
+    const place = entities[0];
+    if (!rules || template !== rules.move || place === undefined) return back;
+    const taken = history.map((h) => h.action.trim());
+    if (carriedAfter(rules, [...taken, action])?.size !== 0) return back;
+    const remaining = remainingPickUps(rules, seen, taken, place);
+    const keep = new Set(remaining);
+    const actions = back.actions.filter((a) => carryStepOf(rules, a)?.place !== place || !carryStepOf(rules, a)?.up || keep.has(a));
+    for (const a of remaining) if (!actions.includes(a)) actions.push(a);
+    return actions.length === back.actions.length && actions.every((a, i) => a === back.actions[i]) ? back : { text: back.text, actions };
   }
 
   /**
@@ -677,6 +701,13 @@ export class RetrievalExperienceModel implements ExperienceModel {
    * the episode's states so far).
    */
   private rewrite(t: RealTransition, seen: readonly Observation[], action: string, task: AgentTask = t.task): Observation {
+    const predicted = this.rewriteEntities(t, seen, action, task);
+    if (!this.arrival || !t.next) return predicted;
+    return withPlaceContents(this.arrival, this.emptyListWord, seen[seen.length - 1] as Observation, action, { action: t.action, before: t.state.text, after: t.next.text }, predicted);
+  }
+
+  /** {@link rewrite} before the place's contents are made this episode's. */
+  private rewriteEntities(t: RealTransition, seen: readonly Observation[], action: string, task: AgentTask): Observation {
     const observation = seen[seen.length - 1] as Observation;
     const next = t.next as Observation;
     const pairs: Substitution = [...buildSubstitution(t.task, task, t.action, action), ...listingAlignment(t.state.text, t.action, observation.text, action)];
@@ -740,7 +771,13 @@ export class RetrievalExperienceModel implements ExperienceModel {
     for (const a of next.actions) for (const e of actionTemplate(a).entities) if (beforeEntities.has(e)) carried.add(applySubstitution(e, sub));
     const foreign = (a: string): boolean => actionTemplate(a).entities.some((e) => carried.has(e) && !here.has(e) && !own.has(e));
     if (!editTransfers(t.state, next)) return { text: mergeText(observation.text, t.state.text, next.text, sub), actions: next.actions.map((a) => applySubstitution(a, sub)).filter((a) => !foreign(a)) };
-    const text = editText(observation.text, t.state.text, next.text, sub);
+    // A move to a place (one that is no longer offered once there) changes the place, and a
+    // sentence about the place changes with it as a whole: edited word by word, a walk from the
+    // sink basin kept its "you see nothing" at the fridge ("Location: fridge 1; you see nothing."),
+    // so the fridge was never opened. (Shop's `click[{}]` on an option is still offered after it:
+    // its edit is word by word.)
+    const moved = this.arrival !== null && actionTemplate(t.action).template === this.arrival.move && !next.actions.includes(t.action);
+    const text = moved ? mergeText(observation.text, t.state.text, next.text, sub) : editText(observation.text, t.state.text, next.text, sub);
     // Apply the neighbour's edit of its admissible actions to this state's actions.
     const gone = new Set(removed.map((a) => applySubstitution(a, sub)));
     // A removed action that names an entity this state lacks (an object at the neighbour's place)
@@ -766,9 +803,13 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // this episode comes back to it and gives up its other actions (the place the agent leaves is
     // again one to go to, and its "open", "take from" and "examine" go). Without this, the place
     // left was missing from "go to" and its actions stayed offered.
+    // Only the move's slot: an opened drawer leaves the `open {}` slot for `close {}`, and taking
+    // that for a move brought the cabinet opened before back as "open cabinet 1" in place of "go
+    // to cabinet 1", so the agent could never walk back to it.
+    const move = moveOf(observation.actions)?.move;
     for (const key of swapped) {
       const [template, slot] = [key.slice(0, key.lastIndexOf('#')), Number(key.slice(key.lastIndexOf('#') + 1))];
-      if (refilled.has(key) || template.split('{}').length !== 2) continue;
+      if (refilled.has(key) || template !== move || template.split('{}').length !== 2) continue;
       const back = comingBack(template, slot);
       if (back === undefined) continue;
       actions = actions.filter((a) => !actionTemplate(a).entities.includes(back));
@@ -1058,7 +1099,6 @@ export function withoutStaleActions(o: Observation): Observation {
   return actions.length === o.actions.length ? o : { text: o.text, actions };
 }
 
-const lineKey = (line: string): string => line.trim().split(/[\s:]/, 1)[0] ?? '';
 
 /**
  * This state's text with the neighbour's edit applied line by line: for each line the neighbour's
@@ -1140,14 +1180,7 @@ function mergeText(ours: string, before: string, after: string, sub: Substitutio
     .join('\n');
 }
 
-/**
- * A line's sentences (they end in `. `). A sentence moves as a whole: "Location: bed 1; you see
- * nothing." is about the place, so what one sees there changes with it.
- */
-const sentencesOf = (line: string): string[] => line.split(/(?<=\.) /);
 const sentenceCount = (line: string): number => sentencesOf(line).length;
-/** A sentence's first word ("Holding" in "Holding: egg 1 (hot)."). */
-const sentenceKey = (sentence: string): string => sentence.split(/[\s:]/)[0] ?? '';
 /** The first word of the sentence of `line` that holds position `pos`. */
 function sentenceKeyAt(line: string, pos: number): string {
   const start = line.lastIndexOf('. ', Math.max(0, pos - 1));

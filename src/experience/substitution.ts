@@ -127,9 +127,9 @@ const INSTANCE_RE = /^\p{L}+ \p{N}+$/u;
  * {}` but not `go to {}`; the object it holds is the only one offered `put {} in/on {}`) pairs
  * with the entity of the other state that has the same unique set. Then each entity of `from`
  * listed in `involved` (those the transition's edit touches) that is an instance `to` also names
- * in an overlapping role pairs with itself, and each other one with the entity of `to` whose
- * slots overlap its own most, when exactly one does. Entities with a shared role (every
- * place one can go to) stay unpaired.
+ * in an overlapping role pairs with itself, and the others pair closest first: the entity of
+ * `from` with the largest overlap of slots takes its partner in `to`, when exactly one has that
+ * overlap, then the next. Entities with a shared role (every place one can go to) stay unpaired.
  */
 export function alignEntities(from: Observation, to: Observation, involved: ReadonlySet<string> = new Set()): Substitution {
   const fromRoles = entityRoles(from.actions);
@@ -170,27 +170,44 @@ export function alignEntities(from: Observation, to: Observation, involved: Read
     pairedFrom.add(e);
     pairedTo.add(e);
   }
-  for (const e of [...involved].sort()) {
-    const role = fromRoles.get(e);
-    if (role === undefined || pairedFrom.has(e)) continue;
+  // The closest pair first, whichever entity it is: in name order, a place ("drawer 5": open,
+  // examine) took the held object ("saltshaker 3": examine, put; overlap 1/3) before the held
+  // object ("saltshaker 1": examine; 1/2 with it) could, and a walk offered "go to saltshaker 3".
+  const bestFor = (e: string): { best: number; entity: string | undefined; ties: number } => {
+    const role = fromRoles.get(e) as string;
     let best = 0;
-    let bestEntity: string | undefined;
+    let entity: string | undefined;
     let ties = 0;
     for (const [f, other] of toRoles) {
       if (pairedTo.has(f)) continue;
       const score = overlap(role, other);
       if (score > best) {
         best = score;
-        bestEntity = f;
+        entity = f;
         ties = 1;
       } else if (score === best && score > 0) {
         ties++;
       }
     }
-    if (bestEntity === undefined || ties !== 1) continue;
+    return { best, entity, ties };
+  };
+  const pending = [...involved].sort().filter((e) => fromRoles.has(e) && !pairedFrom.has(e));
+  while (pending.length > 0) {
+    let at = -1;
+    let found = { best: 0, entity: undefined as string | undefined, ties: 0 };
+    pending.forEach((e, i) => {
+      const b = bestFor(e);
+      if (b.best > found.best) {
+        at = i;
+        found = b;
+      }
+    });
+    if (at < 0) break;
+    const [e] = pending.splice(at, 1) as [string];
+    if (found.entity === undefined || found.ties !== 1) continue;
     pairedFrom.add(e);
-    pairedTo.add(bestEntity);
-    if (bestEntity !== e) pairs.push([e, bestEntity]);
+    pairedTo.add(found.entity);
+    if (found.entity !== e) pairs.push([e, found.entity]);
   }
   return pairs;
 }

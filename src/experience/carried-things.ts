@@ -1,0 +1,217 @@
+/**
+ * What a place holds after the agent picks a thing up there or puts one down, and what it offers
+ * to an empty hand on a return: the retrieval model's rules for a place's contents within one
+ * episode.
+ *
+ * A pick-up's next state is a neighbour's (another episode's `take` of the same kind), whose text
+ * lists what lay at the neighbour's place: taking a pencil from a desk that also held the desk
+ * lamp showed "you see laptop 1, cd 2, cd 3", so the lamp vanished with the pencil, and a return
+ * showed that again. Here the sentence that lists the place's things is this episode's own, less
+ * the thing taken (or with the thing put down added), wherever the neighbour's step took its own
+ * thing out of (or put it into) the same sentence. And a place the agent left with its hand full
+ * is remembered without its pick-ups (one hand holds one thing); coming back empty-handed, it
+ * offers again the pick-ups of the things the episode saw there and has not taken since (the
+ * second pen of "put two pens").
+ *
+ * Nothing here knows an environment: what picks up and puts down comes from the arrival rules
+ * (`take {} from {}`, `put {} in/on {}`), a text is lines of sentences (`sentencesOf`), and the
+ * word an emptied list shows ("nothing") is learned from the data.
+ */
+import type { Observation } from '../core/types.ts';
+import type { ArrivalRules } from './arrival.ts';
+import { actionTemplate } from './substitution.ts';
+
+/** A line's key: its first word ("Location" in "Location: desk 1; ..."). */
+export const lineKey = (line: string): string => line.trim().split(/[\s:]/, 1)[0] ?? '';
+
+/**
+ * A line's sentences (they end in `. `). A sentence moves as a whole: "Location: bed 1; you see
+ * nothing." is about the place, so what one sees there changes with it.
+ */
+export const sentencesOf = (line: string): string[] => line.split(/(?<=\.) /);
+
+/** A sentence's first word ("Holding" in "Holding: egg 1 (hot)."). */
+export const sentenceKey = (sentence: string): string => sentence.split(/[\s:]/)[0] ?? '';
+
+/** A step that picks a thing up at a place or puts it down there, by the arrival rules' templates. */
+export interface CarryStep {
+  up: boolean;
+  thing: string;
+  place: string;
+}
+
+/** The carry step `action` is (`take pen 1 from desk 1`: up), or undefined. */
+export function carryStepOf(rules: ArrivalRules, action: string): CarryStep | undefined {
+  const { template, entities } = actionTemplate(action);
+  const up = rules.pickUp.has(template);
+  if (!up && !rules.putDown.has(template)) return undefined;
+  const thing = entities[0];
+  const place = entities.find((e, i) => i > 0 && rules.places.has(e));
+  return thing !== undefined && place !== undefined ? { up, thing, place } : undefined;
+}
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Where `thing` stands in `sentence` as whole words, with what the text says of it in parentheses right after ("fork 2 (clean)"). */
+function listed(sentence: string, thing: string): { start: number; end: number } | undefined {
+  const m = new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(thing)}(?: \\([^)]*\\))?(?![\\p{L}\\p{N}])`, 'u').exec(sentence);
+  return m ? { start: m.index, end: m.index + m[0].length } : undefined;
+}
+
+/** `sentence` without `thing` and one of its list separators; the only thing of a list becomes `empty`. Undefined when that cannot be done. */
+export function withoutListed(sentence: string, thing: string, empty: string | undefined): string | undefined {
+  const at = listed(sentence, thing);
+  if (!at) return undefined;
+  if (sentence.startsWith(', ', at.end)) return sentence.slice(0, at.start) + sentence.slice(at.end + 2);
+  if (sentence.slice(0, at.start).endsWith(', ')) return sentence.slice(0, at.start - 2) + sentence.slice(at.end);
+  return empty === undefined ? undefined : sentence.slice(0, at.start) + empty + sentence.slice(at.end);
+}
+
+/**
+ * `sentence` with `item` added as the last thing of its list, which ends the sentence: in place of
+ * `empty` where the list is empty. Undefined when the sentence does not end in a list's last word.
+ */
+export function withListed(sentence: string, item: string, empty: string | undefined): string | undefined {
+  const end = /\.$/.test(sentence) ? sentence.length - 1 : sentence.length;
+  if (empty !== undefined && sentence.slice(0, end).endsWith(` ${empty}`)) return `${sentence.slice(0, end - empty.length)}${item}${sentence.slice(end)}`;
+  return `${sentence.slice(0, end)}, ${item}${sentence.slice(end)}`;
+}
+
+/** The sentence of `text` in the line keyed `line` with the sentence key `key`. */
+function sentenceAt(text: string, line: string, key: string): string | undefined {
+  const l = text.split('\n').find((x) => lineKey(x) === line);
+  return l === undefined ? undefined : sentencesOf(l).find((s) => sentenceKey(s) === key);
+}
+
+/** `text` with the sentence keyed `key` in the line keyed `line` replaced. */
+function replaceSentence(text: string, line: string, key: string, sentence: string): string {
+  return text
+    .split('\n')
+    .map((l) => (lineKey(l) === line ? sentencesOf(l).map((s) => (sentenceKey(s) === key ? sentence : s)).join(' ') : l))
+    .join('\n');
+}
+
+/**
+ * Whether `withThing` is `without` with `thing` added to a list: the thing and one list separator
+ * taken out give `without`, or the thing stands where `without` has one word (the empty word). A
+ * feedback sentence that names the thing ("You put the cd 1 in/on the shelf 1." after "You arrive
+ * at shelf 1.") is not one.
+ */
+function listsOnly(withThing: string, without: string, thing: string): boolean {
+  const at = listed(withThing, thing);
+  if (!at || listed(without, thing)) return false;
+  if (withThing.startsWith(', ', at.end)) return withThing.slice(0, at.start) + withThing.slice(at.end + 2) === without;
+  if (withThing.slice(0, at.start).endsWith(', ')) return withThing.slice(0, at.start - 2) + withThing.slice(at.end) === without;
+  return emptyWordOf(withThing, without, at) !== undefined;
+}
+
+/** The one word `without` has where `withThing` lists only the thing (at `at`), or undefined. */
+function emptyWordOf(withThing: string, without: string, at: { start: number; end: number }): string | undefined {
+  const head = withThing.slice(0, at.start);
+  const tail = withThing.slice(at.end);
+  const word = without.slice(head.length, without.length - tail.length);
+  return without.length > head.length + tail.length && without.startsWith(head) && without.endsWith(tail) && !word.includes(' ') ? word : undefined;
+}
+
+/**
+ * The sentences of a real carry step's text (`before` -> `after`) that list the place's things:
+ * for a pick-up, those that named the thing before and not after; for a put-down, the reverse.
+ * The holding sentence goes the other way, so it is never one of them.
+ */
+function listingSentences(step: CarryStep, before: string, after: string): { line: string; key: string; before: string; after: string }[] {
+  const out: { line: string; key: string; before: string; after: string }[] = [];
+  for (const l of before.split('\n')) {
+    for (const s of sentencesOf(l)) {
+      const next = sentenceAt(after, lineKey(l), sentenceKey(s));
+      if (next === undefined) continue;
+      if (step.up ? listsOnly(s, next, step.thing) : listsOnly(next, s, step.thing)) out.push({ line: lineKey(l), key: sentenceKey(s), before: s, after: next });
+    }
+  }
+  return out;
+}
+
+/**
+ * The word an emptied list shows ("you see nothing"), learned from real pick-ups that took a
+ * list's only thing; undefined when none did.
+ */
+export function learnEmptyListWord(rules: ArrivalRules, steps: readonly { action: string; before: string; after: string }[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const s of steps) {
+    const step = carryStepOf(rules, s.action);
+    if (!step?.up) continue;
+    for (const x of listingSentences(step, s.before, s.after)) {
+      const at = listed(x.before, step.thing);
+      const word = at && !x.before.startsWith(', ', at.end) && !x.before.slice(0, at.start).endsWith(', ') ? emptyWordOf(x.before, x.after, at) : undefined;
+      if (word !== undefined) counts.set(word, (counts.get(word) ?? 0) + 1);
+    }
+  }
+  let best: [string, number] | undefined;
+  for (const e of counts) if (!best || e[1] > best[1]) best = e;
+  return best?.[0];
+}
+
+/**
+ * `predicted` (a neighbour's next state, rewritten) with the sentences that list the place's
+ * things taken from this episode's state (`ours`), less the thing picked up or with the thing put
+ * down, where the neighbour's own carry step (`theirs`: its action and texts) changed the same
+ * sentence so. Unchanged for any other step.
+ */
+export function withPlaceContents(
+  rules: ArrivalRules,
+  empty: string | undefined,
+  ours: Observation,
+  action: string,
+  theirs: { action: string; before: string; after: string },
+  predicted: Observation,
+): Observation {
+  const step = carryStepOf(rules, action);
+  const their = carryStepOf(rules, theirs.action);
+  if (!step || !their || step.up !== their.up) return predicted;
+  let text = predicted.text;
+  for (const x of listingSentences(their, theirs.before, theirs.after)) {
+    const mine = sentenceAt(ours.text, x.line, x.key);
+    if (mine === undefined || sentenceAt(text, x.line, x.key) === undefined) continue;
+    let sentence: string | undefined;
+    if (step.up) sentence = withoutListed(mine, step.thing, empty);
+    else if (listed(mine, step.thing) === undefined) sentence = withListed(mine, shownAs(ours.text, step.thing), empty);
+    if (sentence !== undefined) text = replaceSentence(text, x.line, x.key, sentence);
+  }
+  return text === predicted.text ? predicted : { text, actions: predicted.actions };
+}
+
+/** `thing` as `text` shows it last, with what it says of it in parentheses ("fork 2 (clean)" in "Holding: fork 2 (clean)."). */
+function shownAs(text: string, thing: string): string {
+  // From the last line up: the state line, which says what is held, ends the text.
+  for (const line of text.split('\n').reverse()) {
+    const at = listed(line, thing);
+    if (at) return line.slice(at.start, at.end);
+  }
+  return thing;
+}
+
+/**
+ * The pick-ups a place offers an empty hand, as this episode left it: those offered there in the
+ * episode's states (`seen`, with the actions taken between them, `actions`), less the things
+ * picked up there since, plus the things put down there since.
+ */
+export function remainingPickUps(rules: ArrivalRules, seen: readonly Observation[], actions: readonly string[], place: string): string[] {
+  const offers = new Map<string, string>();
+  // How a thing put down here is picked up again: the one pick-up of a thing from a place.
+  const forms = [...rules.pickUp].filter((t) => t.split('{}').length === 3);
+  const template = forms.length === 1 ? forms[0] : undefined;
+  const note = (o: Observation | undefined): void => {
+    for (const a of o?.actions ?? []) {
+      const s = carryStepOf(rules, a);
+      if (s?.up && s.place === place) offers.set(s.thing, a);
+    }
+  };
+  seen.forEach((o, i) => {
+    note(o);
+    const a = actions[i];
+    const s = a === undefined ? undefined : carryStepOf(rules, a);
+    if (!s || s.place !== place) return;
+    if (s.up) offers.delete(s.thing);
+    else if (template !== undefined) offers.set(s.thing, template.replace('{}', s.thing).replace('{}', place));
+  });
+  return [...offers.values()];
+}

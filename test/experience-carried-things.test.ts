@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { generateOfflineData } from '../src/envs/offline.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+import { learnArrivalRules, type ArrivalRules } from '../src/experience/arrival.ts';
+import { carryStepOf, learnEmptyListWord, remainingPickUps, withListed, withoutListed, withPlaceContents } from '../src/experience/carried-things.ts';
+
+const rules: ArrivalRules = {
+  move: 'go to {}',
+  places: new Set(['desk 1', 'shelf 1', 'drawer 1', 'sofa 1']),
+  carriedActions: new Map(),
+  notWhileCarrying: new Set(),
+  pickUp: new Set(['take {} from {}']),
+  putDown: new Set(['put {} in/on {}']),
+};
+
+const state = (text: string, actions: string[] = []): { text: string; actions: string[] } => ({ text, actions });
+
+describe('carryStepOf', () => {
+  it('reads pick-ups and put-downs by the rules, and nothing else', () => {
+    expect(carryStepOf(rules, 'take pen 1 from desk 1')).toEqual({ up: true, thing: 'pen 1', place: 'desk 1' });
+    expect(carryStepOf(rules, 'put pen 1 in/on shelf 1')).toEqual({ up: false, thing: 'pen 1', place: 'shelf 1' });
+    expect(carryStepOf(rules, 'go to desk 1')).toBeUndefined();
+    expect(carryStepOf(rules, 'take pen 1 from cupboard 9')).toBeUndefined();
+  });
+});
+
+describe('withoutListed / withListed', () => {
+  it('takes a thing out of a list wherever it stands, with what the text says of it', () => {
+    const s = 'Location: desk 1; you see desklamp 1 (off), pencil 2, laptop 1.';
+    expect(withoutListed(s, 'pencil 2', 'nothing')).toBe('Location: desk 1; you see desklamp 1 (off), laptop 1.');
+    expect(withoutListed(s, 'laptop 1', 'nothing')).toBe('Location: desk 1; you see desklamp 1 (off), pencil 2.');
+    expect(withoutListed('Location: sofa 1; you see fork 2 (clean), cd 1.', 'fork 2', 'nothing')).toBe('Location: sofa 1; you see cd 1.');
+    expect(withoutListed('Location: sofa 1; you see cd 1.', 'cd 1', 'nothing')).toBe('Location: sofa 1; you see nothing.');
+    // No word for an empty list learned: it cannot say.
+    expect(withoutListed('Location: sofa 1; you see cd 1.', 'cd 1', undefined)).toBeUndefined();
+    // "cd 1" is not inside "cd 12".
+    expect(withoutListed('Location: sofa 1; you see cd 12.', 'cd 1', 'nothing')).toBeUndefined();
+  });
+
+  it('adds a thing as the last of the list, or in place of the empty word', () => {
+    expect(withListed('Location: desk 1; you see laptop 1.', 'fork 2 (clean)', 'nothing')).toBe('Location: desk 1; you see laptop 1, fork 2 (clean).');
+    expect(withListed('Location: desk 1; you see nothing.', 'fork 2', 'nothing')).toBe('Location: desk 1; you see fork 2.');
+  });
+});
+
+describe('learnEmptyListWord', () => {
+  it('learns "nothing" from household pick-ups that emptied a place, and nothing from steps that pick nothing up', () => {
+    const data = [...generateOfflineData(getEnvSpec('household'), { episodes: 40, seed: 3, policy: 'noisy:0.3', split: 'train' })];
+    const steps = data.flatMap((d) => d.trajectory.steps.slice(0, -1).map((s, i) => ({ action: s.action, before: s.observation.text, after: (d.trajectory.steps[i + 1] as typeof s).observation.text })));
+    const learned = learnArrivalRules(data.flatMap((d) => d.trajectory.steps.map((s) => s.observation.actions)), data.flatMap((d) => d.trajectory.steps.slice(0, -1).map((s, i) => ({ before: s.observation.actions, action: s.action, after: (d.trajectory.steps[i + 1] as typeof s).observation.actions }))));
+    expect(learned).not.toBeNull();
+    expect(learnEmptyListWord(learned as ArrivalRules, steps)).toBe('nothing');
+    expect(learnEmptyListWord(learned as ArrivalRules, steps.filter((s) => !s.action.startsWith('take ')))).toBeUndefined();
+  });
+});
+
+describe('withPlaceContents', () => {
+  const neighbour = {
+    action: 'take pencil 1 from desk 1',
+    before: 'Your task is to: x\nYou arrive at desk 1.\nLocation: desk 1; you see laptop 1, pencil 1, cd 2. Holding: nothing.',
+    after: 'Your task is to: x\nYou pick up the pencil 1 from the desk 1.\nLocation: desk 1; you see laptop 1, cd 2. Holding: pencil 1.',
+  };
+  const ours = state('Your task is to: y\nYou arrive at desk 1.\nLocation: desk 1; you see desklamp 1 (off), pencil 2. Holding: nothing.', ['take pencil 2 from desk 1', 'use desklamp 1']);
+
+  it("lists this episode's things less the thing taken, not the neighbour's", () => {
+    // The neighbour's next state, rewritten for this action: its place's things, and the lamp gone.
+    const predicted = state('Your task is to: y\nYou pick up the pencil 2 from the desk 1.\nLocation: desk 1; you see laptop 1, cd 2. Holding: pencil 2.', ['use desklamp 1']);
+    const out = withPlaceContents(rules, 'nothing', ours, 'take pencil 2 from desk 1', neighbour, predicted);
+    expect(out.text).toBe('Your task is to: y\nYou pick up the pencil 2 from the desk 1.\nLocation: desk 1; you see desklamp 1 (off). Holding: pencil 2.');
+    expect(out.actions).toEqual(['use desklamp 1']);
+  });
+
+  it('adds the thing put down, as the episode shows it in hand', () => {
+    const here = state('Your task is to: y\nYou arrive at sofa 1.\nLocation: sofa 1; you see book 2. Holding: fork 2 (clean).');
+    const theirs = {
+      action: 'put cd 1 in/on shelf 1',
+      before: 'Your task is to: x\nYou arrive at shelf 1.\nLocation: shelf 1; you see nothing. Holding: cd 1.',
+      after: 'Your task is to: x\nYou put the cd 1 in/on the shelf 1.\nLocation: shelf 1; you see cd 1. Holding: nothing.',
+    };
+    const predicted = state('Your task is to: y\nYou put the fork 2 in/on the sofa 1.\nLocation: sofa 1; you see fork 2. Holding: nothing.');
+    expect(withPlaceContents(rules, 'nothing', here, 'put fork 2 in/on sofa 1', theirs, predicted).text).toBe(
+      'Your task is to: y\nYou put the fork 2 in/on the sofa 1.\nLocation: sofa 1; you see book 2, fork 2 (clean). Holding: nothing.',
+    );
+  });
+
+  it('leaves any other step, and a neighbour step of the other direction, as predicted', () => {
+    const predicted = state('Your task is to: y\nYou arrive at shelf 1.\nLocation: shelf 1; you see cd 2. Holding: nothing.');
+    expect(withPlaceContents(rules, 'nothing', ours, 'go to shelf 1', neighbour, predicted)).toBe(predicted);
+    const put = { action: 'put pencil 1 in/on desk 1', before: neighbour.after, after: neighbour.before };
+    expect(withPlaceContents(rules, 'nothing', ours, 'take pencil 2 from desk 1', put, predicted)).toBe(predicted);
+  });
+});
+
+describe('remainingPickUps', () => {
+  it("offers what the episode saw at the place, less what it took there, plus what it put down there", () => {
+    const seen = [
+      state('a', ['go to drawer 1', 'go to sofa 1']),
+      state('b', ['take cellphone 1 from drawer 1', 'take cellphone 2 from drawer 1', 'take knife 1 from drawer 1', 'go to sofa 1']),
+      state('c', ['put cellphone 1 in/on drawer 1', 'go to sofa 1']),
+      state('d', ['put cellphone 1 in/on sofa 1', 'go to drawer 1']),
+      state('e', ['take book 1 from sofa 1', 'take cellphone 1 from sofa 1', 'go to drawer 1']),
+    ];
+    const actions = ['go to drawer 1', 'take cellphone 1 from drawer 1', 'go to sofa 1', 'put cellphone 1 in/on sofa 1'];
+    expect(remainingPickUps(rules, seen, actions, 'drawer 1').sort()).toEqual(['take cellphone 2 from drawer 1', 'take knife 1 from drawer 1']);
+    // The sofa: what it showed, with the cellphone put down there.
+    expect(remainingPickUps(rules, seen, actions, 'sofa 1').sort()).toEqual(['take book 1 from sofa 1', 'take cellphone 1 from sofa 1']);
+    // A thing put down where nothing was offered yet: the rules' one pick-up form.
+    expect(remainingPickUps(rules, seen.slice(0, 4), actions, 'sofa 1')).toEqual(['take cellphone 1 from sofa 1']);
+    expect(remainingPickUps({ ...rules, pickUp: new Set(['take {} from {}', 'grab {} from {}']) }, seen.slice(0, 4), actions, 'sofa 1')).toEqual([]);
+  });
+});
