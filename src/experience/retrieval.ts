@@ -650,7 +650,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
     if (carriedAfter(rules, [...taken, action])?.size !== 0) return back;
     const remaining = remainingPickUps(rules, seen, taken, place);
     const keep = new Set(remaining);
-    const actions = back.actions.filter((a) => carryStepOf(rules, a)?.place !== place || !carryStepOf(rules, a)?.up || keep.has(a));
+    // A pick-up here of a thing the episode has taken since goes.
+    const actions = back.actions.filter((a) => {
+      const step = carryStepOf(rules, a);
+      return !step?.up || step.place !== place || keep.has(a);
+    });
     for (const a of remaining) if (!actions.includes(a)) actions.push(a);
     return actions.length === back.actions.length && actions.every((a, i) => a === back.actions[i]) ? back : { text: back.text, actions };
   }
