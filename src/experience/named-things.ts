@@ -20,6 +20,7 @@
 import type { AgentTask, Observation } from '../core/types.ts';
 import { hashString } from '../core/rng.ts';
 import { placeKind, placeState, situationOf, type ArrivalRules } from './arrival.ts';
+import { carryStepOf, type CarryStep } from './carried-things.ts';
 import { actionTemplate } from './substitution.ts';
 
 /** What {@link learnNamedThings} learned. */
@@ -51,13 +52,10 @@ export interface NamedThingStep {
   after?: readonly string[];
 }
 
-/** The thing and place of a pick-up action (`take pen 1 from desk 1`), or undefined. */
-export function pickUpOf(rules: ArrivalRules, action: string): { thing: string; place: string } | undefined {
-  const { template, entities } = actionTemplate(action);
-  if (!rules.pickUp.has(template)) return undefined;
-  const thing = entities[0];
-  const place = entities.find((e, i) => i > 0 && rules.places.has(e));
-  return thing !== undefined && place !== undefined ? { thing, place } : undefined;
+/** The thing and place of a pick-up action (`take pen 1 from desk 1`), or undefined (see `carryStepOf`). */
+export function pickUpOf(rules: ArrivalRules, action: string): CarryStep | undefined {
+  const step = carryStepOf(rules, action);
+  return step?.up ? step : undefined;
 }
 
 /** Learns the rule from recorded steps; null when the arrival rules know nothing that picks up. */
