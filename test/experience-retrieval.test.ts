@@ -541,7 +541,7 @@ describe('RetrievalExperienceModel', () => {
     expect(score.rooted.next).toBeGreaterThanOrEqual(score.unrooted.next + 0.1 * score.steps);
   });
 
-  it("household: a place keeps what the agent did not take, offers it again to an empty hand, a walk shows the place reached, and opening a drawer keeps every place to go to", async () => {
+  it("household: a place keeps what the agent did not take, offers it again to an empty hand, a walk shows the place reached (closed until this episode opens it), and opening a drawer keeps every place to go to", async () => {
     // The scripted policy with 20% random actions, inside the simulator, on held-out tasks. The
     // test reads household's state line ("Location: desk 1; you see a, b. Holding: c.").
     const spec = getEnvSpec('household');
@@ -554,7 +554,7 @@ describe('RetrievalExperienceModel', () => {
       const seen = m?.[2] ?? 'nothing';
       return { place: m?.[1] ?? '', things: seen === 'nothing' ? [] : seen.split(', ').map((t) => t.replace(/ \(.*\)$/, '')), holding: m?.[3] ?? '' };
     };
-    const c = { walks: 0, walkWrong: 0, takes: 0, takeWrong: 0, returns: 0, returnMissing: 0, states: 0, lostPlaces: 0 };
+    const c = { walks: 0, walkWrong: 0, openUnopened: 0, takes: 0, takeWrong: 0, returns: 0, returnMissing: 0, states: 0, lostPlaces: 0 };
     try {
       for (const task of heldOut) {
         const rng = new Rng(7);
@@ -562,6 +562,7 @@ describe('RetrievalExperienceModel', () => {
         const places = observation.actions.filter((a) => a.startsWith('go to ')).map((a) => a.slice('go to '.length));
         const history: HistoryStep[] = [];
         const visited = new Set<string>();
+        const opened = new Set<string>();
         for (let t = 0; t < spec.maxSteps; t++) {
           const [scripted] = await actor.choose([{ instruction: task.instruction, history: history.map((h) => ({ action: h.action })), observation }]);
           const action = rng.chance(0.2) ? rng.pick(observation.actions) : (scripted as string);
@@ -580,8 +581,12 @@ describe('RetrievalExperienceModel', () => {
             c.returns++;
             for (const thing of after.things) if (!thing.startsWith('desklamp') && !r.observation.actions.includes(`take ${thing} from ${go[1]}`)) c.returnMissing++;
           }
+          const open = /^open (.+)$/.exec(action);
+          if (open) opened.add(open[1] as string);
           if (go) {
             visited.add(go[1] as string);
+            // Everything starts closed: a place shown open was opened by this episode.
+            if (r.observation.text.includes(`${go[1]} (open)`) && !opened.has(go[1] as string)) c.openUnopened++;
             // The state line names the place reached, with a door state exactly where a door is offered.
             const door = /\((open|closed)\)/.test(r.observation.text.split('\n').pop() as string);
             c.walks++;
@@ -600,9 +605,12 @@ describe('RetrievalExperienceModel', () => {
     // listed there 1 time in 52 returns (18 in 60); a place to go to was missing 6 times over 777
     // states (771 over 725, when opening a drawer turned "go to cabinet 1" into "open cabinet 1");
     // 3 of 553 walks showed another place or door state (30 of 567 while a walk's place sentence
-    // was edited word by word: "Location: fridge 1; you see nothing.").
+    // was edited word by word: "Location: fridge 1; you see nothing."); a walk showed a place
+    // open, with its contents, that this episode had never opened 0 times in 548 walks (40 in 553
+    // while a first walk could reuse another episode's walk to the place it had opened before).
     expect(c.walks).toBeGreaterThanOrEqual(200);
     expect(c.walkWrong).toBeLessThanOrEqual(10);
+    expect(c.openUnopened).toBeLessThanOrEqual(5);
     expect(c.takes).toBeGreaterThanOrEqual(20);
     expect(c.takeWrong).toBeLessThanOrEqual(0.2 * c.takes);
     expect(c.returns).toBeGreaterThanOrEqual(20);
