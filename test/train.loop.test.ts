@@ -1,10 +1,11 @@
 import * as tf from '@tensorflow/tfjs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RealEnvironment, Task, Trajectory } from '../src/core/types.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
+import { Trainer } from '../src/rl/trainer.ts';
 import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
 import { RecombinationTaskGenerator, type TaskGenerator } from '../src/curriculum/generator.ts';
 import type { ChatCompletion, ChatCompletionRequestNonStreaming, ChatEngine } from '../src/llm/engine.ts';
@@ -69,6 +70,10 @@ describe('training config', () => {
     expect(parseTrainingConfig({ env: 'shop', mode: 'real', policy: { initScale: 0.5 } }).policy.initScale).toBe(0.5);
     expect(parseTrainingConfig({ env: 'shop', mode: 'real', warmStart: 'sft' }).rl.learningRate).toBe(3e-4);
     expect(parseTrainingConfig({ env: 'shop', mode: 'real', warmStart: 'sft', rl: { learningRate: 1e-3 } }).rl.learningRate).toBe(1e-3);
+    // s2r's real phase fine-tunes what the synthetic phase trained: the warm rate, or a lower RL rate.
+    expect(parseTrainingConfig({ env: 'shop', mode: 's2r' }).s2r.learningRate).toBe(RL_LEARNING_RATE.warm);
+    expect(parseTrainingConfig({ env: 'shop', mode: 's2r', rl: { learningRate: 1e-4 } }).s2r.learningRate).toBe(1e-4);
+    expect(parseTrainingConfig({ env: 'shop', mode: 's2r', s2r: { learningRate: 5e-3 } }).s2r.learningRate).toBe(5e-3);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'train-hard' as 'sft' })).toThrow(TrainingConfigError);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', groupSize: 1 })).toThrow(/groupSize/);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', bogus: 1 } as TrainingConfigInput)).toThrow(TrainingConfigError);
@@ -105,6 +110,29 @@ describe('learning-rate warmup', () => {
     // At a quarter of the learning rate the first update moves the policy much less.
     expect(four).toBeGreaterThan(0);
     expect(four).toBeLessThan(none / 2);
+  });
+});
+
+describe('s2r learning rates', () => {
+  it("runs the synthetic phase at the RL rate and the real phase at s2r's own", async () => {
+    const rates: (number | undefined)[] = [];
+    const setRate = vi.spyOn(Trainer.prototype, 'setLearningRate').mockImplementation(function (this: Trainer, rate: number | undefined) {
+      rates.push(rate);
+    });
+    const c = config({ mode: 's2r', iterations: 2, s2r: { realBudget: 30, learningRate: 1e-4 }, rl: { learningRate: 2e-3 } });
+    const run = await prepareRun(c);
+    try {
+      const res = await runTraining(c, run.deps);
+      res.trainer.dispose();
+      const phases = res.metrics.map((m) => m.phase);
+      expect(phases.slice(0, 2)).toEqual(['synthetic', 'synthetic']);
+      expect(phases.slice(2).length).toBeGreaterThan(0);
+      expect(phases.slice(2).every((p) => p === 'real')).toBe(true);
+      expect(rates).toEqual(phases.map((p) => (p === 'real' ? 1e-4 : 2e-3)));
+    } finally {
+      setRate.mockRestore();
+      run.dispose();
+    }
   });
 });
 

@@ -391,7 +391,8 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
   async function rlIteration(phase: 'synthetic' | 'real'): Promise<IterationMetrics> {
     const m = emptyMetrics(iteration, phase);
     const warmup = config.rl.warmupIterations;
-    trainer.setLearningRate(config.rl.learningRate * (warmup > 0 ? Math.min(1, (iteration - rlStart + 1) / warmup) : 1));
+    const rate = phase === 'real' && config.mode === 's2r' ? config.s2r.learningRate : config.rl.learningRate;
+    trainer.setLearningRate(rate * (warmup > 0 ? Math.min(1, (iteration - rlStart + 1) / warmup) : 1));
 
     // 1. Tasks: B from the pool, a share lambda generated once any exist.
     const lambda = config.curriculum.enabled ? config.curriculum.generatedShare : 0;
