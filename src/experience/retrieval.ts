@@ -232,6 +232,9 @@ function editTransfers(state: Observation, next: Observation): boolean {
 /** The DreamGym experience-model interface over nearest real transitions. */
 export class RetrievalExperienceModel implements ExperienceModel {
   readonly kind = 'retrieval';
+  /** {@link dealingsOf}, by transition index. */
+  private readonly dealings = new Map<number, string>();
+
   private constructor(
     private readonly config: RetrievalModelConfig,
     private readonly embedder: Embedder,
@@ -836,6 +839,21 @@ export class RetrievalExperienceModel implements ExperienceModel {
    * a list by its id, the stored opening of the item whose list line is most like this one's;
    * else among the k most similar of the same verb, one with the same template first.
    */
+  /**
+   * {@link dealingsWith} of a stored transition's history and its own action, kept: every list
+   * `nearest` filters with it holds transitions of the action asked about, and a common walk's list
+   * runs to hundreds of histories, read again on every step.
+   */
+  private dealingsOf(pos: number): string {
+    let key = this.dealings.get(pos);
+    if (key === undefined) {
+      const t = this.transitions[pos] as RealTransition;
+      key = dealingsWith(t.history, t.action);
+      this.dealings.set(pos, key);
+    }
+    return key;
+  }
+
   private async nearest(task: AgentTask, observation: Observation, action: string, actionsSoFar: readonly string[] = []): Promise<RealTransition | undefined> {
     const state = observation.text;
     const [query] = await this.embedder.embed([retrievalText(state, action, task.instruction)]);
@@ -862,10 +880,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // (the household's room), where another task's step of the same action is a stand-in at best.
     // First the steps whose episode had done to this action's entities what this one has (a walk
     // to a cabinet the recorded agent had opened showed it open, and the child's is closed).
-    const entities = actionTemplate(action).entities.filter((e) => e.trim() !== '');
-    const dealings = (actions: readonly string[]): string => [...new Set(actions.filter((a) => a !== action && actionTemplate(a).entities.some((e) => entities.includes(e))))].sort().join('\u0001');
-    const mine = dealings(actionsSoFar);
-    const alike = (positions: readonly number[] | undefined): number[] | undefined => positions?.filter((pos) => dealings((this.transitions[pos] as RealTransition).history) === mine);
+    const mine = dealingsWith(actionsSoFar, action);
+    const alike = (positions: readonly number[] | undefined): number[] | undefined => positions?.filter((pos) => this.dealingsOf(pos) === mine);
     const ownPositions = this.byTaskAction.get(taskActionKey(task.id, action));
     const rootPositions = task.rootId !== undefined ? this.byTaskAction.get(taskActionKey(task.rootId, action)) : undefined;
     const own = pick(alike(ownPositions)) ?? pick(alike(rootPositions)) ?? pick(ownPositions) ?? pick(rootPositions);
@@ -993,6 +1009,15 @@ const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actio
  * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
  * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
  */
+/**
+ * What `actions` did to `action`'s entities, other than `action` itself, as one key: two
+ * episodes with the same key had opened, taken from, or left alone the same things.
+ */
+function dealingsWith(actions: readonly string[], action: string): string {
+  const entities = actionTemplate(action).entities.filter((e) => e.trim() !== '');
+  return [...new Set(actions.filter((a) => a !== action && actionTemplate(a).entities.some((e) => entities.includes(e))))].sort().join('\u0001');
+}
+
 function carryOver(remembered: Observation, left: Observation, departed: Observation, now: Observation, action: string): Observation {
   const departedLines = departed.text.split('\n');
   const nowLines = now.text.split('\n');
