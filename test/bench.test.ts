@@ -4,8 +4,10 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BENCH_PAGES, REPO_ROOT } from '../src/bench/browser.ts';
 import { benchEnvs } from '../src/bench/envs.ts';
-import { benchSchedule, measureGrpoThroughput, policyBenchRows, type PolicyBenchMeasurement } from '../src/bench/policy.ts';
-import { BENCH_SUITES, replaceSection } from '../src/cli/bench.ts';
+import * as tf from '@tensorflow/tfjs';
+import { benchSchedule, measureBackendAgreement, measureGrpoThroughput, policyBenchRows, type PolicyBenchMeasurement } from '../src/bench/policy.ts';
+import { DAWN_PACKAGE, DawnUnavailableError, installDawn } from '../src/bench/policy-dawn.ts';
+import { BENCH_SUITES, replaceSection, suitesToRun } from '../src/cli/bench.ts';
 import { clearEnvCaches } from '../src/envs/registry.ts';
 import { generateLayout } from '../src/envs/household/layout.ts';
 import { generateCatalogue } from '../src/envs/shop/catalogue.ts';
@@ -151,7 +153,12 @@ describe('benchmark pages', () => {
     }
   });
   it('the CLI lists every suite', () => {
-    expect(BENCH_SUITES).toEqual(expect.arrayContaining(['envs', 'fidelity', 'llm-cost', 'replay', 'replay-browser', 'policy', 'policy-browser']));
+    expect(BENCH_SUITES).toEqual(expect.arrayContaining(['envs', 'fidelity', 'llm-cost', 'replay', 'replay-browser', 'policy', 'policy-browser', 'policy-dawn']));
+  });
+  it('`all` leaves out the suite that needs a package that is not a dependency', () => {
+    expect(suitesToRun('all')).not.toContain('policy-dawn');
+    expect(suitesToRun('all')).toEqual(BENCH_SUITES.filter((s) => s !== 'policy-dawn'));
+    expect(suitesToRun('policy-dawn')).toEqual(['policy-dawn']);
   });
 });
 
@@ -225,5 +232,44 @@ describe('policy suite', () => {
     }
     const runs = lines.filter((l) => l.includes('repetition')).map((l) => l.split(' ')[0]);
     expect(runs).toEqual(['wasm', 'cpu', 'cpu', 'wasm', 'wasm', 'cpu', 'cpu', 'wasm']);
+  });
+
+  it('backend agreement: the same updates from the same seed on cpu and wasm end at the same weights', async () => {
+    const before = tf.memory().numTensors;
+    const a = await measureBackendAgreement('cpu', { dim: 32, decisions: 16, updates: 2 });
+    expect(a.updates).toBe(2);
+    expect(a.maxWeight).toBeGreaterThan(0.01);
+    expect(a.maxLossDifference).toBeLessThan(1e-4);
+    expect(a.maxWeightDifference).toBeLessThan(1e-4);
+    expect(tf.memory().numTensors).toBe(before);
+  });
+});
+
+describe('policy-dawn suite', () => {
+  it('says how to install Dawn when the package is missing', async () => {
+    const missing = () => Promise.reject(new Error("Cannot find package 'webgpu'"));
+    const err = await installDawn([], missing).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DawnUnavailableError);
+    expect((err as Error).message).toContain(`npm install --no-save ${DAWN_PACKAGE}`);
+    expect((err as Error).message).toContain("Cannot find package 'webgpu'");
+  });
+
+  it('exposes Dawn as navigator.gpu with the WebGPU globals, passing the flags through', async () => {
+    const g = globalThis as { navigator?: { gpu?: unknown }; GPUBufferUsage?: unknown };
+    const saved = { navigator: Object.getOwnPropertyDescriptor(globalThis, 'navigator'), usage: g.GPUBufferUsage };
+    const gpu = { requestAdapter: async () => null };
+    const seen: string[][] = [];
+    try {
+      await installDawn(['backend=vulkan'], async () => ({ create: (flags) => (seen.push(flags), gpu), globals: { GPUBufferUsage: { STORAGE: 128 } } }));
+      expect(seen).toEqual([['backend=vulkan']]);
+      expect(g.navigator?.gpu).toBe(gpu);
+      expect(g.GPUBufferUsage).toEqual({ STORAGE: 128 });
+    } finally {
+      if (saved.navigator) Object.defineProperty(globalThis, 'navigator', saved.navigator);
+      else delete g.navigator;
+      if (g.navigator && saved.navigator) delete (g.navigator as { gpu?: unknown }).gpu;
+      g.GPUBufferUsage = saved.usage;
+      if (saved.usage === undefined) delete g.GPUBufferUsage;
+    }
   });
 });

@@ -155,6 +155,64 @@ export async function measureGrpoThroughput(options: PolicyBenchOptions): Promis
   return out;
 }
 
+/** How far one backend's GRPO updates drift from wasm's on the same batch from the same weights. */
+export interface BackendAgreement {
+  backend: BackendName;
+  updates: number;
+  /** Largest |loss difference| over the updates. */
+  maxLossDifference: number;
+  /** Largest |weight difference| after the last update, over all parameters. */
+  maxWeightDifference: number;
+  /** Largest |weight| after the last update on wasm (scale for the difference). */
+  maxWeight: number;
+}
+
+/**
+ * Runs `updates` GRPO updates from the same seed on the same batch on wasm and on `backend`, and
+ * compares the losses and the weights: a GPU backend that is fast but computes something else
+ * would show here. Small float32 differences are expected (other summation orders).
+ */
+export async function measureBackendAgreement(backend: BackendName, options: { decisions?: number; dim?: number; updates?: number } = {}): Promise<BackendAgreement> {
+  const dim = options.dim ?? 512;
+  const updates = options.updates ?? 3;
+  const batch = syntheticGrpoBatch({
+    groups: Math.max(1, Math.round((options.decisions ?? 128) / 8)), groupSize: 8, maxSteps: 1, stateDim: dim, actionDim: dim,
+    minCandidates: 3, maxCandidates: 15, nonZeros: 96, seed: 7,
+  });
+  const run = async (name: BackendName): Promise<{ losses: number[]; weights: Float32Array[] }> => {
+    if (!(await tf.setBackend(name))) throw new Error(`tf.setBackend(${JSON.stringify(name)}) failed`);
+    await tf.ready();
+    const trainer = new Trainer({
+      policy: { stateDim: dim, actionDim: dim, hiddenDim: 64, seed: 1 },
+      optimizer: { learningRate: 1e-3, epsilon: 1e-8 },
+      grpo: { beta: 0.04 },
+      minibatchSize: 1 << 20,
+    });
+    try {
+      const losses: number[] = [];
+      for (let i = 0; i < updates; i++) losses.push((await trainer.grpoUpdate(batch)).loss);
+      const weights = (await trainer.checkpoint()).weights.filter((w) => !w.name.startsWith('reference/')).map((w) => Float32Array.from(w.data));
+      return { losses, weights };
+    } finally {
+      trainer.dispose();
+    }
+  };
+  const reference = await run('wasm');
+  const other = await run(backend);
+  const maxAbs = (xs: Iterable<number>): number => {
+    let m = 0;
+    for (const x of xs) m = Math.max(m, Math.abs(x));
+    return m;
+  };
+  return {
+    backend,
+    updates,
+    maxLossDifference: maxAbs(reference.losses.map((l, i) => l - (other.losses[i] ?? Number.NaN))),
+    maxWeightDifference: maxAbs(reference.weights.flatMap((w, i) => Array.from(w, (x, j) => x - (other.weights[i]?.[j] ?? Number.NaN)))),
+    maxWeight: maxAbs(reference.weights.flatMap((w) => Array.from(w))),
+  };
+}
+
 /** How a backend is named in the table (a software WebGPU adapter is never called a GPU). */
 export function backendLabel(m: Pick<PolicyBenchMeasurement, 'backend' | 'report'>, where: string): string {
   if (m.backend === 'wasm') return `wasm (${where}, ${m.report.threads > 1 ? `${m.report.threads} threads` : '1 thread'})`;

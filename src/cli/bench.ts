@@ -41,7 +41,13 @@ const SUITES: Record<string, SuiteFn> = {
   // Chromium (wasm, WebGPU where an adapter exists).
   policy: async () => (await import('../bench/policy.ts')).benchPolicyNode(),
   'policy-browser': async () => (await import('../bench/policy-browser.ts')).benchPolicyBrowser(),
+  // The same in Node with WebGPU from Dawn (optional package, see src/bench/policy-dawn.ts): a GPU
+  // server's figures where no browser is installed. Not part of `all`.
+  'policy-dawn': async () => (await import('../bench/policy-dawn.ts')).benchPolicyDawn(),
 };
+
+/** Suites that `all` leaves out: they need something that is not a dependency. */
+const OPTIONAL_SUITES = new Set(['policy-dawn']);
 
 /** Names of the benchmark suites. */
 export const BENCH_SUITES = Object.keys(SUITES);
@@ -88,9 +94,14 @@ export function replaceSection(doc: string, suite: string, body: string): string
   return `${doc.trimEnd()}\n\n## ${suite}\n\n${block}\n`;
 }
 
+/** The suites that `suite` names: itself, or for `all` every suite but the optional ones. */
+export function suitesToRun(suite: BenchSuite | 'all'): string[] {
+  return suite === 'all' ? BENCH_SUITES.filter((n) => !OPTIONAL_SUITES.has(n)) : [suite];
+}
+
 /** Runs one suite or all, printing a table (or JSON) and writing the requested files. */
 export async function runBench(suite: BenchSuite | 'all', options: BenchOptions): Promise<BenchResult[]> {
-  const names = suite === 'all' ? BENCH_SUITES : [suite];
+  const names = suitesToRun(suite);
   for (const name of names) {
     if (!SUITES[name]) throw new RangeError(`Unknown benchmark suite ${JSON.stringify(name)}: use one of ${BENCH_SUITES.join(', ')}, all`);
   }
