@@ -136,6 +136,28 @@ describe('s2r learning rates', () => {
   });
 });
 
+describe('s2r KL reference', () => {
+  it('is the policy the real phase starts from: synced at the start of RL and again at the start of the real phase', async () => {
+    const synced: number[] = [];
+    const c = config({ mode: 's2r', iterations: 2, s2r: { realBudget: 30 } });
+    const run = await prepareRun(c);
+    let iterations = 0;
+    const sync = vi.spyOn(Trainer.prototype, 'syncReference').mockImplementation(function (this: Trainer) {
+      synced.push(iterations);
+    });
+    try {
+      const res = await runTraining(c, run.deps, { onProgress: (p) => void (p.metrics && (iterations = p.iteration)) });
+      res.trainer.dispose();
+      expect(res.metrics.slice(2).length).toBeGreaterThan(0);
+      // Before the first synthetic iteration (0 done) and before the first real one (2 done).
+      expect(synced).toEqual([0, 2]);
+    } finally {
+      sync.mockRestore();
+      run.dispose();
+    }
+  });
+});
+
 describe('runTraining smoke: every mode and ablation runs two iterations', () => {
   const cases: [string, Partial<TrainingConfigInput>][] = [
     ['zero-shot', { mode: 'zero-shot' }],
