@@ -8,7 +8,8 @@
  *
  * `webgpu` is not a dependency: its tarball is 51 MB of prebuilt binaries for five platforms that
  * only this measurement needs. Install it next to the project first:
- * `npm install --no-save webgpu@0.6.2`.
+ * `npm install --no-save webgpu@0.6.2`. Dawn toggles can be passed in `DREAMGYM_DAWN_FLAGS`
+ * (space-separated, e.g. `backend=vulkan`).
  */
 import { probeAdapter } from '../policy/backend.ts';
 import { backendLabel, measureBackendAgreement, policyBenchRows, measureGrpoThroughput, type PolicyBenchOptions, type PolicyBenchRow } from './policy.ts';
