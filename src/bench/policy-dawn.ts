@@ -11,6 +11,7 @@
  * `npm install --no-save webgpu@0.6.2`. Dawn toggles can be passed in `DREAMGYM_DAWN_FLAGS`
  * (space-separated, e.g. `backend=vulkan`).
  */
+import * as tf from '@tensorflow/tfjs';
 import { probeAdapter } from '../policy/backend.ts';
 import { backendLabel, measureBackendAgreement, policyBenchRows, measureGrpoThroughput, type PolicyBenchOptions, type PolicyBenchRow } from './policy.ts';
 
@@ -58,7 +59,6 @@ export async function installDawn(flags: string[] = [], load: () => Promise<Dawn
 
 /** Runs the policy benchmark on wasm and Dawn's WebGPU in Node and returns its table rows. */
 export async function benchPolicyDawn(options: Partial<PolicyBenchOptions> = {}): Promise<PolicyBenchRow[]> {
-  const tf = await import('@tensorflow/tfjs');
   tf.env().set('PROD', true);
   const flags = (process.env.DREAMGYM_DAWN_FLAGS ?? '').split(/\s+/).filter((f) => f);
   await installDawn(flags);

@@ -77,6 +77,37 @@ export function benchSchedule<B>(backends: readonly B[], sizes: number, reps: nu
   return out;
 }
 
+/** The benchmark's shop-like GRPO batch: `decisions` one-step rollouts in groups of 8, 3-15 candidates each. */
+function benchBatch(decisions: number, dim: number, seed: number): ReturnType<typeof syntheticGrpoBatch> {
+  return syntheticGrpoBatch({
+    groups: Math.max(1, Math.round(decisions / 8)),
+    groupSize: 8,
+    maxSteps: 1,
+    stateDim: dim,
+    actionDim: dim,
+    minCandidates: 3,
+    maxCandidates: 15,
+    nonZeros: 96,
+    seed,
+  });
+}
+
+/** Makes `backend` tfjs's active backend (it must have been initialised). */
+async function useBackend(backend: BackendName): Promise<void> {
+  if (tf.getBackend() === backend) return;
+  if (!(await tf.setBackend(backend))) throw new Error(`tf.setBackend(${JSON.stringify(backend)}) failed`);
+  await tf.ready();
+}
+
+/** The benchmark's trainer: one minibatch per update, the KL reference pass on. */
+const benchTrainer = (dim: number, hiddenDim: number): Trainer =>
+  new Trainer({
+    policy: { stateDim: dim, actionDim: dim, hiddenDim, seed: 1 },
+    optimizer: { learningRate: 1e-3, epsilon: 1e-8 },
+    grpo: { beta: 0.04 },
+    minibatchSize: 1 << 20,
+  });
+
 /** Times GRPO updates for each backend and size, interleaved (see the module comment). */
 export async function measureGrpoThroughput(options: PolicyBenchOptions): Promise<PolicyBenchMeasurement[]> {
   const sizes = options.sizes ?? [32, 128, 512];
@@ -93,32 +124,12 @@ export async function measureGrpoThroughput(options: PolicyBenchOptions): Promis
     reports.set(backend, report);
   }
   const backends = [...reports.keys()];
-  const batches = sizes.map((decisions) =>
-    syntheticGrpoBatch({
-      groups: Math.max(1, Math.round(decisions / 8)),
-      groupSize: 8,
-      maxSteps: 1,
-      stateDim: dim,
-      actionDim: dim,
-      minCandidates: 3,
-      maxCandidates: 15,
-      nonZeros: 96,
-      seed: decisions,
-    }),
-  );
+  const batches = sizes.map((decisions) => benchBatch(decisions, dim, decisions));
   const results = new Map<string, { rows: number; candidateRows: number; times: number[] }>();
   for (const slot of benchSchedule(backends, sizes.length, reps)) {
     const { backend } = slot;
-    if (tf.getBackend() !== backend) {
-      if (!(await tf.setBackend(backend))) throw new Error(`tf.setBackend(${JSON.stringify(backend)}) failed`);
-      await tf.ready();
-    }
-    const trainer = new Trainer({
-      policy: { stateDim: dim, actionDim: dim, hiddenDim: options.hiddenDim ?? 64, seed: 1 },
-      optimizer: { learningRate: 1e-3, epsilon: 1e-8 },
-      grpo: { beta: 0.04 },
-      minibatchSize: 1 << 20,
-    });
+    await useBackend(backend);
+    const trainer = benchTrainer(dim, options.hiddenDim ?? 64);
     try {
       const batch = batches[slot.size] as (typeof batches)[number];
       const first = await trainer.grpoUpdate(batch); // warm-up: shader compilation, allocations
@@ -175,19 +186,10 @@ export interface BackendAgreement {
 export async function measureBackendAgreement(backend: BackendName, options: { decisions?: number; dim?: number; updates?: number } = {}): Promise<BackendAgreement> {
   const dim = options.dim ?? 512;
   const updates = options.updates ?? 3;
-  const batch = syntheticGrpoBatch({
-    groups: Math.max(1, Math.round((options.decisions ?? 128) / 8)), groupSize: 8, maxSteps: 1, stateDim: dim, actionDim: dim,
-    minCandidates: 3, maxCandidates: 15, nonZeros: 96, seed: 7,
-  });
+  const batch = benchBatch(options.decisions ?? 128, dim, 7);
   const run = async (name: BackendName): Promise<{ losses: number[]; weights: Float32Array[] }> => {
-    if (!(await tf.setBackend(name))) throw new Error(`tf.setBackend(${JSON.stringify(name)}) failed`);
-    await tf.ready();
-    const trainer = new Trainer({
-      policy: { stateDim: dim, actionDim: dim, hiddenDim: 64, seed: 1 },
-      optimizer: { learningRate: 1e-3, epsilon: 1e-8 },
-      grpo: { beta: 0.04 },
-      minibatchSize: 1 << 20,
-    });
+    await useBackend(name);
+    const trainer = benchTrainer(dim, 64);
     try {
       const losses: number[] = [];
       for (let i = 0; i < updates; i++) losses.push((await trainer.grpoUpdate(batch)).loss);
