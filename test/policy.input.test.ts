@@ -65,6 +65,10 @@ describe('inputTensors of selected rows', () => {
       }
     }
     expect(dump(inputTensors(all, {}, [2, 0])).mask).toEqual({ shape: [2, 2], values: [1, 0, 1, 1] });
+    // Read again (an update reads its batch for the reference pass, then every epoch): the same tensors.
+    const layout = { leadDim: 2, products: true };
+    expect(dump(inputTensors(all, layout, [1, 2]))).toEqual(dump(inputTensors(all, layout, [1, 2])));
+    expect(dump(inputTensors(all, layout))).toEqual(dump(inputTensors(packDecisions(wide), layout)));
     expect(() => inputTensors(all, {}, [3])).toThrow(/row 3 is outside \[0, 3\)/);
   });
 });

@@ -38,3 +38,27 @@ describe('SFT update', () => {
     trainer.dispose();
   });
 });
+
+describe('SFT rows across epochs', () => {
+  it('the same examples array is packed once and trains as fresh copies would; a longer array is packed again', async () => {
+    const decisions = syntheticDecisions({ count: 30, stateDim: 16, actionDim: 16, minCandidates: 2, maxCandidates: 6, seed: 22 });
+    const examples = decisions.map((d, i) => ({ ...d, action: i % d.candidates.length }));
+    const make = () => new Trainer({ policy: { stateDim: 16, actionDim: 16, hiddenDim: 16, seed: 3 }, optimizer: { learningRate: 0.02 }, minibatchSize: 8 });
+    const reused = make();
+    const fresh = make();
+    for (let epoch = 0; epoch < 3; epoch++) {
+      const a = await reused.sftUpdate(examples);
+      const b = await fresh.sftUpdate(examples.slice());
+      expect(a.loss).toBe(b.loss);
+      expect(a.accuracy).toBe(b.accuracy);
+    }
+    const weights = async (t: Trainer) => (await t.head.exportWeights(true)).map((w) => Array.from(w.data));
+    expect(await weights(reused)).toEqual(await weights(fresh));
+    // The array grows (the same object): its rows are prepared again, with the new example in them.
+    examples.push({ ...(decisions[0] as (typeof decisions)[number]), action: 0 });
+    expect((await reused.sftUpdate(examples)).rows).toBe(31);
+    reused.dispose();
+    fresh.dispose();
+  });
+});
+

@@ -222,6 +222,60 @@ function distinctBlocks(data: Float32Array, offsets: ArrayLike<number>, width: n
 }
 
 /**
+ * Which candidates (and which states) of a whole input have bit-identical leading blocks: a class
+ * id per candidate and per row, found once per input and leading width. An update reads its
+ * batch several times (the reference pass, then each epoch's minibatches), and hashing every
+ * candidate's leading block each time cost more than the rest of building the minibatch. The
+ * input must not change after its first use (it is plain data that the trainer builds and owns).
+ */
+interface BlockClasses {
+  /** [C]: class of each candidate's leading block. */
+  candidates: Int32Array;
+  /** [count]: class of each row's state leading block. */
+  states: Int32Array;
+}
+
+const blockClassCache = new WeakMap<PolicyInput, Map<number, BlockClasses>>();
+
+function blockClasses(input: PolicyInput, leadDim: number): BlockClasses {
+  let byWidth = blockClassCache.get(input);
+  if (!byWidth) blockClassCache.set(input, (byWidth = new Map()));
+  let classes = byWidth.get(leadDim);
+  if (!classes) {
+    const total = input.candidates.length / input.actionDim;
+    classes = {
+      candidates: distinctBlocks(input.candidates, Int32Array.from({ length: total }, (_, c) => c * input.actionDim), leadDim).of,
+      states: distinctBlocks(input.states, Int32Array.from({ length: input.count }, (_, i) => i * input.stateDim), leadDim).of,
+    };
+    byWidth.set(leadDim, classes);
+  }
+  return classes;
+}
+
+/**
+ * What {@link distinctBlocks} returns for the blocks at `offsets` (item `i` of class
+ * `classOf[i]`), from classes found before: ids in order of first occurrence, and the values.
+ */
+function blocksOfClasses(data: Float32Array, offsets: Int32Array, classOf: ArrayLike<number>, width: number): { of: Int32Array; values: Float32Array; count: number } {
+  const local = new Map<number, number>();
+  const firsts: number[] = [];
+  const of = new Int32Array(offsets.length);
+  for (let i = 0; i < offsets.length; i++) {
+    const cls = classOf[i] as number;
+    let u = local.get(cls);
+    if (u === undefined) {
+      u = firsts.length;
+      local.set(cls, u);
+      firsts.push(offsets[i] as number);
+    }
+    of[i] = u;
+  }
+  const values = new Float32Array(firsts.length * width);
+  firsts.forEach((at, u) => values.set(data.subarray(at, at + width), u * width));
+  return { of, values, count: firsts.length };
+}
+
+/**
  * Builds the input tensors (call inside `tf.tidy`, or dispose them); see {@link TensorLayout}.
  * With `rows`, of those rows only, in that order, padded to their own largest candidate count
  * (as the tensors of a batch packed from those decisions alone; the candidates are copied once,
@@ -263,6 +317,7 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
   const restDim = actionDim - leadDim;
   const offsets = new Int32Array(total); // where each candidate starts in input.candidates
   const candidateRow = new Int32Array(total);
+  const source = new Int32Array(total); // each candidate's index in the whole input
   const slots = new Int32Array(n * k).fill(total);
   let at = 0;
   for (let i = 0; i < n; i++) {
@@ -271,12 +326,14 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
     const from = starts[r] as number;
     for (let j = 0; j < c; j++) {
       offsets[at] = (from + j) * actionDim;
+      source[at] = from + j;
       candidateRow[at] = i;
       slots[i * k + j] = at;
       at++;
     }
   }
-  const leads = distinctBlocks(input.candidates, offsets, leadDim);
+  const classes = leadDim > 0 ? blockClasses(input, leadDim) : null;
+  const leads = classes ? blocksOfClasses(input.candidates, offsets, Array.from(source, (c) => classes.candidates[c] as number), leadDim) : distinctBlocks(input.candidates, offsets, leadDim);
   // All rows without a leading block: the packed candidates are the rest as they are.
   let rest = input.candidates;
   if (rows || leadDim > 0) {
@@ -294,7 +351,8 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
   let products: SplitRows | null = null;
   if (layout.products) {
     // Leading blocks: one product per distinct (candidate lead, state lead) pair.
-    const queries = distinctBlocks(states, Int32Array.from({ length: n }, (_, i) => i * stateDim), leadDim);
+    const stateOffsets = Int32Array.from({ length: n }, (_, i) => i * stateDim);
+    const queries = classes ? blocksOfClasses(states, stateOffsets, Array.from({ length: n }, (_, i) => classes.states[rowAt(i)] as number), leadDim) : distinctBlocks(states, stateOffsets, leadDim);
     const pairIndex = new Map<number, number>();
     const pairValues: number[] = []; // offsets into leads.values and queries.values, two per pair
     const pairOf = new Int32Array(total);

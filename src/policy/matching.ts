@@ -154,6 +154,11 @@ export function numericBounds(text: string): NumericBounds {
  * candidate's rank is a position feature.
  */
 export function actionTemplate(action: string): string {
+  return actionTemplateMemo(action);
+}
+
+// Every step featurizes the same few hundred admissible actions again.
+const actionTemplateMemo = memo((action: string): string => {
   const bracket = /^\s*([\p{L}_ -]+?)\s*\[(.*)\]\s*$/su.exec(action);
   if (bracket) {
     const arg = (bracket[2] as string).trim();
@@ -169,14 +174,18 @@ export function actionTemplate(action: string): string {
     out.push(slot);
   }
   return out.join(' ');
-}
+});
 
 /**
  * The argument slots of an action, in order: the argument of `verb[argument]`; for a plain-text
  * action, each run of words after the first word that are not function words ("take potato 1
  * from countertop 1": "potato 1", "countertop 1").
  */
-export function actionSlots(action: string): string[] {
+export function actionSlots(action: string): readonly string[] {
+  return actionSlotsMemo(action);
+}
+
+const actionSlotsMemo = memo((action: string): readonly string[] => {
   const bracket = /^\s*[\p{L}_ -]+?\s*\[(.*)\]\s*$/su.exec(action);
   if (bracket) {
     const arg = (bracket[1] as string).trim();
@@ -192,8 +201,8 @@ export function actionSlots(action: string): string[] {
     } else run.push(t);
   }
   if (run.length > 0) slots.push(run.join(' '));
-  return slots;
-}
+  return Object.freeze(slots);
+});
 
 /** Names of the match features, in their order in a candidate vector's match block. */
 export const MATCH_FEATURES = [
