@@ -188,6 +188,8 @@ describe('dreamgym train', () => {
       [['train', '--env', 'shop', '--store', store], /--mode is required/],
       [['train', '--env', 'shop', '--mode', 'sft', '--embedding-scale', '1e-1', '--store', store], /--embedding-scale .*expected a number from 0 to 100, got "1e-1"/],
       [['eval', '--store', store, '--run', runId, '--embedding-scale', '0.5'], /--embedding-scale comes from run .*'s configuration: drop it/],
+      [['eval', '--store', store, '--run', runId, '--repeat-penalty', '4'], /--repeat-penalty comes from run .*'s configuration: drop it/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--repeat-penalty', '-1', '--store', store], /--repeat-penalty .*expected a number from 0 to 100, got "-1"/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-replay', '--store', store], /--no-replay applies to the LLM experience model \(--sim llm with --llm-url/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--no-reasoning', '--store', store], /--no-reasoning applies to the LLM experience model/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--store', store], /--sim llm needs an LLM: give --llm-url URL of an OpenAI-compatible server/],

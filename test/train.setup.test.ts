@@ -8,7 +8,7 @@ import type { Embedder } from '../src/core/embedding.ts';
 import { LLMExperienceModel } from '../src/experience/llm.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
-import { LLMPrior } from '../src/llm/prior.ts';
+import { LexicalPrior, LLMPrior } from '../src/llm/prior.ts';
 import { parseTrainingConfig, type TrainingConfigInput } from '../src/train/config.ts';
 import { TrainingSetupError } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
@@ -41,6 +41,18 @@ describe('prepareRun', () => {
       expect(run.deps.featurizer.embedder.id).toMatch(/hash/);
     } finally {
       run.dispose();
+    }
+    // The lexical prior takes the configured repeat penalty (default 2) off an action per earlier time it was taken.
+    const observation = { text: '', actions: ['click[red]', 'click[blue]'] };
+    for (const [repeatPenalty, gap] of [[undefined, 2], [4, 4], [0, 0]] as const) {
+      const other = await prepareRun(parseTrainingConfig({ ...TINY, ...(repeatPenalty === undefined ? {} : { repeatPenalty }) }));
+      try {
+        const fresh = await (other.deps.prior as LexicalPrior).score({ instruction: 'a red mug', observation });
+        const once = await (other.deps.prior as LexicalPrior).score({ instruction: 'a red mug', history: [{ action: 'click[red]' }], observation });
+        expect(((fresh[0] as number) - (fresh[1] as number)) - ((once[0] as number) - (once[1] as number))).toBeCloseTo(gap, 5);
+      } finally {
+        other.dispose();
+      }
     }
     await expect(prepareRun(parseTrainingConfig({ ...TINY, sim: 'llm' }))).rejects.toThrow(TrainingSetupError);
     await expect(prepareRun(parseTrainingConfig({ ...TINY, prior: 'llm' }))).rejects.toThrow(/the LLM prior needs an LLM/);

@@ -197,6 +197,7 @@ interface SizeOptions {
   maxSteps?: number;
   sftEpochs?: number;
   embeddingScale?: number;
+  repeatPenalty?: number;
   evalEpisodes?: number;
 }
 
@@ -210,6 +211,7 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
   if (opts.sftEpochs !== undefined) o.sft = { epochs: opts.sftEpochs };
   if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
+  if (opts.repeatPenalty !== undefined) o.repeatPenalty = opts.repeatPenalty;
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
   return o;
 }
@@ -240,7 +242,7 @@ interface TrainOptions extends SizeOptions {
 /** Options that shape a run's config: not allowed with --resume (a run continues with its own). */
 const CONFIG_OPTIONS: readonly (keyof TrainOptions)[] = [
   'env', 'mode', 'warmStart', 'sim', 'preset', 'iterations', 'seed', 'realBudget', 'curriculum', 'prior', 'evalEpisodes',
-  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale', 'replay', 'reasoning',
+  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale', 'repeatPenalty', 'replay', 'reasoning',
 ];
 
 const flag = (name: string): string => (name === 'replay' || name === 'reasoning' ? `--no-${name}` : `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -603,6 +605,7 @@ interface EvalOptions {
   episodes?: number;
   prior: 'uniform' | 'lexical';
   embeddingScale?: number;
+  repeatPenalty?: number;
   json?: boolean;
 }
 
@@ -642,6 +645,7 @@ async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEn
   let env: DomainName;
   let featurizer: Featurizer;
   let prior: 'uniform' | 'lexical' | 'llm';
+  let repeatPenalty: number | undefined;
   let label: string;
   let episodes: number;
   let iteration: number;
@@ -657,6 +661,8 @@ async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEn
     env = record.config.env;
     if (moduleEnv !== null && moduleEnv !== env) throw new CliUsageError(`run ${record.id} trained on ${JSON.stringify(env)}, but --env-module ${opts.envModule ?? ''} is ${JSON.stringify(moduleEnv)}`);
     prior = record.config.prior;
+    if (opts.repeatPenalty !== undefined) throw new CliUsageError(`--repeat-penalty comes from run ${opts.run}'s configuration: drop it`);
+    repeatPenalty = record.config.repeatPenalty;
     if (opts.embeddingScale !== undefined) throw new CliUsageError(`--embedding-scale comes from run ${opts.run}'s configuration: drop it`);
     featurizer = featurizerFor(checkpoint, record.config.policy.embeddingDim, record.config.policy.embeddingScale, `run ${record.id}'s checkpoint`);
     label = `run ${record.id} (${modeLabel(record.config)}, iteration ${saved.snapshot.iteration}/${record.totalIterations}, ${record.status})`;
@@ -679,6 +685,7 @@ async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEn
     }
     env = chosen;
     prior = opts.prior;
+    repeatPenalty = opts.repeatPenalty;
     featurizer = featurizerFor(checkpoint, null, opts.embeddingScale, file);
     label = `checkpoint ${file} (update ${checkpoint.iteration})`;
     episodes = opts.episodes ?? 100;
@@ -694,7 +701,7 @@ async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEn
   const controller = new AbortController();
   const removeSignals = onStopSignals(controller, () => {}, () => {});
   try {
-    const agent = new PolicyAgent(trainer, featurizer, prior === 'lexical' ? new LexicalPrior() : null);
+    const agent = new PolicyAgent(trainer, featurizer, prior === 'lexical' ? new LexicalPrior(repeatPenalty === undefined ? {} : { repeatPenalty }) : null);
     let evaluation: StoredEvaluation;
     try {
       evaluation = await evaluateHeldOut(agent, env, episodes, controller.signal, iteration);
@@ -946,6 +953,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--tasks-per-iteration <n>', 'tasks per iteration', countArg(1, 100_000)))
     .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
     .option('--embedding-scale <x>', 'weight of the embedded text slots against the match features (see the README)', decimalArg(0, 100))
+    .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
@@ -965,6 +973,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--episodes <n>', 'held-out tasks (default: the run\'s evalEpisodes, or 100)', countArg(1, 100_000))
     .addOption(new Option('--prior <prior>', 'prior of --checkpoint (a run uses its own)').choices(['uniform', 'lexical']).default('lexical'))
     .option('--embedding-scale <x>', 'embedding scale --checkpoint was trained with (a run uses its own; default 1)', decimalArg(0, 100))
+    .option('--repeat-penalty <x>', 'repeat penalty of the lexical prior --checkpoint was trained with (a run uses its own; default 2)', decimalArg(0, 100))
     .option('--json', 'print the evaluation as JSON')
     .action(async (opts: EvalOptions, command: Command) => evalCommand(opts, command, out));
 
@@ -1008,6 +1017,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--tasks-per-iteration <n>', 'tasks per iteration', countArg(1, 100_000)))
     .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
     .option('--embedding-scale <x>', 'weight of the embedded text slots against the match features (see the README)', decimalArg(0, 100))
+    .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))

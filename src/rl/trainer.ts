@@ -109,7 +109,8 @@ export class Trainer {
   /**
    * The rows of behaviour-cloning examples, by examples array (same array, same length): the loop
    * passes the same examples every epoch, and packing them again was about a sixth of an epoch
-   * (household, 4,100 decisions). Weak, so the rows go when the caller drops the examples.
+   * (household: 1,164 decisions, 73 MB of candidate features). Weak, so the rows go when the
+   * caller drops the examples.
    */
   private readonly sftRows = new WeakMap<readonly SftExample[], { length: number; prepared: PreparedBatch }>();
 

@@ -379,7 +379,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     arms: results,
     comparisons: comparisons(results),
     wallMs: performance.now() - started,
-    command: `npx dreamgym experiment --env ${options.env} --seeds ${options.seeds} --preset ${preset}`,
+    command: `npx dreamgym experiment --env ${options.env} --seeds ${options.seeds} --preset ${preset}${options.overrides?.repeatPenalty !== undefined ? ` --repeat-penalty ${options.overrides.repeatPenalty}` : ''}`,
   };
 }
 

@@ -120,7 +120,7 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
     experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, { ...model, reasoning: config.reasoning }) : null),
     prior:
       config.prior === 'lexical'
-        ? new LexicalPrior()
+        ? new LexicalPrior({ repeatPenalty: config.repeatPenalty })
         : config.prior === 'llm' && llm
           ? // With label logits: one pass per state, falling back to logprobs if a read fails.
             new LLMPrior(llm.engine, llm.labelLogits ?? null, { readout: llm.labelLogits ? 'auto' : 'logprobs', ...model })
