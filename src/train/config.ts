@@ -43,8 +43,8 @@ export const TrainingConfigSchema = z
     prior: z.enum(['uniform', 'lexical', 'llm']).default('lexical'),
     /**
      * The `lexical` prior's log-odds off an action per earlier time the episode took it (see
-     * `LexicalPrior`). Default 2. At 4, trained greedy policies repeat less (household `real` from
-     * scratch, seed 1: at 2, 41% of its greedy held-out steps repeated an earlier action), and the
+     * `LexicalPrior`). Default 2. At 2 a trained head can outweigh it (household `real` from
+     * scratch, seed 1: 41% of its greedy held-out steps repeated an earlier action). At 4 the
      * experiment tables moved both ways (3 seeds, held-out greedy, 2 -> 4): household `real` from
      * scratch 20.0 -> 43.3% (12 seeds: 22.5 -> 32.0%), but `dreamgym` from scratch 34.0 -> 20.0%,
      * and every household RL arm after SFT 5-9 points lower (`dreamgym` after SFT 64.0 -> 54.7%;
