@@ -293,6 +293,10 @@ describe('dreamgym experiment', () => {
     expect((await readdir(out)).sort()).toEqual(['curves.csv', 'results.json', 'shop.svg', 'table.md']);
     const results = JSON.parse(await readFile(join(out, 'results.json'), 'utf8')) as { arms: { name: string }[] };
     expect(results.arms.map((a) => a.name)).toEqual(['scripted reference (no hidden goal)', 'zero-shot']);
+    // The table names the command that makes its figures again: every option that shapes them, not --out or --jobs.
+    expect(await readFile(join(out, 'table.md'), 'utf8')).toContain(
+      'Command: `npx dreamgym experiment --env shop --seeds 1 --preset quick --arm "zero-shot" --arm "scripted reference (no hidden goal)" --offline-episodes 8 --eval-episodes 4 --train-eval-episodes 2`',
+    );
 
     const badArm = await cli('experiment', '--env', 'shop', '--arm', 'warp', '--out', join(dir, 'exp2'));
     expect(badArm.code).toBe(1);

@@ -852,6 +852,15 @@ interface ExperimentCliOptions extends SizeOptions {
   jobs: number;
 }
 
+/** The command line that reproduces an experiment's figures: every option that shapes them (not --out or --jobs). */
+export function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | 'jobs'>): string {
+  const parts = ['npx dreamgym experiment', `--env ${opts.env}`, `--seeds ${opts.seeds}`, `--preset ${opts.preset}`];
+  for (const arm of opts.arm ?? []) parts.push(`--arm ${JSON.stringify(arm)}`);
+  const sized: (keyof SizeOptions | 'trainEvalEpisodes')[] = ['iterations', 'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale', 'repeatPenalty', 'evalEpisodes', 'trainEvalEpisodes'];
+  for (const name of sized) if (opts[name] !== undefined) parts.push(`${flag(name)} ${opts[name]}`);
+  return parts.join(' ');
+}
+
 async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out): Promise<void> {
   const known = EXPERIMENT_ARMS.map((a) => a.name);
   const unknown = (opts.arm ?? []).filter((a) => !known.includes(a));
@@ -887,6 +896,7 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
       preset: opts.preset,
       ...(opts.arm ? { arms: opts.arm } : {}),
       overrides: sizeOverrides(opts),
+      command: experimentCommandLine(opts),
       ...(opts.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: opts.trainEvalEpisodes } : {}),
       signal: controller.signal,
       onProgress: (text) => err(`dreamgym: ${text.replace(/[\x00-\x1f\x7f]+/g, ' ')}\n`),

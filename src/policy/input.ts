@@ -315,9 +315,10 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
     }
   }
   const restDim = actionDim - leadDim;
+  const classes = leadDim > 0 ? blockClasses(input, leadDim) : null;
   const offsets = new Int32Array(total); // where each candidate starts in input.candidates
   const candidateRow = new Int32Array(total);
-  const source = new Int32Array(total); // each candidate's index in the whole input
+  const leadClass = classes ? new Int32Array(total) : null; // each candidate's class of leading block
   const slots = new Int32Array(n * k).fill(total);
   let at = 0;
   for (let i = 0; i < n; i++) {
@@ -326,14 +327,13 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
     const from = starts[r] as number;
     for (let j = 0; j < c; j++) {
       offsets[at] = (from + j) * actionDim;
-      source[at] = from + j;
+      if (leadClass) leadClass[at] = classes?.candidates[from + j] as number;
       candidateRow[at] = i;
       slots[i * k + j] = at;
       at++;
     }
   }
-  const classes = leadDim > 0 ? blockClasses(input, leadDim) : null;
-  const leads = classes ? blocksOfClasses(input.candidates, offsets, Array.from(source, (c) => classes.candidates[c] as number), leadDim) : distinctBlocks(input.candidates, offsets, leadDim);
+  const leads = leadClass ? blocksOfClasses(input.candidates, offsets, leadClass, leadDim) : distinctBlocks(input.candidates, offsets, leadDim);
   // All rows without a leading block: the packed candidates are the rest as they are.
   let rest = input.candidates;
   if (rows || leadDim > 0) {
@@ -352,7 +352,7 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
   if (layout.products) {
     // Leading blocks: one product per distinct (candidate lead, state lead) pair.
     const stateOffsets = Int32Array.from({ length: n }, (_, i) => i * stateDim);
-    const queries = classes ? blocksOfClasses(states, stateOffsets, Array.from({ length: n }, (_, i) => classes.states[rowAt(i)] as number), leadDim) : distinctBlocks(states, stateOffsets, leadDim);
+    const queries = classes ? blocksOfClasses(states, stateOffsets, Int32Array.from({ length: n }, (_, i) => classes.states[rowAt(i)] as number), leadDim) : distinctBlocks(states, stateOffsets, leadDim);
     const pairIndex = new Map<number, number>();
     const pairValues: number[] = []; // offsets into leads.values and queries.values, two per pair
     const pairOf = new Int32Array(total);

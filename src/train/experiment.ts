@@ -105,6 +105,8 @@ export interface ExperimentOptions {
   signal?: AbortSignal;
   /** Only these arms (by name); default all. */
   arms?: readonly string[];
+  /** The command the table says made it (default: the `experiment` command with env, seeds and preset). */
+  command?: string;
   /**
    * (arm, seed) runs in flight at once (default 1). Each run is self-contained (its data, policy
    * and random streams come from its seed), so the figures do not depend on it; a runner that
@@ -379,7 +381,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     arms: results,
     comparisons: comparisons(results),
     wallMs: performance.now() - started,
-    command: `npx dreamgym experiment --env ${options.env} --seeds ${options.seeds} --preset ${preset}${options.overrides?.repeatPenalty !== undefined ? ` --repeat-penalty ${options.overrides.repeatPenalty}` : ''}`,
+    command: options.command ?? `npx dreamgym experiment --env ${options.env} --seeds ${options.seeds} --preset ${preset}`,
   };
 }
 
