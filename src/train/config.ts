@@ -220,18 +220,17 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 
 /**
  * Presets: `quick` learns visibly within minutes on a 2-core laptop and is the experiment's size;
- * `standard` is larger. `quick` runs 30 iterations because household from scratch needs them: its
- * reward is rare at first (rollout success 0-10% over the first 7-15 iterations of `real`), and at
- * 10 iterations neither RL mode beat the prior (held-out 5.3% `real`, 8.7% `dreamgym` against
- * 2.7%, 3 seeds); at 30, `dreamgym` reaches 20-22% and `real` 20-33% (3 seeds, two
- * measurements that differ only in the order of floating-point sums: some seeds of `real` take
- * off within 30 iterations and some do not; BENCHMARKS.md), 2.4-5.9 minutes a household run
- * (`real` or `dreamgym` from scratch) with two at once on a 2-core machine, depending on the
- * machine (the experiment tables of three sessions).
+ * `standard` is larger. `quick` runs 45 iterations because household from scratch needs them: its
+ * reward is rare at first (rollout success 0-10% over the first 7-15 iterations of `real`), at 10
+ * iterations neither RL mode beat the prior (held-out 5.3% `real`, 8.7% `dreamgym` against 2.7%,
+ * 3 seeds), and at 30 half the seeds of `real` had not taken off (12 seeds: 22.5%, five below
+ * 10%). At 45 (3 seeds, held-out greedy; BENCHMARKS.md "training"): household `real` 20.0 ->
+ * 32.7%, `dreamgym` 34.0% either way; shop `real` 56.0 -> 64.0%, `dreamgym` 53.3 -> 50.7%. Both
+ * experiment tables together took 29.6 minutes with two runs at once on a 2-core machine.
  */
 export const PRESETS = {
-  quick: { iterations: 30, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
-  standard: { iterations: 30, tasksPerIteration: 8, groupSize: 8, offline: { expertEpisodes: 200, noisyEpisodes: 200 }, sft: { epochs: 30 }, evalEpisodes: 100 },
+  quick: { iterations: 45, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
+  standard: { iterations: 45, tasksPerIteration: 8, groupSize: 8, offline: { expertEpisodes: 200, noisyEpisodes: 200 }, sft: { epochs: 30 }, evalEpisodes: 100 },
 } as const satisfies Record<string, Partial<TrainingConfigInput>>;
 export type PresetName = keyof typeof PRESETS;
 
