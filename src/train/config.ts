@@ -45,7 +45,7 @@ export const TrainingConfigSchema = z
      * The `lexical` prior's log-odds off an action per earlier time the episode took it (see
      * `LexicalPrior`). Default 2. At 2 a trained head can outweigh it (household `real` from
      * scratch, seed 1: 41% of its greedy held-out steps repeated an earlier action). At 4 the
-     * experiment tables moved both ways (3 seeds, held-out greedy, 2 -> 4): household `real` from
+     * experiment tables moved both ways (3 seeds, 30 iterations, held-out greedy, 2 -> 4): household `real` from
      * scratch 20.0 -> 43.3% (12 seeds: 22.5 -> 32.0%), but `dreamgym` from scratch 34.0 -> 20.0%,
      * and every household RL arm after SFT 5-9 points lower (`dreamgym` after SFT 64.0 -> 54.7%;
      * sft itself 54.0 -> 52.0%); shop `s2r` from scratch 54.0 -> 61.3%. See BENCHMARKS.md ("training").
@@ -223,10 +223,10 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
  * `standard` is larger. `quick` runs 45 iterations because household from scratch needs them: its
  * reward is rare at first (rollout success 0-10% over the first 7-15 iterations of `real`), at 10
  * iterations neither RL mode beat the prior (held-out 5.3% `real`, 8.7% `dreamgym` against 2.7%,
- * 3 seeds), and at 30 half the seeds of `real` had not taken off (12 seeds: 22.5%, five below
- * 10%). At 45 (3 seeds, held-out greedy; BENCHMARKS.md "training"): household `real` 20.0 ->
+ * 3 seeds), and at 30 six of 12 seeds of `real` ended at 12% or below on held-out tasks
+ * (22.5% over the 12). At 45 (3 seeds, held-out greedy; BENCHMARKS.md "training"): household `real` 20.0 ->
  * 32.7%, `dreamgym` 34.0% either way; shop `real` 56.0 -> 64.0%, `dreamgym` 53.3 -> 50.7%. Both
- * experiment tables together took 29.6 minutes with two runs at once on a 2-core machine.
+ * experiment tables together took 29.7 minutes with two runs at once on a 2-core machine.
  */
 export const PRESETS = {
   quick: { iterations: 45, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
