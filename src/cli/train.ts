@@ -201,6 +201,11 @@ interface SizeOptions {
   evalEpisodes?: number;
 }
 
+/** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
+const SIZE_OPTION_NAMES = Object.keys({
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0,
+} satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
+
 /** The configuration layers the size options give (defaults and presets fill the rest). */
 function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   const o: Partial<TrainingConfigInput> = {};
@@ -241,8 +246,7 @@ interface TrainOptions extends SizeOptions {
 
 /** Options that shape a run's config: not allowed with --resume (a run continues with its own). */
 const CONFIG_OPTIONS: readonly (keyof TrainOptions)[] = [
-  'env', 'mode', 'warmStart', 'sim', 'preset', 'iterations', 'seed', 'realBudget', 'curriculum', 'prior', 'evalEpisodes',
-  'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale', 'repeatPenalty', 'replay', 'reasoning',
+  'env', 'mode', 'warmStart', 'sim', 'preset', 'seed', 'realBudget', 'curriculum', 'prior', ...SIZE_OPTION_NAMES, 'replay', 'reasoning',
 ];
 
 const flag = (name: string): string => (name === 'replay' || name === 'reasoning' ? `--no-${name}` : `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -856,8 +860,7 @@ interface ExperimentCliOptions extends SizeOptions {
 export function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | 'jobs'>): string {
   const parts = ['npx dreamgym experiment', `--env ${opts.env}`, `--seeds ${opts.seeds}`, `--preset ${opts.preset}`];
   for (const arm of opts.arm ?? []) parts.push(`--arm ${JSON.stringify(arm)}`);
-  const sized: (keyof SizeOptions | 'trainEvalEpisodes')[] = ['iterations', 'offlineEpisodes', 'groupSize', 'tasksPerIteration', 'maxSteps', 'sftEpochs', 'embeddingScale', 'repeatPenalty', 'evalEpisodes', 'trainEvalEpisodes'];
-  for (const name of sized) if (opts[name] !== undefined) parts.push(`${flag(name)} ${opts[name]}`);
+  for (const name of [...SIZE_OPTION_NAMES, 'trainEvalEpisodes'] as const) if (opts[name] !== undefined) parts.push(`${flag(name)} ${opts[name]}`);
   return parts.join(' ');
 }
 
