@@ -38,6 +38,33 @@ describe('RewardModel', () => {
     expect(tf.memory().numTensors).toBe(before);
   });
 
+  it('expects a partial reward from the steps that did not complete the task, not from the successes beside them', async () => {
+    // One screen, two outcomes the model cannot tell apart: 80% of purchases complete the task
+    // (reward 1), the rest earn 0.5 (an option wrong). The reward a non-completing purchase earns
+    // is 0.5; learned from all of them, it read 0.9, and a simulator paid about that for every
+    // wrong purchase, so a success and a near miss looked alike to a policy learning there.
+    const rng = new Rng(4);
+    const data: RewardExample[] = Array.from({ length: 500 }, () => {
+      const buy = rng.chance(0.5);
+      const success = buy && rng.chance(0.8);
+      return { instruction: 'i need a red lamp', state: 'item page: red lamp, price 10 dollars', action: buy ? 'click[buy now]' : 'click[description]', reward: buy ? (success ? 1 : 0.5) : 0, success };
+    });
+    const model = await RewardModel.train(data, { epochs: 60, seed: 2 });
+    const [buy, look] = await model.predictOutcomes([
+      { instruction: 'i need a red lamp', state: 'item page: red lamp, price 10 dollars', action: 'click[buy now]' },
+      { instruction: 'i need a red lamp', state: 'item page: red lamp, price 10 dollars', action: 'click[description]' },
+    ]);
+    expect(buy?.success).toBeGreaterThan(0.7);
+    expect(buy?.success).toBeLessThan(0.9);
+    expect(buy?.partialReward).toBeGreaterThan(0.4);
+    expect(buy?.partialReward).toBeLessThan(0.6);
+    // The expected reward is success plus the partial reward of the rest.
+    expect(buy?.reward).toBeCloseTo((buy?.success ?? 0) + (1 - (buy?.success ?? 0)) * (buy?.partialReward ?? 0), 6);
+    expect(look?.success).toBeLessThan(0.1);
+    expect(look?.partialReward).toBeLessThan(0.1);
+    model.dispose();
+  });
+
   it('is deterministic for a seed', async () => {
     const data = examples(100, 5);
     const a = await RewardModel.train(data, { epochs: 3, seed: 9 });

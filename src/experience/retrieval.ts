@@ -549,11 +549,12 @@ export class RetrievalExperienceModel implements ExperienceModel {
         { instruction: task.instruction, state: observation.text, action, history: history.map((h) => h.action), pageActions, offered: observation.actions, rank },
       ]);
       // Evidence short of every real success: not a success, but the partial reward the reward
-      // model expects stands (a purchase with one option wrong earns part of the reward for real).
+      // model expects of a step that does not complete the task stands (a purchase with one
+      // option wrong earns part of the reward for real).
       // Scored 0 instead, shop's simulated rewards were all 0 or 1 and a policy learning from
       // scratch there had nothing to climb until it first bought right.
       success = short >= 0 ? 0 : (o?.success ?? 0);
-      expected = o?.reward ?? 0;
+      expected = o?.partialReward ?? 0;
     } else if (short >= 0) {
       success = 0;
       expected = 0;
@@ -592,6 +593,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
       if (h.action.trim() !== action || !isAdmissible(h.observation, action)) continue;
       let last = i + 1;
       const arrival = seen[i + 1] as Observation;
+      // An action still offered after it was taken (a choice on a page, not a move) acts on the
+      // page as it is now: taken again from another state, replaying what it showed then undid
+      // the choices made since (shop's `click[black]` after choosing a size showed no size
+      // chosen), and 8 of 100 greedy episodes that succeeded in the real shop failed inside it.
+      if (isAdmissible(arrival, action) && h.observation.text !== observation.text) continue;
       const arrivalActions = new Set(arrival.actions);
       if (!isAdmissible(arrival, action)) {
         const template = actionTemplate(action).template;
@@ -784,7 +790,10 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // so the fridge was never opened. (Shop's `click[{}]` on an option is still offered after it:
     // its edit is word by word.)
     const moved = this.arrival !== null && actionTemplate(t.action).template === this.arrival.move && !next.actions.includes(t.action);
-    const text = moved ? mergeText(observation.text, t.state.text, next.text, sub) : editText(observation.text, t.state.text, next.text, sub);
+    const theirEntity = actionTemplate(t.action).entities;
+    const ourEntity = actionTemplate(action).entities;
+    const chosen = theirEntity.length === 1 && ourEntity.length === 1 ? { theirs: theirEntity[0] as string, ours: ourEntity[0] as string } : undefined;
+    const text = moved ? mergeText(observation.text, t.state.text, next.text, sub) : editText(observation.text, t.state.text, next.text, sub, chosen);
     // Apply the neighbour's edit of its admissible actions to this state's actions.
     const gone = new Set(removed.map((a) => applySubstitution(a, sub)));
     // A removed action that names an entity this state lacks (an object at the neighbour's place)
@@ -1140,7 +1149,7 @@ export function withoutStaleActions(o: Observation): Observation {
  * instead of showing the neighbour's product. When the neighbour's line count changed, or a
  * changed line has no counterpart here, its new text is merged with this one ({@link mergeText}).
  */
-function editText(ours: string, before: string, after: string, sub: Substitution): string {
+function editText(ours: string, before: string, after: string, sub: Substitution, chosen?: { theirs: string; ours: string }): string {
   const a = before.split('\n');
   const b = after.split('\n');
   if (a.length !== b.length) return mergeText(ours, before, after, sub);
@@ -1150,7 +1159,11 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     const now = b[i] as string;
     if (was === now) continue;
     const key = lineKey(was);
-    const at = lineKey(lines[i] ?? '') === key ? i : lines.findIndex((l) => lineKey(l) === key);
+    // A line listing the neighbour's chosen entity (`[black]` of `click[black]`) is the line
+    // listing ours (`[xs]`), whatever its first word: by the first word, choosing a size where
+    // the neighbour chose a colour marked the size chosen in the colour list.
+    const listing = chosen && lists(was, chosen.theirs) ? lines.findIndex((l) => lists(l, chosen.ours)) : -1;
+    const at = listing >= 0 ? listing : lineKey(lines[i] ?? '') === key ? i : lines.findIndex((l) => lineKey(l) === key);
     // A line this state does not have: the neighbour's text, merged with ours line by line.
     // Copied whole, it brought the neighbour's "Holding: nothing." along (with episode memory's
     // carry-over, 613 walks of one policy trained in the simulator changed what it held).
@@ -1168,7 +1181,8 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     // Only where it stands in a sentence of the same kind: an entity aligned with the wrong role
     // (a neighbour's cabinet with this agent's plate) otherwise turned "Holding: plate 2." into
     // "Holding: microwave 1." on a walk to the microwave.
-    const wasSentence = sentenceKeyAt(was, x.slice(0, pre).join(' ').length + (pre > 0 ? 1 : 0));
+    // (A line found by the entity it lists is of our kind, whatever the neighbour's was.)
+    const wasSentence = listing >= 0 ? sentenceKeyAt(line, 0) : sentenceKeyAt(was, x.slice(0, pre).join(' ').length + (pre > 0 ? 1 : 0));
     if (pos >= 0 && sentenceKeyAt(line, pos) !== wasSentence) pos = -1;
     // And only after the word it followed: "(selected: 8 fl oz)" -> "(selected: 16 fl oz)" found
     // no "(selected: 8" in "[8 fl oz] ... (selected: none)" and turned the option "[8 fl oz]" into
@@ -1190,6 +1204,11 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     lines[at] = pos >= 0 ? line.slice(0, pos) + newMid + line.slice(pos + oldMid.length) : mergeSentences(line, was, now, sub);
   }
   return lines.join('\n');
+}
+
+/** Whether `line` lists `entity` as an item (`[entity]` alone, not inside an action such as `click[entity]`). */
+function lists(line: string, entity: string): boolean {
+  return line.startsWith(`[${entity}]`) || line.includes(` [${entity}]`);
 }
 
 /**
