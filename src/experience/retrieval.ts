@@ -741,8 +741,10 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // (`go to {}`: the place it went to leaves the list, the place it left comes back), the one
     // coming back here is the one entity that filled that slot earlier in this episode and no
     // longer does, other than this action's own.
-    const own = new Set(actionTemplate(action).entities);
-    const theirs = new Set(actionTemplate(t.action).entities);
+    const ownEntities = actionTemplate(action).entities;
+    const theirEntities = actionTemplate(t.action).entities;
+    const own = new Set(ownEntities);
+    const theirs = new Set(theirEntities);
     const swapped = new Set<string>();
     for (const a of removed) {
       const { template, entities } = actionTemplate(a);
@@ -790,9 +792,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // so the fridge was never opened. (Shop's `click[{}]` on an option is still offered after it:
     // its edit is word by word.)
     const moved = this.arrival !== null && actionTemplate(t.action).template === this.arrival.move && !next.actions.includes(t.action);
-    const theirEntity = actionTemplate(t.action).entities;
-    const ourEntity = actionTemplate(action).entities;
-    const chosen = theirEntity.length === 1 && ourEntity.length === 1 ? { theirs: theirEntity[0] as string, ours: ourEntity[0] as string } : undefined;
+    const chosen = theirEntities.length === 1 && ownEntities.length === 1 ? { theirs: theirEntities[0] as string, ours: ownEntities[0] as string } : undefined;
     const text = moved ? mergeText(observation.text, t.state.text, next.text, sub) : editText(observation.text, t.state.text, next.text, sub, chosen);
     // Apply the neighbour's edit of its admissible actions to this state's actions.
     const gone = new Set(removed.map((a) => applySubstitution(a, sub)));
