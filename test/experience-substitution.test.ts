@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Task } from '../src/core/types.ts';
-import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, withSwaps } from '../src/experience/substitution.ts';
+import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, requote, requoteState, withSwaps } from '../src/experience/substitution.ts';
 
 const task = (id: string, instruction: string, goal: Task['goal']): Task => ({ id, env: 'household', instruction, goal, split: 'train', origin: 'seed' });
 
@@ -130,6 +130,41 @@ describe('instruction alignment', () => {
 
   it('gives nothing for equal instructions', () => {
     expect(instructionAlignment('look at cup under the desklamp.', 'look at cup under the desklamp.')).toEqual([]);
+  });
+});
+
+describe('requoting the instruction', () => {
+  const earbuds = 'i need wireless earbuds that are noise cancelling, fast charging and high definition, in rose gold, price lower than 225.00 dollars';
+  const slippers = 'i need slippers that are memory foam, lace up and anti odor, in brown, size 9.5, price lower than 52.00 dollars';
+  const moreSlippers = 'i need slippers that are memory foam, lace up, anti odor and cushioned, in brown, size 8, price lower than 52.00 dollars';
+
+  it('quotes the same stretch of the new instruction, word for word', () => {
+    const silver = earbuds.replace('rose gold', 'silver');
+    expect(requote(earbuds, silver, 'wireless earbuds that are noise cancelling, fast charging and high definition, in rose gold')).toBe('wireless earbuds that are noise cancelling, fast charging and high definition, in silver');
+    expect(requote(slippers, moreSlippers, 'slippers that are memory foam, lace up and anti odor, in brown, size 9.5')).toBe('slippers that are memory foam, lace up, anti odor and cushioned, in brown, size 8');
+    expect(requote(slippers, moreSlippers, 'slippers')).toBe('slippers');
+  });
+
+  it('leaves out of a shortened quote what the original left out, and keeps what the new instruction adds', () => {
+    expect(requote(slippers, moreSlippers, 'slippers memory foam lace up anti odor')).toBe('slippers memory foam lace up anti odor cushioned');
+    expect(requote(earbuds, 'i need a stapler that is quick drying, in white, price lower than 22.00 dollars', 'wireless earbuds')).toBe('stapler');
+    const shirt = 'i need a t-shirt that is breathable, in burgundy, size s, price lower than 40.00 dollars';
+    expect(requote(shirt, 'i need a t-shirt that is stretch fabric, in black, size xxl, price lower than 40.00 dollars', 't-shirt breathable')).toBe('t-shirt stretch fabric');
+  });
+
+  it('gives nothing for what does not quote the instruction, or for the same instruction', () => {
+    expect(requote(earbuds, moreSlippers, 'buy now')).toBeUndefined();
+    expect(requote(earbuds, moreSlippers, 'your query')).toBeUndefined();
+    expect(requote(earbuds, earbuds, 'wireless earbuds')).toBeUndefined();
+  });
+
+  it('rewrites the rest of a state with the substitution, never the new quotes', () => {
+    const to = moreSlippers;
+    const state = { text: `Instruction: ${slippers}\nActions: search[slippers memory foam lace up anti odor] search[slippers]`, actions: ['search[slippers memory foam lace up anti odor]', 'search[slippers]'] };
+    // A substitution that would turn the new quote's "cushioned" into something else if applied to it.
+    const out = requoteState(slippers, to, state, [[slippers, to], ['cushioned', 'padded']]);
+    expect(out.actions).toEqual(['search[slippers memory foam lace up anti odor cushioned]', 'search[slippers]']);
+    expect(out.text).toBe(`Instruction: ${to}\nActions: search[slippers memory foam lace up anti odor cushioned] search[slippers]`);
   });
 });
 

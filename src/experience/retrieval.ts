@@ -36,7 +36,7 @@ import { isAdmissible } from './admissible.ts';
 import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, isOpaqueToken, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
-import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, withSwaps, type Substitution } from './substitution.ts';
+import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, requoteState, withSwaps, type Substitution } from './substitution.ts';
 import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from './types.ts';
 
 /** One real transition the model learns from. `next` is null after an episode's last step. */
@@ -440,8 +440,10 @@ export class RetrievalExperienceModel implements ExperienceModel {
     if (recorded) {
       // The same world: only the instruction changes (aligning the instructions' differing words
       // renamed the room's own receptacles, "a diningtable 1" becoming a second "countertop 1").
-      const sub = buildSubstitution(recorded.task, visible);
-      return { text: applySubstitution(recorded.state.text, sub), actions: recorded.state.actions.map((a) => applySubstitution(a, sub)) };
+      // What the first state quotes of the instruction (a search page's suggested queries) is
+      // quoted again from this one: a generated shop task's first page offered its root's queries
+      // (94 of 100 generated tasks' first states differed from the real page's).
+      return requoteState(recorded.task.instruction, visible.instruction, recorded.state, buildSubstitution(recorded.task, visible));
     }
     const [query] = await this.embedder.embed([visible.instruction]);
     const hits = this.safeSearch(this.initial.index, query as Float32Array, 1);
@@ -450,7 +452,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // Another task's world: the whole instruction first, then the stretches where the two
     // instructions differ (so that what the instruction names is there to find).
     const sub = [...buildSubstitution(source.task, visible), ...instructionAlignment(source.task.instruction, visible.instruction)];
-    return { text: applySubstitution(source.state.text, sub), actions: source.state.actions.map((a) => applySubstitution(a, sub)) };
+    return requoteState(source.task.instruction, visible.instruction, source.state, sub);
   }
 
   private recordedFirstState(taskId: string): RealTransition | undefined {

@@ -278,6 +278,126 @@ function words(text: string): Word[] {
   return [...text.matchAll(WORD_RE)].map((m) => ({ text: m[0].toLowerCase(), start: m.index, end: m.index + m[0].length }));
 }
 
+/** For each word of `a`, the index of the word of `b` it is matched to on a longest common subsequence, or -1. */
+function commonWords(a: readonly Word[], b: readonly Word[]): Int32Array {
+  const n = a.length;
+  const m = b.length;
+  const dp: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      dp[i]![j] = a[i]!.text === b[j]!.text ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
+    }
+  }
+  const match = new Int32Array(n).fill(-1);
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (a[i]!.text === b[j]!.text) match[i++] = j++;
+    else if (dp[i + 1]![j]! >= dp[i]![j + 1]!) i++;
+    else j++;
+  }
+  return match;
+}
+
+/**
+ * What the bracketed text `quote` of a state about the instruction `from` says about the
+ * instruction `to`, where `quote` quotes `from`: a stretch of it word for word (a search page's
+ * `search[wireless earbuds that are ..., in rose gold]`), or the words of a stretch with some left
+ * out (`search[wireless earbuds noise cancelling ...]`). The stretch of `to` is the one between
+ * the words the two instructions share on either side of the quoted stretch; a shortened quote
+ * leaves out of it the words the original left out. Undefined when `quote` does not quote `from`
+ * in one of these two ways.
+ */
+export function requote(from: string, to: string, quote: string): string | undefined {
+  const a = words(from);
+  const q = words(quote);
+  if (q.length === 0 || from === to) return undefined;
+  // The quoted words in `from`, leftmost first.
+  const kept: number[] = [];
+  for (let i = 0, k = 0; i < a.length && k < q.length; i++) if (a[i]!.text === q[k]!.text) (kept.push(i), k++);
+  if (kept.length !== q.length) return undefined;
+  const first = kept[0] as number;
+  const last = kept[kept.length - 1] as number;
+  const verbatim = from.slice(a[first]!.start, a[last]!.end) === quote;
+  const keptSet = new Set(kept);
+  const shortened = !verbatim && joinWords(from, a, kept) === quote;
+  if (!verbatim && !shortened) return undefined;
+  const b = words(to);
+  const match = commonWords(a, b);
+  let left = -1; // the last shared word before the stretch, in `to`
+  for (let i = first - 1; i >= 0 && left < 0; i--) left = match[i] as number;
+  let right = b.length; // the first shared word after it
+  for (let i = last + 1; i < a.length && right === b.length; i++) if ((match[i] as number) >= 0) right = match[i] as number;
+  const keptWords = new Set(kept.map((i) => a[i]!.text));
+  let s = left + 1;
+  let e = right - 1;
+  // "i need a stapler" quoted after "i need": not the article.
+  while (s <= e && FILLER.has(b[s]!.text) && !keptWords.has(b[s]!.text)) s++;
+  while (e >= s && FILLER.has(b[e]!.text) && !keptWords.has(b[e]!.text)) e--;
+  if (s > e) return undefined;
+  if (verbatim) return to.slice(b[s]!.start, b[e]!.end);
+  // Words the original left out of its stretch ("that", "are", "and") stay out; so do filler words it did not keep.
+  const dropped = new Set<string>();
+  for (let i = first; i <= last; i++) if (!keptSet.has(i)) dropped.add(a[i]!.text);
+  const source = new Int32Array(b.length).fill(-1);
+  match.forEach((j, i) => {
+    if (j >= 0) source[j] = i;
+  });
+  const out: number[] = [];
+  for (let j = s; j <= e; j++) {
+    const w = b[j] as Word;
+    const i = source[j] as number;
+    const keep = i >= 0 ? keptSet.has(i) : !dropped.has(w.text) && !(FILLER.has(w.text) && !keptWords.has(w.text));
+    if (keep) out.push(j);
+  }
+  return out.length > 0 ? joinWords(to, b, out) : undefined;
+}
+
+/** The words at `at` of `text`, each two next to each other in it joined as there when nothing but a mark joins them (`t-shirt`), the rest by a space. */
+function joinWords(text: string, all: readonly Word[], at: readonly number[]): string {
+  let out = '';
+  at.forEach((i, k) => {
+    const w = all[i] as Word;
+    if (k > 0) {
+      const before = at[k - 1] as number;
+      const between = text.slice((all[before] as Word).end, w.start);
+      out += before === i - 1 && between !== '' && !/[\s,]/.test(between) ? between : ' ';
+    }
+    out += text.slice(w.start, w.end);
+  });
+  return out;
+}
+
+/**
+ * `text` and `actions` of a state about the instruction `from`, made about `to`: bracketed texts
+ * that quote `from` ({@link requote}) are quoted again from `to`, and `substitution` rewrites the
+ * rest (never the new quotes).
+ */
+export function requoteState(from: string, to: string, state: { text: string; actions: readonly string[] }, substitution: Substitution): { text: string; actions: string[] } {
+  const quotes = new Map<string, string>();
+  for (const action of state.actions) {
+    for (const m of action.matchAll(/\[([^\]]*)\]/g)) {
+      const quote = m[1] as string;
+      if (quotes.has(quote)) continue;
+      const again = requote(from, to, quote);
+      if (again !== undefined && again !== quote) quotes.set(quote, again);
+    }
+  }
+  const rewrite = (text: string): string => {
+    if (quotes.size === 0) return applySubstitution(text, substitution);
+    let out = '';
+    let at = 0;
+    for (const m of text.matchAll(/\[([^\]]*)\]/g)) {
+      const again = quotes.get(m[1] as string);
+      if (again === undefined) continue;
+      out += `${applySubstitution(text.slice(at, m.index), substitution)}[${again}]`;
+      at = m.index + m[0].length;
+    }
+    return out + applySubstitution(text.slice(at), substitution);
+  };
+  return { text: rewrite(state.text), actions: state.actions.map(rewrite) };
+}
+
 /**
  * Replacements that turn text written for one instruction into text for another, from the two
  * instructions alone: the words they share (longest common subsequence) anchor the alignment,
