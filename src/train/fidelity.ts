@@ -69,7 +69,8 @@ export interface FidelityMeasures {
   /**
    * `reset` of a held-out task (one the data never recorded, as a task the curriculum generates
    * from an unrecorded one) against its real first state. Generated children of recorded tasks
-   * start in their root's recorded state instead (measured by a test).
+   * start in their root's recorded state, with what it quotes of the instruction quoted again
+   * (measured by tests: `test/experience-retrieval.test.ts`).
    */
   initialStateMatch: number;
   initialActionAgreement: number;
