@@ -312,16 +312,18 @@ export function requote(from: string, to: string, quote: string): string | undef
   const a = words(from);
   const q = words(quote);
   if (q.length === 0 || from === to) return undefined;
-  // The quoted words in `from`, leftmost first.
-  const kept: number[] = [];
-  for (let i = 0, k = 0; i < a.length && k < q.length; i++) if (a[i]!.text === q[k]!.text) (kept.push(i), k++);
-  if (kept.length !== q.length) return undefined;
+  // The quoted words in `from`: where the quote stands in it word for word, else its words in order, leftmost first.
+  const at = from.indexOf(quote);
+  let kept = at < 0 ? [] : a.flatMap((w, i) => (w.start >= at && w.end <= at + quote.length ? [i] : []));
+  const verbatim = kept.length === q.length && a[kept[0] as number]?.start === at && a[kept[kept.length - 1] as number]?.end === at + quote.length;
+  if (!verbatim) {
+    kept = [];
+    for (let i = 0; i < a.length && kept.length < q.length; i++) if (a[i]!.text === q[kept.length]!.text) kept.push(i);
+    if (kept.length !== q.length || joinWords(from, a, kept) !== quote) return undefined;
+  }
   const first = kept[0] as number;
   const last = kept[kept.length - 1] as number;
-  const verbatim = from.slice(a[first]!.start, a[last]!.end) === quote;
   const keptSet = new Set(kept);
-  const shortened = !verbatim && joinWords(from, a, kept) === quote;
-  if (!verbatim && !shortened) return undefined;
   const b = words(to);
   const match = commonWords(a, b);
   let left = -1; // the last shared word before the stretch, in `to`
