@@ -278,16 +278,22 @@ function words(text: string): Word[] {
   return [...text.matchAll(WORD_RE)].map((m) => ({ text: m[0].toLowerCase(), start: m.index, end: m.index + m[0].length }));
 }
 
+/** Longest-common-subsequence lengths over words: `[i][j]` for `a` from word i and `b` from word j. */
+function commonLengths(a: readonly Word[], b: readonly Word[]): number[][] {
+  const dp: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      dp[i]![j] = a[i]!.text === b[j]!.text ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
+    }
+  }
+  return dp;
+}
+
 /** For each word of `a`, the index of the word of `b` it is matched to on a longest common subsequence, or -1. */
 function commonWords(a: readonly Word[], b: readonly Word[]): Int32Array {
   const n = a.length;
   const m = b.length;
-  const dp: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
-  for (let i = n - 1; i >= 0; i--) {
-    for (let j = m - 1; j >= 0; j--) {
-      dp[i]![j] = a[i]!.text === b[j]!.text ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
-    }
-  }
+  const dp = commonLengths(a, b);
   const match = new Int32Array(n).fill(-1);
   let i = 0;
   let j = 0;
@@ -412,13 +418,7 @@ export function instructionAlignment(from: string, to: string): Substitution {
   const b = words(to);
   const n = a.length;
   const m = b.length;
-  // LCS table over words.
-  const dp: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
-  for (let i = n - 1; i >= 0; i--) {
-    for (let j = m - 1; j >= 0; j--) {
-      dp[i]![j] = a[i]!.text === b[j]!.text ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
-    }
-  }
+  const dp = commonLengths(a, b);
   const pairs: Substitution = [];
   const flush = (ra: Word[], rb: Word[]): void => {
     const trim = (r: Word[]): Word[] => {
