@@ -678,7 +678,7 @@ describe('RetrievalExperienceModel', () => {
 
   it("a generated task's first state offers the searches its own instruction asks for, as the real page does", async () => {
     // The data-recorded first state of the root task, with what it quotes of the root's
-    // instruction quoted again from the generated one (before, the root's queries: 6 of 100 right).
+    // instruction quoted again from the generated one (before, the root's queries: 2 of these 40 right).
     const generated = await new RecombinationTaskGenerator({ seed: 7 }).generate(tasks, 40);
     expect(generated.length).toBeGreaterThanOrEqual(30);
     const spec = getEnvSpec('shop');

@@ -438,19 +438,19 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const visible = agentView(task);
     const recorded = this.recordedFirstState(visible.id) ?? (visible.rootId !== undefined ? this.recordedFirstState(visible.rootId) : undefined);
     if (recorded) {
-      // The same world: only the instruction changes (aligning the instructions' differing words
-      // renamed the room's own receptacles, "a diningtable 1" becoming a second "countertop 1").
-      // What the first state quotes of the instruction (a search page's suggested queries) is
-      // quoted again from this one: a generated shop task's first page offered its root's queries
-      // (94 of 100 generated tasks' first states differed from the real page's).
+      // The same world: only the instruction changes, and what the state quotes of it (aligning
+      // the instructions' differing words renamed the room's own receptacles, "a diningtable 1"
+      // becoming a second "countertop 1"). Without the quotes, a generated shop task's first page
+      // offered its root's search queries (94 of 100 differed from the real page).
       return requoteState(recorded.task.instruction, visible.instruction, recorded.state, buildSubstitution(recorded.task, visible));
     }
     const [query] = await this.embedder.embed([visible.instruction]);
     const hits = this.safeSearch(this.initial.index, query as Float32Array, 1);
     const source = this.initial.states[hits[0]?.seq ?? 0];
     if (!source) throw new RetrievalDataError('no stored initial state');
-    // Another task's world: the whole instruction first, then the stretches where the two
-    // instructions differ (so that what the instruction names is there to find).
+    // Another task's world: what the state quotes of the instruction quoted again, then the whole
+    // instruction, then the stretches where the two instructions differ (so that what the
+    // instruction names is there to find).
     const sub = [...buildSubstitution(source.task, visible), ...instructionAlignment(source.task.instruction, visible.instruction)];
     return requoteState(source.task.instruction, visible.instruction, source.state, sub);
   }
