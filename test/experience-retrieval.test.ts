@@ -691,6 +691,34 @@ describe('RetrievalExperienceModel', () => {
     expect(same).toBeGreaterThanOrEqual(Math.ceil(0.95 * generated.length));
   });
 
+  it("going back to the search page shows the searches this task's instruction asks for, not the stored episode's", async () => {
+    // Expert and random episodes, as a run's seed data: the page comes from another episode's
+    // `click[back to search]`, whose suggested queries were that episode's (0 of 30 right before).
+    const spec = getEnvSpec('shop');
+    const seed = [...generateOfflineData(spec, { episodes: 60, seed: 4, policy: 'expert', split: 'train' }), ...generateOfflineData(spec, { episodes: 30, seed: 5, policy: 'noisy:1', split: 'train' })];
+    const sim = await RetrievalExperienceModel.fromTrajectories(seed.map((d) => d.task), seed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 } });
+    try {
+      let same = 0;
+      let tried = 0;
+      for (const task of spec.tasks({ split: 'train', count: 30, seed: 99 })) {
+        const env = spec.create();
+        const search = env.reset(task).actions[0] as string;
+        const back = 'click[back to search]';
+        const simulatedFirst = await sim.reset(task, []);
+        const simulated = await sim.step({ task, history: [], observation: simulatedFirst, action: search, demos: [] });
+        if (!env.step(search).observation.actions.includes(back) || !simulated.observation.actions.includes(back)) continue;
+        tried++;
+        const real = env.step(back).observation;
+        const again = await sim.step({ task, history: [{ observation: simulatedFirst, action: search }], observation: simulated.observation, action: back, demos: [] });
+        if (JSON.stringify(again.observation.actions) === JSON.stringify(real.actions)) same++;
+      }
+      expect(tried).toBeGreaterThanOrEqual(20);
+      expect(same).toBeGreaterThanOrEqual(Math.ceil(0.9 * tried));
+    } finally {
+      sim.dispose();
+    }
+  });
+
   it('needs valid data and tasks for every trajectory', async () => {
     expect(() => transitionsFromTrajectories([], trajectories.slice(0, 1))).toThrow(RetrievalDataError);
     await expect(RetrievalExperienceModel.fromTransitions([], new HashedEmbedder({ dim: 16 }))).rejects.toThrow(/at least one valid/);

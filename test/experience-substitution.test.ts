@@ -152,6 +152,15 @@ describe('requoting the instruction', () => {
     expect(requote(shirt, 'i need a t-shirt that is stretch fabric, in black, size xxl, price lower than 40.00 dollars', 't-shirt breathable')).toBe('t-shirt stretch fabric');
   });
 
+  it('ends a shortened quote where a section the original lacked begins', () => {
+    // The stored instruction has no colour; the new one's ", in green" is not one more attribute.
+    const leash = 'i need a dog leash that is durable, machine washable and calming, price lower than 29.00 dollars';
+    const green = 'i need a dog leash that is durable, machine washable and calming, in green, price lower than 29.00 dollars';
+    expect(requote(leash, green, 'dog leash durable machine washable calming')).toBe('dog leash durable machine washable calming');
+    const game = 'i need a board game that is non toxic, price lower than 43.00 dollars';
+    expect(requote(game, 'i need a board game that is non toxic, creative play and bpa free, price lower than 43.00 dollars', 'board game non toxic')).toBe('board game non toxic creative play bpa free');
+  });
+
   it('gives nothing for what does not quote the instruction, or for the same instruction', () => {
     expect(requote(earbuds, moreSlippers, 'buy now')).toBeUndefined();
     expect(requote(earbuds, moreSlippers, 'your query')).toBeUndefined();

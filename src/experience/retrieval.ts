@@ -249,7 +249,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly byTaskAction: ReadonlyMap<string, number[]>,
     private readonly byAction: ReadonlyMap<string, number[]>,
     /** Episodes' first states, indexed by the embedding of their task instruction. */
-    private readonly initial: { index: RetrievalIndex; states: RealTransition[] },
+    /** Stored first states, by instruction; `templates`: the kinds of action they offer (a search page's `search[{}]`). */
+    private readonly initial: { index: RetrievalIndex; states: RealTransition[]; templates: ReadonlySet<string> },
     private readonly kinds: ReadonlyMap<string, KindStats>,
     /** Values option lists offered in the data, and those an instruction naming them always asked for (see `unofferedChoices`). */
     private readonly listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string>; alwaysShown: ReadonlySet<string> },
@@ -398,6 +399,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const instrVectors = await embedder.embed(firstStates.map((t) => t.task.instruction));
     const initialIndex = new RetrievalIndex(embedder.dim, { initialRows: Math.max(1, firstStates.length) });
     firstStates.forEach((_, seq) => initialIndex.add({ seq, source: 'real', taskId: '', vector: instrVectors[seq] as Float32Array }));
+    const initial = { index: initialIndex, states: firstStates, templates: new Set(firstStates.flatMap((t) => t.state.actions.map((a) => actionTemplate(a).template))) };
 
     const binaryRewards = usable.every((t) => t.reward === 0 || t.reward === 1);
     const arrival = learnArrivalRules(
@@ -413,7 +415,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
       : null;
     const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord);
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -421,7 +423,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, { index: initialIndex, states: firstStates }, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -716,7 +718,13 @@ export class RetrievalExperienceModel implements ExperienceModel {
    * the episode's states so far).
    */
   private rewrite(t: RealTransition, seen: readonly Observation[], action: string, task: AgentTask = t.task): Observation {
-    const predicted = this.rewriteEntities(t, seen, action, task);
+    let predicted = this.rewriteEntities(t, seen, action, task);
+    // What the neighbour's page quotes of its own instruction (the search page's suggested queries,
+    // reached again by `click[back to search]`) quoted from this one, as a first state's are: only
+    // in the kinds of action a first state offers (an item page's `click[black]` is an option of
+    // the item, not a quote, whatever the instruction asks for).
+    const quotable = (a: string): boolean => a.includes('[') && this.initial.templates.has(actionTemplate(a).template);
+    if (t.task.instruction !== task.instruction && predicted.actions.some(quotable)) predicted = requoteState(t.task.instruction, task.instruction, predicted, [], quotable);
     if (!this.arrival || !t.next) return predicted;
     return withPlaceContents(this.arrival, this.emptyListWord, seen[seen.length - 1] as Observation, action, { action: t.action, before: t.state.text, after: t.next.text }, predicted);
   }

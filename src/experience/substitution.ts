@@ -351,9 +351,15 @@ export function requote(from: string, to: string, quote: string): string | undef
   match.forEach((j, i) => {
     if (j >= 0) source[j] = i;
   });
+  // What the new instruction adds after the last word the two quotes share ends where a new
+  // section starts with a filler word: a colour section ", in green" that the stored instruction
+  // lacked is not one more attribute (", creative play" is).
+  let lastShared = s - 1;
+  for (let j = s; j <= e; j++) if ((source[j] as number) >= 0 && keptSet.has(source[j] as number)) lastShared = j;
   const out: number[] = [];
   for (let j = s; j <= e; j++) {
     const w = b[j] as Word;
+    if (j > lastShared && j > s && FILLER.has(w.text) && to.slice((b[j - 1] as Word).end, w.start).includes(',')) break;
     const i = source[j] as number;
     const keep = i >= 0 ? keptSet.has(i) : !dropped.has(w.text) && !(FILLER.has(w.text) && !keptWords.has(w.text));
     if (keep) out.push(j);
@@ -378,12 +384,13 @@ function joinWords(text: string, all: readonly Word[], at: readonly number[]): s
 
 /**
  * `text` and `actions` of a state about the instruction `from`, made about `to`: bracketed texts
- * that quote `from` ({@link requote}) are quoted again from `to`, and `substitution` rewrites the
- * rest (never the new quotes).
+ * of the `quotable` actions that quote `from` ({@link requote}) are quoted again from `to`, and
+ * `substitution` rewrites the rest (never the new quotes).
  */
-export function requoteState(from: string, to: string, state: { text: string; actions: readonly string[] }, substitution: Substitution): { text: string; actions: string[] } {
+export function requoteState(from: string, to: string, state: { text: string; actions: readonly string[] }, substitution: Substitution, quotable: (action: string) => boolean = () => true): { text: string; actions: string[] } {
   const quotes = new Map<string, string>();
   for (const action of state.actions) {
+    if (!quotable(action)) continue;
     for (const m of action.matchAll(/\[([^\]]*)\]/g)) {
       const quote = m[1] as string;
       if (quotes.has(quote)) continue;
