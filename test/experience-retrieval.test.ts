@@ -719,6 +719,48 @@ describe('RetrievalExperienceModel', () => {
     }
   });
 
+  it('a query the data never recorded lists the recorded items that match its words, as the real page does', async () => {
+    // Before, the nearest stored query's items (another product's): 31% of the real page's items,
+    // the target on 29 of the 79 real pages that listed it. Measured after: 49%, 51 of 79.
+    const spec = getEnvSpec('shop');
+    const seed = [...generateOfflineData(spec, { episodes: 60, seed: 4, policy: 'expert', split: 'train' }), ...generateOfflineData(spec, { episodes: 30, seed: 5, policy: 'noisy:1', split: 'train' })];
+    const recorded = new Set(seed.flatMap((d) => d.trajectory.steps.map((s) => s.action)));
+    const listed = (text: string): string[] => text.split('\n').flatMap((l) => /^\[(B0[A-Z0-9]{8})\] /.exec(l)?.[1] ?? []);
+    const measure = async (rankListings: boolean): Promise<{ queries: number; shared: number; target: number; realTarget: number }> => {
+      const sim = await RetrievalExperienceModel.fromTrajectories(seed.map((d) => d.task), seed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 }, rankListings });
+      const out = { queries: 0, shared: 0, target: 0, realTarget: 0 };
+      try {
+        for (const task of spec.tasks({ split: 'test', count: 30, seed: 12 })) {
+          const first = spec.create().reset(task);
+          const targetId = (task.goal as { targetId: string }).targetId;
+          for (const action of first.actions.filter((a) => !recorded.has(a))) {
+            const env = spec.create();
+            env.reset(task);
+            const real = listed(env.step(action).observation.text);
+            const simulated = listed((await sim.step({ task, history: [], observation: first, action, demos: [] })).observation.text);
+            expect(simulated.length).toBeGreaterThan(0);
+            out.queries++;
+            out.shared += simulated.filter((id) => real.includes(id)).length / real.length;
+            if (real.includes(targetId)) {
+              out.realTarget++;
+              if (simulated.includes(targetId)) out.target++;
+            }
+          }
+        }
+      } finally {
+        sim.dispose();
+      }
+      return out;
+    };
+    const ranked = await measure(true);
+    const ablated = await measure(false);
+    expect(ranked.queries).toBeGreaterThanOrEqual(60);
+    expect(ranked.shared / ranked.queries).toBeGreaterThanOrEqual(0.42);
+    expect(ablated.shared / ablated.queries).toBeLessThan(0.42);
+    expect(ranked.target).toBeGreaterThanOrEqual(Math.ceil(0.55 * ranked.realTarget));
+    expect(ablated.target).toBeLessThan(Math.ceil(0.55 * ablated.realTarget));
+  });
+
   it('needs valid data and tasks for every trajectory', async () => {
     expect(() => transitionsFromTrajectories([], trajectories.slice(0, 1))).toThrow(RetrievalDataError);
     await expect(RetrievalExperienceModel.fromTransitions([], new HashedEmbedder({ dim: 16 }))).rejects.toThrow(/at least one valid/);

@@ -32,10 +32,13 @@ type Env = 'shop' | 'household';
  * to 0.63 and 0.95. Since a stored page's quotes of its instruction are quoted again from this
  * task's (the search page returned to), shop measures agreement 0.799 and match 0.585, and the
  * farthest-first variant 0.716 and 0.518 (it passed the old floors of 0.69 and 0.35), so those
- * floors rose to 0.76 and 0.55.
+ * floors rose to 0.76 and 0.55. Since a query the data never recorded lists the recorded items
+ * that match its words (src/experience/listings.ts), shop measures agreement 0.827 and match
+ * 0.582, the farthest-first variant 0.782 and 0.518 (past the agreement floor of 0.76), so that
+ * floor rose to 0.80.
  */
 const FLOORS: Record<Env, Partial<Record<keyof FidelityMeasures, number>>> = {
-  shop: { actionAgreement: 0.76, nextStateMatch: 0.55, finalVerdictBalanced: 0.85 },
+  shop: { actionAgreement: 0.8, nextStateMatch: 0.55, finalVerdictBalanced: 0.85 },
   household: { actionAgreement: 0.945, nextStateMatch: 0.63, consistency: 0.95, finalVerdictBalanced: 0.9 },
 };
 /** The most a uniformly random policy may succeed inside the simulator (it succeeds 0-2.5% for real). */

@@ -22,7 +22,9 @@
  *      similar list line, then the same template; cosine similarity of the embedding of state +
  *      action), its entities rewritten for this task, action and state; when the neighbour's
  *      action changed little of its state's admissible actions, that edit is applied to this
- *      state's actions rather than copying the neighbour's list.
+ *      state's actions rather than copying the neighbour's list; a query the data never
+ *      recorded, answered by another query's list, lists instead the recorded items that best
+ *      match its words (./listings.ts).
  * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
@@ -33,6 +35,7 @@ import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
+import { ItemListings } from './listings.ts';
 import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, isOpaqueToken, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
@@ -93,6 +96,12 @@ export interface RetrievalModelConfig {
    * (see ./named-things.ts). Default true; false is the ablation the tests and fidelity compare.
    */
   namedThings: boolean;
+  /**
+   * Whether a query the data never recorded lists the items the data listed that best match its
+   * words (see ./listings.ts) rather than the nearest stored query's items. Default true; false
+   * is the ablation the tests and fidelity compare.
+   */
+  rankListings: boolean;
 }
 
 export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
@@ -104,6 +113,7 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   useRewardModel: true,
   rewardModel: {},
   namedThings: true,
+  rankListings: true,
 };
 
 /** Text of the observation that follows an episode's last step (the data does not record it). */
@@ -264,6 +274,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly named: NamedThingRules | null = null,
     /** The word an emptied list shows ("nothing"; see ./carried-things.ts). */
     private readonly emptyListWord: string | undefined = undefined,
+    /** Items the data listed, ranked again for unrecorded queries (see ./listings.ts). */
+    private readonly listings: ItemListings | null = null,
   ) {}
 
   /** Builds the model from real (offline) trajectories and their tasks (only their visible part is kept). */
@@ -415,7 +427,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
       ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
       : null;
     const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord);
+    const listings = cfg.rankListings ? ItemListings.learn(usable) : null;
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord, listings);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -423,7 +436,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord, listings);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -645,7 +658,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
     if (!neighbour?.next) {
       return { observation: clone(observation), why: `no stored transition with a "${actionVerb(action)}" action continues an episode; the state is kept.` };
     }
-    const predicted = this.rewrite(neighbour, seen, action, task);
+    // Another query's list lists another query's items: ranked again for this one's words.
+    const rewritten = this.rewrite(neighbour, seen, action, task);
+    const predicted = this.listings && neighbour.action !== action ? this.listings.relist(action, rewritten, neighbour.action) : rewritten;
     return (await this.withNamedThing(task, seen, action, predicted)) ?? { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten.` };
   }
 
