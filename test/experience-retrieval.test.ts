@@ -726,9 +726,9 @@ describe('RetrievalExperienceModel', () => {
     const seed = [...generateOfflineData(spec, { episodes: 60, seed: 4, policy: 'expert', split: 'train' }), ...generateOfflineData(spec, { episodes: 30, seed: 5, policy: 'noisy:1', split: 'train' })];
     const recorded = new Set(seed.flatMap((d) => d.trajectory.steps.map((s) => s.action)));
     const listed = (text: string): string[] => text.split('\n').flatMap((l) => /^\[(B0[A-Z0-9]{8})\] /.exec(l)?.[1] ?? []);
-    const measure = async (rankListings: boolean): Promise<{ queries: number; shared: number; target: number; realTarget: number }> => {
+    const measure = async (rankListings: boolean): Promise<{ queries: number; shared: number; target: number; realTarget: number; relisted: number }> => {
       const sim = await RetrievalExperienceModel.fromTrajectories(seed.map((d) => d.task), seed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 }, rankListings });
-      const out = { queries: 0, shared: 0, target: 0, realTarget: 0 };
+      const out = { queries: 0, shared: 0, target: 0, realTarget: 0, relisted: 0 };
       try {
         for (const task of spec.tasks({ split: 'test', count: 30, seed: 12 })) {
           const first = spec.create().reset(task);
@@ -737,9 +737,11 @@ describe('RetrievalExperienceModel', () => {
             const env = spec.create();
             env.reset(task);
             const real = listed(env.step(action).observation.text);
-            const simulated = listed((await sim.step({ task, history: [], observation: first, action, demos: [] })).observation.text);
+            const step = await sim.step({ task, history: [], observation: first, action, demos: [] });
+            const simulated = listed(step.observation.text);
             expect(simulated.length).toBeGreaterThan(0);
             out.queries++;
+            if (/best match this query/.test(step.reasoning)) out.relisted++;
             out.shared += simulated.filter((id) => real.includes(id)).length / real.length;
             if (real.includes(targetId)) {
               out.realTarget++;
@@ -759,6 +761,9 @@ describe('RetrievalExperienceModel', () => {
     expect(ablated.shared / ablated.queries).toBeLessThan(0.42);
     expect(ranked.target).toBeGreaterThanOrEqual(Math.ceil(0.55 * ranked.realTarget));
     expect(ablated.target).toBeLessThan(Math.ceil(0.55 * ablated.realTarget));
+    // The reasoning says when a page was listed again.
+    expect(ranked.relisted).toBeGreaterThanOrEqual(Math.ceil(0.8 * ranked.queries));
+    expect(ablated.relisted).toBe(0);
   });
 
   it('needs valid data and tasks for every trajectory', async () => {

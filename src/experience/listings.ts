@@ -7,7 +7,7 @@
  * product's results. Measured on shop seed 0 (556 unrecorded queries of 200 tasks), those pages
  * shared 44% of the real page's items and listed the target on 359 of the 501 real pages that
  * did; ranking every item line the data listed by the query's words (BM25 over the lines'
- * descriptions) shares 73% and lists it on 438. What is learned here is read off the data's states
+ * descriptions) shares 72% and lists it on 430. What is learned here is read off the data's states
  * (a line's description, which action opens it); ranking by the query's words is declared
  * knowledge of what a search engine does, not the environment's code or catalogue.
  */

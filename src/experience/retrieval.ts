@@ -661,7 +661,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // Another query's list lists another query's items: ranked again for this one's words.
     const rewritten = this.rewrite(neighbour, seen, action, task);
     const predicted = this.listings && neighbour.action !== action ? this.listings.relist(action, rewritten, neighbour.action) : rewritten;
-    return (await this.withNamedThing(task, seen, action, predicted)) ?? { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten.` };
+    const relisted = predicted !== rewritten ? ', listing the items the data listed that best match this query instead of its own' : '';
+    return (await this.withNamedThing(task, seen, action, predicted)) ?? { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten${relisted}.` };
   }
 
   /**
