@@ -27,17 +27,43 @@ export interface ListingTransition {
 /** Query actions that listed items at least this often in the data count as queries. */
 const MIN_QUERY_LISTS = 5;
 
+/** Whether `text` is one opaque token, an id that identifies rather than describes (`B0AB12CD34`). */
+function isItemId(text: string): boolean {
+  const tokens = tokenize(text);
+  return tokens.length === 1 && isOpaqueToken(tokens[0] as string);
+}
+
 /** A line `[id] description | more`, with `id` one opaque token: the id, else undefined. */
 function itemIdOf(line: string): string | undefined {
   if (!line.startsWith('[')) return undefined;
   const end = line.indexOf('] ');
   if (end < 2) return undefined;
   const id = line.slice(1, end);
-  const tokens = tokenize(id);
-  return tokens.length === 1 && isOpaqueToken(tokens[0] as string) ? id : undefined;
+  return isItemId(id) ? id : undefined;
 }
 
 const listedIds = (text: string): string[] => text.split('\n').flatMap((l) => itemIdOf(l) ?? []);
+
+/** A list line's description: what follows the id, up to the first ` | `. */
+function descriptionOf(line: string, id: string): string {
+  return (line.slice(id.length + 3).split(' | ')[0] ?? '').trim();
+}
+
+/**
+ * What a list says of the item an action opens by its id: for an action whose one entity is an
+ * opaque id (`click[B0AB12CD34]`) and a state line `[B0AB12CD34] description | more`, the
+ * description (a product's title); undefined otherwise.
+ */
+export function listedItem(state: string, action: string): string | undefined {
+  const { entities } = actionTemplate(action);
+  if (entities.length !== 1) return undefined;
+  const id = (entities[0] as string).trim();
+  if (!isItemId(id)) return undefined;
+  const prefix = `[${id}] `;
+  const line = state.split('\n').find((l) => l.startsWith(prefix));
+  const description = line === undefined ? '' : descriptionOf(line, id);
+  return description ? description : undefined;
+}
 
 /** Items listed anywhere in the data, and the query templates whose next states list them. */
 export class ItemListings {
@@ -60,15 +86,17 @@ export class ItemListings {
     const openers = new Map<string, number>();
     const queryLists = new Map<string, number>();
     for (const t of transitions) {
+      const listedHere = new Set<string>();
       for (const line of t.state.text.split('\n')) {
         const id = itemIdOf(line);
-        if (id !== undefined && !lines.has(id)) lines.set(id, line);
+        if (id === undefined) continue;
+        listedHere.add(id);
+        if (!lines.has(id)) lines.set(id, line);
       }
-      const listedHere = new Set(listedIds(t.state.text));
       const { template, entities } = actionTemplate(t.action);
       if (entities.length === 1 && listedHere.has(entities[0] as string)) openers.set(template, (openers.get(template) ?? 0) + 1);
       // A query: one free-text entity, asked where nothing was listed, answered with a list.
-      if (t.next && entities.length === 1 && listedHere.size === 0 && itemIdOf(`[${entities[0] as string}] x`) === undefined && listedIds(t.next.text).length > 0) {
+      if (t.next && entities.length === 1 && listedHere.size === 0 && !isItemId(entities[0] as string) && listedIds(t.next.text).length > 0) {
         queryLists.set(template, (queryLists.get(template) ?? 0) + 1);
       }
     }
@@ -134,9 +162,4 @@ export class ItemListings {
     if (kept[last] === shown) kept[last] = `Actions: ${actions.join(' ')}`;
     return { text: kept.join('\n'), actions };
   }
-}
-
-/** A list line's description: what follows the id, up to the first ` | `. */
-function descriptionOf(line: string, id: string): string {
-  return (line.slice(id.length + 3).split(' | ')[0] ?? '').trim();
 }

@@ -35,8 +35,8 @@ import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
-import { ItemListings } from './listings.ts';
-import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, isOpaqueToken, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
+import { ItemListings, listedItem } from './listings.ts';
+import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
 import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, requoteState, withSwaps, type Substitution } from './substitution.ts';
@@ -1005,23 +1005,6 @@ function endsLike(stats: KindStats, action: string): boolean {
 
 /** An action with each instance's number dropped (`use desklamp 2` -> `use desklamp #`): instances of one thing are not other actions. */
 const withoutInstanceNumbers = (action: string): string => action.replace(/(\p{L}+) \p{N}+/gu, '$1 #');
-
-/**
- * What a list says of the item an action opens by its id: for an action whose one entity is an
- * opaque id (`click[B0AB12CD34]`) and a state line `[B0AB12CD34] description | more`, the
- * description (a product's title); undefined otherwise.
- */
-export function listedItem(state: string, action: string): string | undefined {
-  const { entities } = actionTemplate(action);
-  if (entities.length !== 1) return undefined;
-  const id = (entities[0] as string).trim();
-  const tokens = tokenize(id);
-  if (tokens.length !== 1 || !isOpaqueToken(tokens[0] as string)) return undefined;
-  const prefix = `[${id}] `;
-  const line = state.split('\n').find((l) => l.startsWith(prefix));
-  const description = line?.slice(prefix.length).split(' | ')[0]?.trim();
-  return description ? description : undefined;
-}
 
 /** Share of admissible actions (Jaccard) two states must have in common to be one stay at a place. */
 const STAY_OVERLAP = 0.5;
