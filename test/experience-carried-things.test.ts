@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { learnArrivalRules, type ArrivalRules } from '../src/experience/arrival.ts';
-import { carryStepOf, learnEmptyListWord, remainingPickUps, withListed, withoutListed, withPlaceContents } from '../src/experience/carried-things.ts';
+import { carryStepOf, learnEmptyListWord, listed, remainingPickUps, withListed, withoutListed, withPlaceContents } from '../src/experience/carried-things.ts';
 
 const rules: ArrivalRules = {
   move: 'go to {}',
@@ -21,6 +21,19 @@ describe('carryStepOf', () => {
     expect(carryStepOf(rules, 'put pen 1 in/on shelf 1')).toEqual({ up: false, thing: 'pen 1', place: 'shelf 1' });
     expect(carryStepOf(rules, 'go to desk 1')).toBeUndefined();
     expect(carryStepOf(rules, 'take pen 1 from cupboard 9')).toBeUndefined();
+  });
+});
+
+describe('listed', () => {
+  it('finds a thing as whole words, with its parenthesis, skipping where it is part of a longer word', () => {
+    expect(listed('you see cd 12, cd 1.', 'cd 1')).toEqual({ start: 15, end: 19 });
+    expect(listed('you see acd 1 and cd 1 (new).', 'cd 1')).toEqual({ start: 18, end: 28 });
+    // A parenthesis glued to a word is not what the text says of the thing: the thing alone.
+    expect(listed('cd 1 (new)x', 'cd 1')).toEqual({ start: 0, end: 4 });
+    // Letters beyond ASCII are word characters too; pattern characters in the thing are literal.
+    expect(listed('éfork 2, fork 2é', 'fork 2')).toBeUndefined();
+    expect(listed('a (b) c', '(b)')).toEqual({ start: 2, end: 5 });
+    expect(listed('you see nothing.', 'cd 1')).toBeUndefined();
   });
 });
 

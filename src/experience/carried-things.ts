@@ -50,12 +50,28 @@ export function carryStepOf(rules: ArrivalRules, action: string): CarryStep | un
   return thing !== undefined && place !== undefined ? { up, thing, place } : undefined;
 }
 
-const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const WORD_CHAR_START = /^[\p{L}\p{N}]/u;
+const WORD_CHAR_END = /[\p{L}\p{N}]$/u;
 
-/** Where `thing` stands in `sentence` as whole words, with what the text says of it in parentheses right after ("fork 2 (clean)"). */
-function listed(sentence: string, thing: string): { start: number; end: number } | undefined {
-  const m = new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(thing)}(?: \\([^)]*\\))?(?![\\p{L}\\p{N}])`, 'u').exec(sentence);
-  return m ? { start: m.index, end: m.index + m[0].length } : undefined;
+/** Whether a letter or digit starts at `at` (a two-unit slice keeps a surrogate pair whole). */
+const wordCharAt = (text: string, at: number): boolean => at < text.length && WORD_CHAR_START.test(text.slice(at, at + 2));
+
+/**
+ * Where `thing` stands in `sentence` as whole words, with what the text says of it in parentheses
+ * right after ("fork 2 (clean)"). A scan with indexOf: a pattern built per call was 3.5% of a
+ * household simulator run's profile.
+ */
+export function listed(sentence: string, thing: string): { start: number; end: number } | undefined {
+  for (let start = sentence.indexOf(thing); start >= 0; start = sentence.indexOf(thing, start + 1)) {
+    if (start > 0 && WORD_CHAR_END.test(sentence.slice(Math.max(0, start - 2), start))) continue;
+    const end = start + thing.length;
+    if (sentence.startsWith(' (', end)) {
+      const close = sentence.indexOf(')', end + 2);
+      if (close >= 0 && !wordCharAt(sentence, close + 1)) return { start, end: close + 1 };
+    }
+    if (!wordCharAt(sentence, end)) return { start, end };
+  }
+  return undefined;
 }
 
 /** `sentence` without `thing` and one of its list separators; the only thing of a list becomes `empty`. Undefined when that cannot be done. */

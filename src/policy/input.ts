@@ -375,10 +375,15 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
       const b = pairValues[2 * p + 1] as number;
       for (let x = 0; x < leadDim; x++) productLeads[p * leadDim + x] = (leads.values[a + x] as number) * (queries.values[b + x] as number);
     }
+    // Hashed action features are mostly zeros: skip them (the array starts at zero).
     const productRest = new Float32Array(total * restDim);
     for (let c = 0; c < total; c++) {
-      const s = (candidateRow[c] as number) * stateDim + leadDim;
-      for (let x = 0; x < restDim; x++) productRest[c * restDim + x] = (rest[c * restDim + x] as number) * (states[s + x] as number);
+      const s = (candidateRow[c] as number) * stateDim + leadDim - c * restDim;
+      const end = (c + 1) * restDim;
+      for (let x = c * restDim; x < end; x++) {
+        const a = rest[x] as number;
+        if (a !== 0) productRest[x] = a * (states[s + x] as number);
+      }
     }
     products = upload(productLeads, pairs, leadDim, pairOf, productRest);
   }
