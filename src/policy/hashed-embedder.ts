@@ -25,20 +25,31 @@ export class EmbedderConfigError extends RangeError {
   override name = 'EmbedderConfigError';
 }
 
-/** FNV-1a 32-bit with a seed, so that the index hash and the sign hash are independent. */
-export function fnv1a(text: string, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < text.length; i++) {
+const INDEX_SEED = 0x9e3779b9;
+const SIGN_SEED = 0x7f4a7c15;
+
+/** FNV-1a's state after `text[from, to)`, continuing from `h` (so a feature's hash can skip building its string). */
+function fnvUpdate(h: number, text: string, from = 0, to = text.length): number {
+  for (let i = from; i < to; i++) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  // Final avalanche (murmur3 fmix32): FNV's low bits are weak for short keys.
+  return h;
+}
+
+/** Final avalanche (murmur3 fmix32): FNV's low bits are weak for short keys. */
+function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
+}
+
+/** FNV-1a 32-bit with a seed, so that the index hash and the sign hash are independent. */
+export function fnv1a(text: string, seed: number): number {
+  return fmix32(fnvUpdate((0x811c9dc5 ^ seed) >>> 0, text));
 }
 
 /** Lower-cased word tokens: runs of letters and digits (keeps `$12.50`-style numbers as `12.50`). */
@@ -54,6 +65,8 @@ export class HashedEmbedder implements Embedder {
   private readonly wordWeight: number;
   private readonly bigramWeight: number;
   private readonly charWeight: number;
+  /** FNV-1a states (index seed, sign seed) after each feature kind's prefix: `w:`, `b:`, and `cN:` per n-gram size N. */
+  private readonly prefixStates: { word: readonly [number, number]; bigram: readonly [number, number]; chars: readonly (readonly [number, number, number])[] };
 
   constructor(options: HashedEmbedderOptions = {}) {
     const dim = options.dim ?? 512;
@@ -75,6 +88,8 @@ export class HashedEmbedder implements Embedder {
     this.wordWeight = weights.wordWeight;
     this.bigramWeight = weights.bigramWeight;
     this.charWeight = weights.charWeight;
+    const after = (prefix: string): readonly [number, number] => [fnvUpdate((0x811c9dc5 ^ INDEX_SEED) >>> 0, prefix), fnvUpdate((0x811c9dc5 ^ SIGN_SEED) >>> 0, prefix)];
+    this.prefixStates = { word: after('w:'), bigram: after('b:'), chars: this.charNgrams.map((n) => [n, ...after(`c${n}:`)] as const) };
     this.id = `hashed-v1:d${dim}:c${this.charNgrams.join(',')}:w${this.wordWeight},${this.bigramWeight},${this.charWeight}`;
   }
 
@@ -92,23 +107,33 @@ export class HashedEmbedder implements Embedder {
     });
   }
 
-  private add(v: Float32Array, feature: string, weight: number): void {
-    if (weight === 0) return;
-    const index = fnv1a(feature, 0x9e3779b9) % this.dim;
-    const sign = (fnv1a(feature, 0x7f4a7c15) & 1) === 0 ? 1 : -1;
+  /**
+   * Adds the feature whose FNV-1a states (index seed, sign seed) are `hi` and `hs` before the
+   * final mix; equal to hashing the feature's whole string (`w:word`, `b:prev word`, `c3:<wo`),
+   * without building it.
+   */
+  private addHashed(v: Float32Array, hi: number, hs: number, weight: number): void {
+    const index = fmix32(hi) % this.dim;
+    const sign = (fmix32(hs) & 1) === 0 ? 1 : -1;
     v[index] = (v[index] ?? 0) + sign * weight;
   }
 
   private embedOne(text: string): Float32Array {
     const v = new Float32Array(this.dim);
     const words = tokenize(text);
+    const { word, bigram, chars } = this.prefixStates;
     for (let i = 0; i < words.length; i++) {
       const w = words[i] as string;
-      this.add(v, `w:${w}`, this.wordWeight);
-      if (i > 0) this.add(v, `b:${words[i - 1] as string} ${w}`, this.bigramWeight);
+      if (this.wordWeight !== 0) this.addHashed(v, fnvUpdate(word[0], w), fnvUpdate(word[1], w), this.wordWeight);
+      if (i > 0 && this.bigramWeight !== 0) {
+        const prev = `${words[i - 1] as string} `;
+        this.addHashed(v, fnvUpdate(fnvUpdate(bigram[0], prev), w), fnvUpdate(fnvUpdate(bigram[1], prev), w), this.bigramWeight);
+      }
+      if (this.charWeight === 0) continue;
       const marked = `<${w}>`;
-      for (const n of this.charNgrams) {
-        for (let j = 0; j + n <= marked.length; j++) this.add(v, `c${n}:${marked.slice(j, j + n)}`, this.charWeight);
+      for (let c = 0; c < chars.length; c++) {
+        const [n, ci, cs] = chars[c] as readonly [number, number, number];
+        for (let j = 0; j + n <= marked.length; j++) this.addHashed(v, fnvUpdate(ci, marked, j, j + n), fnvUpdate(cs, marked, j, j + n), this.charWeight);
       }
     }
     let norm = 0;
