@@ -34,6 +34,7 @@ describe('listed', () => {
     expect(listed('éfork 2, fork 2é', 'fork 2')).toBeUndefined();
     expect(listed('a (b) c', '(b)')).toEqual({ start: 2, end: 5 });
     expect(listed('you see nothing.', 'cd 1')).toBeUndefined();
+    expect(listed('you see nothing.', '')).toBeUndefined();
   });
 });
 

@@ -28,6 +28,9 @@ export class EmbedderConfigError extends RangeError {
 const INDEX_SEED = 0x9e3779b9;
 const SIGN_SEED = 0x7f4a7c15;
 
+/** FNV-1a's state before any character, for a seed. */
+const fnvStart = (seed: number): number => (0x811c9dc5 ^ seed) >>> 0;
+
 /** FNV-1a's state after `text[from, to)`, continuing from `h` (so a feature's hash can skip building its string). */
 function fnvUpdate(h: number, text: string, from = 0, to = text.length): number {
   for (let i = from; i < to; i++) {
@@ -49,7 +52,7 @@ function fmix32(h: number): number {
 
 /** FNV-1a 32-bit with a seed, so that the index hash and the sign hash are independent. */
 export function fnv1a(text: string, seed: number): number {
-  return fmix32(fnvUpdate((0x811c9dc5 ^ seed) >>> 0, text));
+  return fmix32(fnvUpdate(fnvStart(seed), text));
 }
 
 /** Lower-cased word tokens: runs of letters and digits (keeps `$12.50`-style numbers as `12.50`). */
@@ -88,7 +91,7 @@ export class HashedEmbedder implements Embedder {
     this.wordWeight = weights.wordWeight;
     this.bigramWeight = weights.bigramWeight;
     this.charWeight = weights.charWeight;
-    const after = (prefix: string): readonly [number, number] => [fnvUpdate((0x811c9dc5 ^ INDEX_SEED) >>> 0, prefix), fnvUpdate((0x811c9dc5 ^ SIGN_SEED) >>> 0, prefix)];
+    const after = (prefix: string): readonly [number, number] => [fnvUpdate(fnvStart(INDEX_SEED), prefix), fnvUpdate(fnvStart(SIGN_SEED), prefix)];
     this.prefixStates = { word: after('w:'), bigram: after('b:'), chars: this.charNgrams.map((n) => [n, ...after(`c${n}:`)] as const) };
     this.id = `hashed-v1:d${dim}:c${this.charNgrams.join(',')}:w${this.wordWeight},${this.bigramWeight},${this.charWeight}`;
   }
