@@ -378,11 +378,11 @@ export function inputTensors(input: PolicyInput, layout: TensorLayout = {}, rows
     // Hashed action features are mostly zeros: skip them (the array starts at zero).
     const productRest = new Float32Array(total * restDim);
     for (let c = 0; c < total; c++) {
-      const s = (candidateRow[c] as number) * stateDim + leadDim - c * restDim;
-      const end = (c + 1) * restDim;
-      for (let x = c * restDim; x < end; x++) {
-        const a = rest[x] as number;
-        if (a !== 0) productRest[x] = a * (states[s + x] as number);
+      const row = c * restDim;
+      const s = (candidateRow[c] as number) * stateDim + leadDim;
+      for (let x = 0; x < restDim; x++) {
+        const a = rest[row + x] as number;
+        if (a !== 0) productRest[row + x] = a * (states[s + x] as number);
       }
     }
     products = upload(productLeads, pairs, leadDim, pairOf, productRest);
