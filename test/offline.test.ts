@@ -33,6 +33,17 @@ describe('offline data', () => {
     expect(summarise([])).toEqual({ episodes: 0, successRate: 0, meanSteps: 0, meanReward: 0 });
   });
 
+  it("records the environment's demonstrator, a fresh one per episode, where it has one", () => {
+    const shop = getEnvSpec('shop');
+    const options = { episodes: 30, seed: 4, policy: 'demonstrator', split: 'train' as const };
+    const a = [...generateOfflineData(shop, options)];
+    expect(a).toEqual([...generateOfflineData(shop, options)]);
+    expect(a.every(({ task, trajectory }) => trajectory.id === `${task.id}:demonstrator`)).toBe(true);
+    // A demonstrator that kept one episode's opened products for the next would fail far more.
+    expect(summarise(a.map((p) => p.trajectory)).successRate).toBeGreaterThan(0.85);
+    expect(() => [...generateOfflineData(getEnvSpec('household'), { ...options })]).toThrow(/household has no demonstrator/);
+  });
+
   it('checks its arguments loudly', () => {
     const spec = getEnvSpec('shop');
     expect(() => [...generateOfflineData(spec, { episodes: 0, seed: 0, policy: 'expert', split: 'train' })]).toThrow(/got 0/);

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it, vi } from 'vitest';
 import type { RealEnvironment, Task, Trajectory } from '../src/core/types.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
-import { parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
+import { ENV_PRESETS, parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
 import { Trainer } from '../src/rl/trainer.ts';
@@ -78,6 +78,17 @@ describe('training config', () => {
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', groupSize: 1 })).toThrow(/groupSize/);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', bogus: 1 } as TrainingConfigInput)).toThrow(TrainingConfigError);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft' }, 'huge' as 'quick')).toThrow(/unknown preset "huge"/);
+  });
+
+  it("layers an environment's own adjustment between the preset and the run config", () => {
+    const shop = ENV_PRESETS.shop?.offline?.expertEpisodes;
+    expect(shop).toBe(800);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'sft' }, 'quick').offline.expertEpisodes).toBe(shop);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'sft' }).offline.expertEpisodes).toBe(shop);
+    expect(parseTrainingConfig({ env: 'household', mode: 'sft' }, 'quick').offline.expertEpisodes).toBe(PRESETS.quick.offline.expertEpisodes);
+    // The rest of the preset stays, and the run config still wins.
+    expect(parseTrainingConfig({ env: 'shop', mode: 'sft' }, 'quick').offline.noisyEpisodes).toBe(PRESETS.quick.offline.noisyEpisodes);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { expertEpisodes: 7 } }, 'quick').offline.expertEpisodes).toBe(7);
   });
 
   it('counts sft epochs and RL iterations', () => {

@@ -1,6 +1,6 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
-import { PRESETS } from '../src/train/config.ts';
+import { ENV_PRESETS, PRESETS } from '../src/train/config.ts';
 import { configFromForm, defaultSetupForm, llmSelectionFromForm, presetValue, SetupFormError } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 
@@ -55,7 +55,11 @@ describe('setup form', () => {
 
   it('shows the preset values as the placeholders of blank fields', () => {
     expect(presetValue('quick', 'iterations')).toBe(PRESETS.quick.iterations);
-    expect(presetValue('standard', 'expertEpisodes')).toBe(PRESETS.standard.offline.expertEpisodes);
+    expect(presetValue('standard', 'expertEpisodes', 'household')).toBe(PRESETS.standard.offline.expertEpisodes);
+    // An environment's own adjustment of every preset shows too (shop records more demonstrations).
+    expect(presetValue('standard', 'expertEpisodes', 'shop')).toBe(ENV_PRESETS.shop?.offline?.expertEpisodes);
+    expect(ENV_PRESETS.shop?.offline?.expertEpisodes).not.toBe(PRESETS.standard.offline.expertEpisodes);
+    expect(configFromForm({ ...defaultSetupForm(), env: 'shop', advanced: { expertEpisodes: '30' } }).offline.expertEpisodes).toBe(30);
     expect(presetValue('quick', 'sftEpochs')).toBe(PRESETS.quick.sft.epochs);
   });
 

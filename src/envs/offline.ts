@@ -1,13 +1,16 @@
 import { Rng, hashString } from '../core/rng.ts';
 import type { Task, Trajectory } from '../core/types.ts';
-import { parsePolicy, runEpisode } from './episode.ts';
-import type { AnyEnvSpec, Split } from './spec.ts';
+import { parsePolicy, runEpisode, type Policy } from './episode.ts';
+
+/** The policy name of an environment's demonstrator (see {@link EnvSpec.demonstrator}). */
+export const DEMONSTRATOR = 'demonstrator';
+import type { AnyEnvSpec, EnvSpec, Split } from './spec.ts';
 
 /** Options for generating offline (real-environment) trajectories. */
 export interface OfflineDataOptions {
   episodes: number;
   seed: number;
-  /** `expert` or `noisy:EPS`. */
+  /** `expert`, `noisy:EPS`, or `demonstrator` (the environment's {@link EnvSpec.demonstrator}, a fresh one per episode). */
   policy: string;
   split: Split;
 }
@@ -33,14 +36,16 @@ export function* generateOfflineData(
     throw new RangeError(`episodes must be a positive integer, got ${options.episodes}`);
   }
   if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
-  const policy = parsePolicy(options.policy);
+  const demonstrate = options.policy === DEMONSTRATOR ? spec.demonstrator?.bind(spec) : undefined;
+  if (options.policy === DEMONSTRATOR && !demonstrate) throw new RangeError(`environment ${spec.name} has no demonstrator: use "expert" or "noisy:EPS"`);
+  const policy = demonstrate ? null : parsePolicy(options.policy);
   const taskOptions = { split: options.split, count: options.episodes, seed: options.seed };
   // Lazily when the environment can: a long run starts writing at once and never holds every task.
   const tasks = spec.iterateTasks ? spec.iterateTasks(taskOptions) : spec.tasks(taskOptions);
   const rng = new Rng(options.seed ^ hashString(`policy:${options.policy}`));
   const env = spec.create();
   for (const task of tasks) {
-    const trajectory = runEpisode(env, task, policy, {
+    const trajectory = runEpisode(env, task, policy ?? (demonstrate as () => Policy)(), {
       rng,
       source: 'offline',
       trajectoryId: `${task.id}:${options.policy}`,

@@ -1,4 +1,5 @@
 import type { DomainName, EnvName, RealEnvironment, Task, TaskValidation } from '../core/types.ts';
+import type { Policy } from './episode.ts';
 
 /** Which split a task belongs to. Train and test tasks never share a target product or layout. */
 export type Split = 'train' | 'test';
@@ -30,6 +31,13 @@ export interface EnvSpec<N extends DomainName = EnvName> {
   iterateTasks?(options: TaskGenOptions): Iterable<Task>;
   /** Whether `task` belongs to this environment and its goal is achievable here. */
   validateTask(task: Task): TaskValidation;
+  /**
+   * A fresh demonstrator for one episode, when the environment has one: a rule that acts only on
+   * the observations (never on the task's goal or the expert), as a person recording
+   * demonstrations would. The offline data's behaviour-cloning episodes use it (policy
+   * `demonstrator`); without one they use the expert.
+   */
+  demonstrator?(): Policy;
 }
 
 /** An environment of any domain: a built-in one or a user's module (`EnvSpec` alone is a built-in's). */

@@ -10,7 +10,7 @@
  */
 import type { Task, Trajectory } from '../core/types.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../curriculum/generator.ts';
-import { generateOfflineData } from '../envs/offline.ts';
+import { DEMONSTRATOR, generateOfflineData } from '../envs/offline.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
 import { DemonstrationIndex } from '../experience/demos.ts';
@@ -31,9 +31,10 @@ export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
 }
 
 /**
- * Offline seed data on train tasks: `expertEpisodes` expert episodes (the behaviour-cloning
- * data) and `noisyEpisodes` noisy ones, half `noisy:0.3` and half random, so that the
- * simulator's reward model has seen failures. Deterministic for the seed.
+ * Offline seed data on train tasks: `expertEpisodes` demonstrations (the behaviour-cloning data:
+ * the environment's goal-blind demonstrator where it has one, else its expert) and
+ * `noisyEpisodes` noisy ones, half `noisy:0.3` and half random, so that the simulator's reward
+ * model has seen failures. Deterministic for the seed.
  */
 export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'>): OfflineData {
   const tasks: Task[] = [];
@@ -49,7 +50,7 @@ export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, '
       if (expert) expertIds.add(trajectory.id);
     }
   };
-  add(config.offline.expertEpisodes, 'expert', 0, true);
+  add(config.offline.expertEpisodes, spec.demonstrator ? DEMONSTRATOR : 'expert', 0, true);
   const half = Math.floor(config.offline.noisyEpisodes / 2);
   add(config.offline.noisyEpisodes - half, 'noisy:0.3', 1, false);
   add(half, 'noisy:1', 2, false);

@@ -3,6 +3,7 @@
  */
 import type { EnvSpec } from '../spec.ts';
 import { ShopEnv, SHOP_MAX_STEPS } from './env.ts';
+import { createShopDemonstrator } from './demonstrator.ts';
 import { validateShopTask } from './goal.ts';
 import { generateShopTasks, iterateShopTasks } from './tasks.ts';
 
@@ -27,6 +28,7 @@ export {
   type SelectedOptions,
   type ShopGoal,
 } from './goal.ts';
+export { createShopDemonstrator } from './demonstrator.ts';
 export { OTHER_CATEGORY_FACTOR, SAME_CATEGORY_FACTOR, shopReward } from './reward.ts';
 export { RESULTS_PER_PAGE, SHOP_LABELS, SHOP_MAX_STEPS, ShopEnv } from './env.ts';
 export { EXPERT_STEP_BUDGET, generateShopTasks, iterateShopTasks, productSplit } from './tasks.ts';
@@ -41,4 +43,5 @@ export const shopSpec: EnvSpec = {
   tasks: (options) => generateShopTasks(options),
   iterateTasks: (options) => iterateShopTasks(options),
   validateTask: validateShopTask,
+  demonstrator: createShopDemonstrator,
 };

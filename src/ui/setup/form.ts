@@ -68,9 +68,9 @@ export function isRlMode(mode: TrainingMode): boolean {
   return mode === 'real' || mode === 'dreamgym' || mode === 's2r';
 }
 
-/** The value a blank advanced field stands for under `preset`. */
-export function presetValue(preset: PresetName, key: AdvancedField): number {
-  const c = parseTrainingConfig({ env: ENV_NAMES[0], mode: 'dreamgym' }, preset);
+/** The value a blank advanced field stands for under `preset` in `env` (environments may adjust a preset). */
+export function presetValue(preset: PresetName, key: AdvancedField, env: string = ENV_NAMES[0]): number {
+  const c = parseTrainingConfig({ env, mode: 'dreamgym' }, preset);
   switch (key) {
     case 'expertEpisodes':
     case 'noisyEpisodes':
