@@ -41,7 +41,11 @@ describe('offline data', () => {
     expect(a.every(({ task, trajectory }) => trajectory.id === `${task.id}:demonstrator`)).toBe(true);
     // A demonstrator that kept one episode's opened products for the next would fail far more.
     expect(summarise(a.map((p) => p.trajectory)).successRate).toBeGreaterThan(0.85);
-    expect(() => [...generateOfflineData(getEnvSpec('household'), { ...options })]).toThrow(/household has no demonstrator/);
+    const household = getEnvSpec('household');
+    const explorer = [...generateOfflineData(household, { ...options, episodes: 10 })];
+    expect(summarise(explorer.map((p) => p.trajectory)).successRate).toBeGreaterThan(0.85);
+    const bare = { ...household, name: 'bare', demonstrator: undefined };
+    expect(() => [...generateOfflineData(bare, { ...options })]).toThrow(/bare has no demonstrator/);
   });
 
   it('checks its arguments loudly', () => {

@@ -169,6 +169,23 @@ describe('s2r KL reference', () => {
   });
 });
 
+describe('the task pool', () => {
+  it("starts from the offline data's pool tasks, not every demonstrated task", async () => {
+    const c = config({ mode: 'real', iterations: 1, offline: { ...TINY.offline, expertEpisodes: 6, poolDemonstrations: 2 } });
+    const run = await prepareRun(c);
+    try {
+      const pool = run.deps.offline.poolTasks ?? [];
+      expect(pool.length).toBe(run.deps.offline.tasks.length - 4 + (run.deps.offline.extraTasks?.length ?? 0));
+      const res = await runTraining(c, run.deps);
+      res.trainer.dispose();
+      expect(res.metrics[0]?.poolSize).toBe(pool.length);
+      expect(res.snapshot.pool.slice(0, pool.length).map((t) => t.id)).toEqual(pool.map((t) => t.id));
+    } finally {
+      run.dispose();
+    }
+  });
+});
+
 describe('runTraining smoke: every mode and ablation runs two iterations', () => {
   const cases: [string, Partial<TrainingConfigInput>][] = [
     ['zero-shot', { mode: 'zero-shot' }],

@@ -11,7 +11,8 @@ import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/
 import { LexicalPrior, LLMPrior } from '../src/llm/prior.ts';
 import { parseTrainingConfig, type TrainingConfigInput } from '../src/train/config.ts';
 import { TrainingSetupError } from '../src/train/loop.ts';
-import { prepareRun } from '../src/train/setup.ts';
+import { offlineSeedData, prepareRun } from '../src/train/setup.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
 import { echoScript, ScriptedEngine } from './fixtures/scripted-engine.ts';
 
 const TINY: TrainingConfigInput = { env: 'shop', mode: 'dreamgym', offline: { expertEpisodes: 4, noisyEpisodes: 2, extraTasks: 0 }, evalEpisodes: 2, policy: { embeddingDim: 32 } };
@@ -92,3 +93,24 @@ describe('prepareRun', () => {
     }
   });
 });
+
+describe('offline seed data', () => {
+  it("records the environment's demonstrator where it has one, and pools only the first demonstrated tasks", () => {
+    for (const env of ['shop', 'household'] as const) {
+      const config = parseTrainingConfig({ env, mode: 'sft', seed: 2, offline: { expertEpisodes: 10, noisyEpisodes: 4, extraTasks: 3, poolDemonstrations: 4 } });
+      const data = offlineSeedData(getEnvSpec(env), config);
+      const demos = data.trajectories.filter((t) => data.expertIds.has(t.id));
+      expect(demos).toHaveLength(10);
+      expect(demos.every((t) => t.id.endsWith(':demonstrator'))).toBe(true);
+      expect(demos.filter((t) => t.success).length).toBeGreaterThanOrEqual(8);
+      const pooled = new Set(data.poolTasks?.map((t) => t.id));
+      const demoTasks = demos.map((t) => t.taskId);
+      expect(demoTasks.filter((id) => pooled.has(id))).toEqual(demoTasks.slice(0, 4));
+      // Every other offline task, and every extra task, is in the pool.
+      for (const t of data.tasks) if (!demoTasks.includes(t.id)) expect(pooled.has(t.id)).toBe(true);
+      for (const t of data.extraTasks ?? []) expect(pooled.has(t.id)).toBe(true);
+      expect(data.poolTasks).toHaveLength(data.tasks.length - 6 + (data.extraTasks?.length ?? 0));
+    }
+  });
+});
+

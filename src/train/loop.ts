@@ -36,6 +36,8 @@ export interface OfflineData {
   expertIds: ReadonlySet<string>;
   /** Further seed tasks without a recorded episode (RL trains on them too). */
   extraTasks?: Task[];
+  /** RL's first task pool, when it is not all of `tasks` and `extraTasks` (see `offline.poolDemonstrations`). */
+  poolTasks?: Task[];
 }
 
 /** What the loop runs on. Everything environment-specific comes in here. */
@@ -260,7 +262,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
   if (snap && (snap.format !== 'dreamgym-run' || snap.version !== 1)) throw new TrainingSetupError('not a dreamgym run snapshot (format dreamgym-run, version 1)');
   const trainer = snap ? Trainer.fromCheckpoint(snap.checkpoint) : createTrainer(config, deps.featurizer);
   const agent = new PolicyAgent(trainer, deps.featurizer, deps.prior ?? null);
-  const pool: Task[] = snap ? snap.pool.slice() : [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])];
+  const pool: Task[] = snap ? snap.pool.slice() : (deps.offline.poolTasks?.slice() ?? [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])]);
   const lastSeen = new Map<string, TaskSeen>(Object.entries(snap?.lastSeen ?? {}));
   if (snap?.generatorState !== undefined && deps.generator?.restoreState) deps.generator.restoreState(snap.generatorState);
   const metrics: IterationMetrics[] = snap ? snap.metrics.slice() : [];

@@ -3,7 +3,10 @@
  * what an agent sees (the instruction, the current observation with its admissible actions, and
  * the episode's own earlier actions) and never on a task's goal, so they show what a simple
  * hand-written rule reaches without learning. They keep no state between calls (one actor serves
- * many parallel episodes), and they import nothing from the environments.
+ * many parallel episodes). The household one is the environment's demonstrator
+ * (`src/envs/household/explorer.ts`, which reads no goal either); shop's demonstrator is a
+ * different, more careful rule (`src/envs/shop/demonstrator.ts`), so this row stays the simple
+ * one the issue describes.
  *
  * - `shop`: search with the suggested query that shares the most words with the instruction (the
  *   first suggestion; an unused one after an empty result), click the first product, click for
@@ -18,7 +21,13 @@
  *   desklamp and switches it on.
  */
 import type { EnvName } from '../core/types.ts';
+import { householdExplorerAction } from '../envs/household/explorer.ts';
 import type { EvalActor, EvalContext } from './evaluate.ts';
+
+export { parseHouseholdInstruction } from '../envs/household/explorer.ts';
+
+/** The household reference policy's action for one context: the household explorer's (see the module comment). */
+export const householdReferenceAction = (ctx: EvalContext): string => householdExplorerAction(ctx);
 
 // ---------------------------------------------------------------------------------------------
 // shop
@@ -111,178 +120,6 @@ export function shopReferenceAction(ctx: EvalContext): string {
 
   if (page === 'detail' && has('click[< prev]')) return 'click[< prev]';
   return actions[0] as string;
-}
-
-// ---------------------------------------------------------------------------------------------
-// household
-
-type Condition = 'clean' | 'hot' | 'cool';
-
-interface HouseholdIntent {
-  object: string;
-  /** Receptacle type to put the object in; null for "look at ... under the desklamp". */
-  receptacle: string | null;
-  condition: Condition | null;
-  count: 1 | 2;
-}
-
-const APPLIANCE: Readonly<Record<Condition, { verb: string; appliance: string }>> = {
-  clean: { verb: 'clean', appliance: 'sinkbasin' },
-  hot: { verb: 'heat', appliance: 'microwave' },
-  cool: { verb: 'cool', appliance: 'fridge' },
-};
-
-/** Receptacle types a desklamp stands on (the README's "a desklamp standing on a desk or side table"). */
-const LAMP_HOST_TYPES = new Set(['desk', 'sidetable']);
-
-/** Reads a household instruction; null when it is not one of the six known forms. */
-export function parseHouseholdInstruction(instruction: string): HouseholdIntent | null {
-  const text = instruction.trim().toLowerCase().replace(/\.$/, '');
-  let m: RegExpExecArray | null;
-  if ((m = /^put two (\S+) in (\S+)$/.exec(text))) return { object: m[1] as string, receptacle: m[2] as string, condition: null, count: 2 };
-  if ((m = /^put an? (clean|hot|cool) (\S+) in (\S+)$/.exec(text))) {
-    return { object: m[2] as string, receptacle: m[3] as string, condition: m[1] as Condition, count: 1 };
-  }
-  if ((m = /^put an? (\S+) in (\S+)$/.exec(text))) return { object: m[1] as string, receptacle: m[2] as string, condition: null, count: 1 };
-  if ((m = /^look at (\S+) under the desklamp$/.exec(text))) return { object: m[1] as string, receptacle: null, condition: null, count: 1 };
-  return null;
-}
-
-interface HouseholdView {
-  /** Current receptacle, or null in the middle of the room. */
-  location: string | null;
-  closed: boolean;
-  /** Things visible here, as written ("fork 2 (clean)", "desklamp 1 (off)"). */
-  seen: string[];
-  held: { id: string; states: string[] } | null;
-}
-
-function typeOf(id: string): string {
-  return id.replace(/ \d+$/, '');
-}
-
-function splitStates(item: string): { id: string; states: string[] } {
-  const m = /^(.*?) \(([^)]*)\)$/.exec(item.trim());
-  if (!m) return { id: item.trim(), states: [] };
-  return { id: m[1] as string, states: (m[2] as string).split(',').map((s) => s.trim()) };
-}
-
-/** Reads the state line that ends every household observation. */
-function readHouseholdView(text: string): HouseholdView {
-  const line = text.split('\n').reverse().find((l) => l.startsWith('Location: ')) ?? '';
-  const m = /^Location: (.*)\. Holding: (.*)\.$/.exec(line);
-  if (!m) return { location: null, closed: false, seen: [], held: null };
-  const [where, seenPart] = (m[1] as string).split('; you see ') as [string, string | undefined];
-  const closed = / \(closed\)$/.test(where);
-  const loc = where.replace(/ \((?:open|closed)\)$/, '');
-  const seen = seenPart === undefined || seenPart === 'nothing' ? [] : seenPart.split(', ');
-  const heldText = m[2] as string;
-  return {
-    location: loc === 'middle of the room' ? null : loc,
-    closed,
-    seen,
-    held: heldText === 'nothing' ? null : splitStates(heldText),
-  };
-}
-
-/** The household reference policy's action for one context (see the module comment). */
-export function householdReferenceAction(ctx: EvalContext): string {
-  const { observation, history } = ctx;
-  const actions = observation.actions;
-  if (actions.length === 0) return 'look';
-  const chosen = householdChoice(ctx);
-  // Never insist on one action forever: after three identical steps, do something else.
-  const last = history.slice(-3).map((h) => h.action);
-  if (last.length === 3 && last.every((a) => a === chosen)) return actions.find((a) => a !== chosen && a.startsWith('go to ')) ?? chosen;
-  return chosen;
-}
-
-function householdChoice(ctx: EvalContext): string {
-  const { instruction, observation, history } = ctx;
-  const actions = observation.actions;
-  const has = (a: string): boolean => actions.includes(a);
-  const view = readHouseholdView(observation.text);
-  const intent = parseHouseholdInstruction(instruction);
-  const goTargets = actions.filter((a) => a.startsWith('go to ')).map((a) => a.slice('go to '.length));
-
-  /** Index in history of the last visit to each receptacle (-1: never). */
-  const lastVisit = (id: string, since = 0): number => {
-    for (let i = history.length - 1; i >= since; i--) if (history[i]?.action === `go to ${id}`) return i;
-    return -1;
-  };
-  /** The least recently visited receptacle (since `since`), preferring `prefer`, in listed order. */
-  const explore = (since = 0, prefer: (id: string) => boolean = () => false): string | null => {
-    let best: string | null = null;
-    let bestKey = Number.POSITIVE_INFINITY;
-    for (const id of goTargets) {
-      const key = (prefer(id) ? 0 : 1e6) + lastVisit(id, since);
-      if (key < bestKey) [best, bestKey] = [id, key];
-    }
-    return best === null ? null : `go to ${best}`;
-  };
-  const fallback = (): string => explore() ?? (actions[0] as string);
-
-  if (intent === null) return fallback();
-  const here = view.location;
-
-  // Objects this episode has already put where they belong (for "put two": do not take them back).
-  const placed = new Set<string>();
-  let placeTarget: string | null = null;
-  for (const { action } of history) {
-    const m = /^put (.+) in\/on (.+)$/.exec(action);
-    if (m && typeOf(m[1] as string) === intent.object && typeOf(m[2] as string) === intent.receptacle) {
-      placed.add(m[1] as string);
-      placeTarget = m[2] as string;
-    }
-  }
-
-  const held = view.held;
-  if (held === null) {
-    // Look for an object of the named type here; open a closed receptacle; else move on.
-    for (const a of actions) {
-      const m = /^take (.+) from (.+)$/.exec(a);
-      if (m && typeOf(m[1] as string) === intent.object && !placed.has(m[1] as string)) return a;
-    }
-    if (here !== null && view.closed && has(`open ${here}`)) return `open ${here}`;
-    return fallback();
-  }
-
-  if (typeOf(held.id) !== intent.object) {
-    // Holding something else: put it down here if possible.
-    if (here !== null && has(`put ${held.id} in/on ${here}`)) return `put ${held.id} in/on ${here}`;
-    if (here !== null && view.closed && has(`open ${here}`)) return `open ${here}`;
-    return fallback();
-  }
-
-  if (intent.condition !== null && !held.states.includes(intent.condition)) {
-    const { verb, appliance } = APPLIANCE[intent.condition];
-    const apply = actions.find((a) => a.startsWith(`${verb} ${held.id} with `));
-    if (apply !== undefined) return apply;
-    const target = goTargets.find((id) => typeOf(id) === appliance);
-    return target !== undefined ? `go to ${target}` : fallback();
-  }
-
-  if (intent.receptacle === null) {
-    // Look at the object under the desklamp: find the lamp, switch it on.
-    const lamp = view.seen.map(splitStates).find((t) => typeOf(t.id) === 'desklamp');
-    if (lamp !== undefined && !lamp.states.includes('on') && has(`use ${lamp.id}`)) return `use ${lamp.id}`;
-    let took = 0;
-    for (let i = history.length - 1; i >= 0; i--) {
-      if (history[i]?.action.startsWith(`take ${held.id} from `)) {
-        took = i;
-        break;
-      }
-    }
-    return explore(took, (id) => LAMP_HOST_TYPES.has(typeOf(id))) ?? fallback();
-  }
-
-  const fits = (id: string): boolean => (placeTarget !== null ? id === placeTarget : typeOf(id) === intent.receptacle);
-  if (here !== null && fits(here)) {
-    if (has(`put ${held.id} in/on ${here}`)) return `put ${held.id} in/on ${here}`;
-    if (view.closed && has(`open ${here}`)) return `open ${here}`;
-  }
-  const target = goTargets.find(fits);
-  return target !== undefined ? `go to ${target}` : fallback();
 }
 
 // ---------------------------------------------------------------------------------------------

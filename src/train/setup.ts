@@ -56,7 +56,12 @@ export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, '
   add(half, 'noisy:1', 2, false);
   const extraTasks = config.offline.extraTasks > 0 ? spec.tasks({ split: 'train', count: config.offline.extraTasks, seed: config.seed * 7919 + 3 }) : [];
   const known = new Set(tasks.map((t) => t.id));
-  return { tasks, trajectories, expertIds, extraTasks: extraTasks.filter((t) => !known.has(t.id)) };
+  const extra = extraTasks.filter((t) => !known.has(t.id));
+  // Only the first `poolDemonstrations` demonstrated tasks join RL's pool (see the config).
+  const demonstrated = new Set(trajectories.filter((t) => expertIds.has(t.id)).map((t) => t.taskId));
+  let pooled = 0;
+  const poolTasks = [...tasks.filter((t) => !demonstrated.has(t.id) || pooled++ < config.offline.poolDemonstrations), ...extra];
+  return { tasks, trajectories, expertIds, extraTasks: extra, poolTasks };
 }
 
 /** A run's dependencies, and how to free them. */

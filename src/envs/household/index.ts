@@ -3,11 +3,13 @@
  */
 import type { EnvSpec } from '../spec.ts';
 import { HOUSEHOLD_MAX_STEPS, HouseholdEnv } from './env.ts';
+import { createHouseholdExplorer } from './explorer.ts';
 import { householdTasks, iterateHouseholdTasks, validateHouseholdTask } from './tasks.ts';
 
 export { admissibleActions, applyAction, invalidReason, normalizeAction } from './actions.ts';
 export { HOUSEHOLD_MAX_STEPS, HouseholdEnv } from './env.ts';
 export { expertAction } from './expert.ts';
+export { createHouseholdExplorer, householdExplorerAction, parseHouseholdInstruction, type ExplorerContext } from './explorer.ts';
 export {
   HouseholdGoalSchema,
   TASK_TYPES,
@@ -46,4 +48,5 @@ export const householdSpec: EnvSpec = {
   tasks: householdTasks,
   iterateTasks: iterateHouseholdTasks,
   validateTask: validateHouseholdTask,
+  demonstrator: createHouseholdExplorer,
 };
