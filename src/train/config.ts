@@ -64,9 +64,9 @@ export const TrainingConfigSchema = z
       .object({
         /**
          * Demonstration episodes on train tasks: the behaviour-cloning data and part of the
-         * simulator's grounding. Recorded with the environment's goal-blind demonstrator where it
-         * has one (shop), else with its expert (household). Default 200; shop 800 (see
-         * {@link ENV_PRESETS}).
+         * simulator's grounding. Recorded with the environment's goal-blind demonstrator (shop,
+         * household), else with its expert (a loaded environment module without one). Default
+         * 200; shop 800 (see {@link ENV_PRESETS}).
          */
         expertEpisodes: z.number().int().min(1).default(200),
         /**

@@ -12,13 +12,8 @@
  *   first suggestion; an unused one after an empty result), click the first product, click for
  *   each option group the option named in the instruction (whole words, numbers included; the
  *   longest such label), then buy.
- * - `household`: a systematic explorer. It reads the instruction ("put a clean fork in drawer.",
- *   "put two pen in desk.", "look at cd under the desklamp.", ...), visits receptacles in listed
- *   order (least recently visited first), opens closed ones, takes an object of the named type,
- *   cleans / heats / cools it at the first sinkbasin / microwave / fridge when the instruction
- *   says so, and puts it in the first receptacle of the named type (the same one for the second
- *   object of "put two"); for "look at", it then visits desks and side tables until it sees the
- *   desklamp and switches it on.
+ * - `household`: the environment's systematic explorer (`householdExplorerAction`; what it does is
+ *   in its module's comment).
  */
 import type { EnvName } from '../core/types.ts';
 import { householdExplorerAction } from '../envs/household/explorer.ts';

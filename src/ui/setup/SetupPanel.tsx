@@ -19,7 +19,7 @@ import { LLMLoadStatus, LLMModelChoice } from './LLMChoice.tsx';
 /** What each mode does, in a sentence. */
 export const MODE_DESCRIPTIONS: Record<TrainingMode, string> = {
   'zero-shot': 'the untrained policy (no update): the baseline',
-  sft: 'behaviour cloning on the offline expert episodes',
+  sft: 'behaviour cloning on the offline demonstrations',
   real: 'GRPO in the real environment (uses real transitions)',
   dreamgym: 'GRPO in the synthetic environment only (0 real transitions)',
   s2r: 'DreamGym first, then GRPO in the real environment within a small budget',

@@ -13,7 +13,7 @@ export const ADVANCED_FIELDS = [
   { key: 'tasksPerIteration', label: 'Tasks per iteration (B)', min: 1 },
   { key: 'groupSize', label: 'Rollouts per task (G)', min: 2 },
   { key: 'maxSteps', label: 'Steps per episode (0: the environment’s)', min: 0 },
-  { key: 'expertEpisodes', label: 'Offline expert episodes', min: 1 },
+  { key: 'expertEpisodes', label: 'Offline demonstrations', min: 1 },
   { key: 'noisyEpisodes', label: 'Offline noisy episodes', min: 0 },
   { key: 'extraTasks', label: 'Extra seed tasks without episodes', min: 0 },
   { key: 'sftEpochs', label: 'Behaviour-cloning epochs', min: 1 },
