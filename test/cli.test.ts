@@ -61,6 +61,20 @@ describe('dreamgym CLI', () => {
     expect(data.trajectories).toHaveLength(30);
   });
 
+  it("writes the environment's goal-blind demonstrator's episodes", async () => {
+    const out = join(dir, 'demos.jsonl');
+    const res = await cli('data', '--env', 'shop', '--episodes', '20', '--seed', '2', '--policy', 'demonstrator', '--out', out);
+    expect(res.code).toBe(0);
+    expect(res.out).toMatch(/policy=demonstrator/);
+    const data = parseJsonl(await readFile(out, 'utf8'));
+    expect(data.trajectories.map((t) => t.id.endsWith(':demonstrator'))).toEqual(Array(20).fill(true));
+    // It goes back from products that lack a named option, which the expert never does.
+    expect(data.trajectories.some((t) => t.steps.some((s) => s.action === 'click[< prev]' && s.observation.text.includes('\nPage: item')))).toBe(true);
+    const bad = await cli('data', '--env', 'shop', '--policy', 'demo', '--out', join(dir, 'x.jsonl'));
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toMatch(/expected "expert", "demonstrator" or "noisy:EPS"/);
+  });
+
   it('rejects bad arguments with a clear message and writes nothing', async () => {
     const bad = [
       ['data', '--env', 'moon', '--out', join(dir, 'x.jsonl')],

@@ -22,7 +22,12 @@ const MAX_EPISODES = 1_000_000;
 
 /** `expert`, `noisy:EPS`, or (for `data`) `demonstrator`. */
 function dataPolicySpec(value: string): string {
-  return value === 'demonstrator' ? value : policySpec(value);
+  if (value === 'demonstrator') return value;
+  try {
+    return policySpec(value);
+  } catch {
+    throw new InvalidArgumentError(`expected "expert", "demonstrator" or "noisy:EPS" with EPS in [0, 1], got ${JSON.stringify(value)}`);
+  }
 }
 
 function policySpec(value: string): string {
