@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Observation, RealEnvironment, StepResult, Task } from '../src/core/types.ts';
+import type { Observation } from '../src/core/types.ts';
+import { NoExpertEnv } from './fixtures/no-expert.ts';
 import { Rng } from '../src/core/rng.ts';
 import { runEpisode } from '../src/envs/episode.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
@@ -9,21 +10,6 @@ function ctx(instruction: string, observation: Observation, history: string[] = 
   return { instruction, observation, history: history.map((action) => ({ action })) };
 }
 
-/** A household whose expert throws: the explorer must never ask it. */
-class NoExpertHousehold implements RealEnvironment {
-  private readonly inner = new HouseholdEnv();
-  readonly name = this.inner.name;
-  readonly maxSteps = this.inner.maxSteps;
-  reset(task: Task): Observation {
-    return this.inner.reset(task);
-  }
-  step(action: string): StepResult {
-    return this.inner.step(action);
-  }
-  expertAction(): string {
-    throw new Error('the explorer asked the expert');
-  }
-}
 
 describe('household explorer', () => {
   it('reads the six instruction forms', () => {
@@ -79,7 +65,7 @@ describe('household explorer', () => {
   it('as a demonstrator: reads the instruction from the first observation, keeps its own history, never asks the expert', () => {
     const spec = getEnvSpec('household');
     expect(spec.demonstrator).toBe(createHouseholdExplorer);
-    const env = new NoExpertHousehold();
+    const env = new NoExpertEnv(new HouseholdEnv());
     const tasks = spec.tasks({ split: 'test', count: 12, seed: 3 });
     let successes = 0;
     for (const task of tasks) {

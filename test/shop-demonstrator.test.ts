@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Observation, RealEnvironment, StepResult, Task } from '../src/core/types.ts';
+import type { Observation } from '../src/core/types.ts';
+import { NoExpertEnv } from './fixtures/no-expert.ts';
 import { runEpisode } from '../src/envs/episode.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { createShopDemonstrator, parseInstruction, ShopEnv } from '../src/envs/shop/index.ts';
@@ -7,21 +8,6 @@ import { Rng } from '../src/core/rng.ts';
 import { shopReference } from '../src/train/reference.ts';
 import { evaluate } from '../src/train/evaluate.ts';
 
-/** A shop whose expert throws: the demonstrator must never ask it. */
-class NoExpertShop implements RealEnvironment {
-  private readonly inner = new ShopEnv();
-  readonly name = this.inner.name;
-  readonly maxSteps = this.inner.maxSteps;
-  reset(task: Task): Observation {
-    return this.inner.reset(task);
-  }
-  step(action: string): StepResult {
-    return this.inner.step(action);
-  }
-  expertAction(): string {
-    throw new Error('the demonstrator asked the expert');
-  }
-}
 
 const spec = getEnvSpec('shop');
 const tasks = spec.tasks({ split: 'test', count: 60, seed: 11 });
@@ -29,12 +15,12 @@ const tasks = spec.tasks({ split: 'test', count: 60, seed: 11 });
 describe('shop demonstrator', () => {
   it('is the shop spec demonstrator and never calls the expert', () => {
     expect(spec.demonstrator).toBe(createShopDemonstrator);
-    const env = new NoExpertShop();
+    const env = new NoExpertEnv(new ShopEnv());
     for (const task of tasks.slice(0, 20)) expect(() => runEpisode(env, task, createShopDemonstrator(), { rng: new Rng(0) })).not.toThrow();
   });
 
   it('succeeds far more often than the first-result reference, on tasks it never saw', async () => {
-    const env = new NoExpertShop();
+    const env = new NoExpertEnv(new ShopEnv());
     const mine = tasks.filter((t) => runEpisode(env, t, createShopDemonstrator(), { rng: new Rng(0) }).success).length / tasks.length;
     const reference = (await evaluate(shopReference, spec, tasks)).successRate;
     // Measured: 0.92 against 0.65 on these tasks.
