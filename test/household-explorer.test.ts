@@ -10,7 +10,6 @@ function ctx(instruction: string, observation: Observation, history: string[] = 
   return { instruction, observation, history: history.map((action) => ({ action })) };
 }
 
-
 describe('household explorer', () => {
   it('reads the six instruction forms', () => {
     expect(parseHouseholdInstruction('put a clean fork in drawer.')).toEqual({ object: 'fork', receptacle: 'drawer', condition: 'clean', count: 1 });

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { Observation } from '../src/core/types.ts';
 import { NoExpertEnv } from './fixtures/no-expert.ts';
 import { runEpisode } from '../src/envs/episode.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
@@ -7,7 +6,6 @@ import { createShopDemonstrator, parseInstruction, ShopEnv } from '../src/envs/s
 import { Rng } from '../src/core/rng.ts';
 import { shopReference } from '../src/train/reference.ts';
 import { evaluate } from '../src/train/evaluate.ts';
-
 
 const spec = getEnvSpec('shop');
 const tasks = spec.tasks({ split: 'test', count: 60, seed: 11 });
