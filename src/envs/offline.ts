@@ -1,10 +1,10 @@
 import { Rng, hashString } from '../core/rng.ts';
 import type { Task, Trajectory } from '../core/types.ts';
 import { parsePolicy, runEpisode, type Policy } from './episode.ts';
+import type { AnyEnvSpec, EnvSpec, Split } from './spec.ts';
 
 /** The policy name of an environment's demonstrator (see {@link EnvSpec.demonstrator}). */
 export const DEMONSTRATOR = 'demonstrator';
-import type { AnyEnvSpec, EnvSpec, Split } from './spec.ts';
 
 /** Options for generating offline (real-environment) trajectories. */
 export interface OfflineDataOptions {

@@ -72,9 +72,11 @@ export const TrainingConfigSchema = z
         /**
          * How many of the generated demonstrations' tasks join RL's task pool (in recorded order;
          * the others are behaviour-cloning and grounding data only; a run on seed data from a file
-         * pools all its tasks). Default 200. From scratch GRPO learns less
-         * from a bigger pool: shop `real`, seed 0, held-out 66% with 500 tasks in the pool, 60%
-         * with 600 more tasks that have no demonstration, 54% with 600 more demonstrated ones.
+         * pools all its tasks). Default 200, so the pool is what it was before shop recorded 800.
+         * From scratch GRPO learns less from a bigger pool: shop `real`, seed 0, held-out 66% with
+         * 500 tasks in the pool, 60% with 600 more tasks that have no demonstration, 54% with 600
+         * more demonstrated ones (3 seeds: 64.0% against 54.7%). After SFT the bigger pool did
+         * better (3 seeds: `dreamgym (warm sft)` 82.7% against 76.7%); BENCHMARKS.md, "training".
          */
         poolDemonstrations: z.number().int().min(0).default(200),
         /** Noisy episodes (half `noisy:0.3`, half random) that show the simulator failures too. */
@@ -253,7 +255,7 @@ export type PresetName = keyof typeof PRESETS;
  * win. Shop records 800 demonstrations: its demonstrator goes back from a product that lacks the
  * wanted option, and behaviour cloning learns when to from 800 episodes (held-out greedy success
  * 84 / 84 / 84%, seeds 0-2) but not from 200 (72 / 68 / 62%; 400: 80 / 78 / 72%). Shop episodes
- * are short, so the 800 cost about half a minute per run.
+ * are short: behaviour cloning on 800 took 51 s a seed in the experiment, against 11 on 200.
  */
 export const ENV_PRESETS: Readonly<Record<string, Partial<TrainingConfigInput>>> = {
   shop: { offline: { expertEpisodes: 800 } },
