@@ -1,16 +1,16 @@
 import { Rng, hashString } from '../core/rng.ts';
 import type { Task, Trajectory } from '../core/types.ts';
 import { parsePolicy, runEpisode, type Policy } from './episode.ts';
-import type { AnyEnvSpec, EnvSpec, Split } from './spec.ts';
+import type { AnyEnvSpec, Split } from './spec.ts';
 
-/** The policy name of an environment's demonstrator (see {@link EnvSpec.demonstrator}). */
+/** The policy name of an environment's demonstrator (see `EnvSpec.demonstrator`). */
 export const DEMONSTRATOR = 'demonstrator';
 
 /** Options for generating offline (real-environment) trajectories. */
 export interface OfflineDataOptions {
   episodes: number;
   seed: number;
-  /** `expert`, `noisy:EPS`, or `demonstrator` (the environment's {@link EnvSpec.demonstrator}, a fresh one per episode). */
+  /** `expert`, `noisy:EPS`, or `demonstrator` (the environment's `EnvSpec.demonstrator`, a fresh one per episode). */
   policy: string;
   split: Split;
 }
@@ -36,22 +36,31 @@ export function* generateOfflineData(
     throw new RangeError(`episodes must be a positive integer, got ${options.episodes}`);
   }
   if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
-  const demonstrate = options.policy === DEMONSTRATOR ? spec.demonstrator?.bind(spec) : undefined;
-  if (options.policy === DEMONSTRATOR && !demonstrate) throw new RangeError(`environment ${spec.name} has no demonstrator: use "expert" or "noisy:EPS"`);
-  const policy = demonstrate ? null : parsePolicy(options.policy);
+  const episodePolicy = policyPerEpisode(spec, options.policy);
   const taskOptions = { split: options.split, count: options.episodes, seed: options.seed };
   // Lazily when the environment can: a long run starts writing at once and never holds every task.
   const tasks = spec.iterateTasks ? spec.iterateTasks(taskOptions) : spec.tasks(taskOptions);
   const rng = new Rng(options.seed ^ hashString(`policy:${options.policy}`));
   const env = spec.create();
   for (const task of tasks) {
-    const trajectory = runEpisode(env, task, policy ?? (demonstrate as () => Policy)(), {
+    const trajectory = runEpisode(env, task, episodePolicy(), {
       rng,
       source: 'offline',
       trajectoryId: `${task.id}:${options.policy}`,
     });
     yield { task, trajectory };
   }
+}
+
+/** The policy of each episode: the environment's demonstrator is a fresh one per episode (it remembers its episode), the others are one rule. */
+function policyPerEpisode(spec: AnyEnvSpec, name: string): () => Policy {
+  if (name !== DEMONSTRATOR) {
+    const policy = parsePolicy(name);
+    return () => policy;
+  }
+  const demonstrator = spec.demonstrator;
+  if (!demonstrator) throw new RangeError(`environment ${spec.name} has no demonstrator: use "expert" or "noisy:EPS"`);
+  return () => demonstrator.call(spec);
 }
 
 /** Success rate, mean steps and mean reward of a set of trajectories. */
