@@ -325,5 +325,9 @@ describe('choices the instruction names', () => {
     expect(unofferedChoices('i need a phone case that is large capacity', page, item, known, reliable)).toBe(0);
     // "olive" named by the product ("Olive Oil" on screen) is not a missing colour.
     expect(unofferedChoices('i need some olive oil', 'Page: item B01\nGourmet Olive Oil', ['click[buy now]'], known, reliable)).toBe(0);
+    // "gray" inside the offered "[space gray]" is no gray on offer; in the title it still counts as named by the product.
+    const grays = new Set([...reliable, 'gray']);
+    expect(unofferedChoices('i need a phone case that is high definition, in gray', page, item, [...known, 'gray'], grays)).toBe(1);
+    expect(unofferedChoices('i need a phone case that is high definition, in gray', page.replace('High Definition', 'Gray Edition'), item, [...known, 'gray'], grays)).toBe(0);
   });
 });

@@ -69,6 +69,25 @@ describe('ItemListings', () => {
     expect(listings.relist('search[red shoe]', SEARCH, 'search[shoes]')).toBe(SEARCH);
   });
 
+  it('ranks by the choices an opened item\'s page offers too, not by the instruction its page restates', () => {
+    // Two items listed alike; the data opened each once. B0CCCC0002's page offered red, under an
+    // instruction that named blue (the restated instruction line offers nothing).
+    const page = (colours: readonly string[], instruction: string): Observation => ({
+      text: [`Instruction: ${instruction}`, 'Page: item', `colors: ${colours.map((c) => `[${c}]`).join(' ')}`].join('\n'),
+      actions: [...colours.map((c) => `click[${c}]`), 'click[buy now]'],
+    });
+    const both = results('socks', [
+      ['B0CCCC0001', 'wool socks'],
+      ['B0CCCC0002', 'wool socks'],
+    ]);
+    const data: ListingTransition[] = [...shopLike()];
+    data.push({ state: both, action: 'click[B0CCCC0001]', next: page(['green', 'blue'], 'i need red wool socks') });
+    data.push({ state: both, action: 'click[B0CCCC0002]', next: page(['red', 'gray'], 'i need blue wool socks') });
+    const listings = ItemListings.learn(data) as ItemListings;
+    expect(listings.rank('red wool socks', 2)).toEqual(['B0CCCC0002', 'B0CCCC0001']);
+    expect(listings.rank('blue wool socks', 2)).toEqual(['B0CCCC0001', 'B0CCCC0002']);
+  });
+
   it('needs queries answered with lists often enough; household\'s data has none', () => {
     expect(ItemListings.learn(shopLike().slice(0, 8))).toBeNull();
     const household = [...generateOfflineData(getEnvSpec('household'), { episodes: 20, seed: 3, policy: 'noisy:0.3', split: 'train' })];

@@ -296,10 +296,14 @@ export function namedChoices(instruction: string, known: Iterable<string>): stri
  * (`screen`: the state text without its instruction line): a page without the colour asked for
  * is not the product asked for, whatever its title says. A value the screen mentions elsewhere
  * ("olive" in "Olive Oil") is not counted: the instruction may have named the product, not a choice.
+ * Inside another offered choice it is no mention: a page offering "navy blue" lacks "blue" (of the
+ * 151 purchases the simulator wrongly scored a success in one shop training run, 8 were such).
  */
 export function unofferedChoices(instruction: string, screen: string, offered: readonly string[], known: Iterable<string>, reliable?: ReadonlySet<string>): number {
-  const here = new Set(offered.flatMap((a) => actionTemplate(a).entities).map((e) => tokenize(e).join(' ')));
-  const shown = ` ${tokenize(screen).join(' ')} `;
+  const entities = new Set(offered.flatMap((a) => actionTemplate(a).entities));
+  const here = new Set([...entities].map((e) => tokenize(e).join(' ')));
+  // Mentions outside the offered choices: "blue" inside an offered "[navy blue]" is no blue on offer.
+  const shown = ` ${tokenize([...entities].reduce((text, e) => text.split(`[${e}]`).join(' '), screen)).join(' ')} `;
   return namedChoices(instruction, known).filter((v) => (reliable === undefined || reliable.has(v)) && !here.has(v) && !shown.includes(` ${v} `)).length;
 }
 

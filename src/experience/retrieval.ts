@@ -36,6 +36,7 @@ import { agentView, type AgentTask, type Observation, type Task, type Trajectory
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
 import { ItemListings, listedItem } from './listings.ts';
+import { ItemOffers } from './item-offers.ts';
 import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
@@ -102,6 +103,13 @@ export interface RetrievalModelConfig {
    * is the ablation the tests and fidelity compare.
    */
   rankListings: boolean;
+  /**
+   * Whether a stand-in page for an item no stored episode opened offers the choices the
+   * instruction names as often as the data's pages of items listed alike did (see
+   * ./item-offers.ts), rather than whatever the most similar opened item offered. Default true;
+   * false is the ablation the tests and fidelity compare.
+   */
+  calibrateOffers: boolean;
 }
 
 export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
@@ -114,6 +122,7 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   rewardModel: {},
   namedThings: true,
   rankListings: true,
+  calibrateOffers: true,
 };
 
 /** Text of the observation that follows an episode's last step (the data does not record it). */
@@ -267,8 +276,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly binaryRewards: boolean,
     /** What places offer for what the agent carries (see ./arrival.ts). */
     private readonly arrival: ArrivalRules | null,
-    /** Continuing transitions that opened an item from a list by its id: their action templates, and the embeddings of the items' list lines. */
-    private readonly items: { rows: readonly number[]; templates: readonly string[]; vectors: readonly Float32Array[] },
+    /**
+     * Continuing transitions that opened an item from a list by its id: their action templates,
+     * the embeddings of the items' list lines, and what items' pages offer (see ./item-offers.ts).
+     */
+    private readonly items: { rows: readonly number[]; templates: readonly string[]; vectors: readonly Float32Array[]; offers: ItemOffers | null },
     readonly rewardModel: RewardModel | null,
     /** Where things the instruction names lie in worlds the data never showed (see ./named-things.ts); its step indices are this model's transitions. */
     private readonly named: NamedThingRules | null = null,
@@ -422,7 +434,16 @@ export class RetrievalExperienceModel implements ExperienceModel {
       const line = t.next ? listedItem(t.state.text, t.action) : undefined;
       return line === undefined ? [] : [{ row: i, template: actionTemplate(t.action).template, line }];
     });
-    const items = { rows: listed.map((x) => x.row), templates: listed.map((x) => x.template), vectors: await embedder.embed(listed.map((x) => x.line)) };
+    // Episodes, for the rule of ./item-offers.ts: a transition without history opens one.
+    const episodes: { taskId: string; instruction: string; steps: RealTransition[]; success: boolean }[] = [];
+    for (const t of transitions) {
+      if (t.history.length === 0 || episodes.length === 0) episodes.push({ taskId: t.task.id, instruction: t.task.instruction, steps: [], success: false });
+      const e = episodes[episodes.length - 1] as (typeof episodes)[number];
+      if (t.valid) e.steps.push(t);
+      if (t.success) e.success = true;
+    }
+    const offers = cfg.calibrateOffers ? ItemOffers.learn(episodes, listValues) : null;
+    const items = { rows: listed.map((x) => x.row), templates: listed.map((x) => x.template), vectors: await embedder.embed(listed.map((x) => x.line)), offers };
     const named = cfg.namedThings
       ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
       : null;
@@ -938,19 +959,28 @@ export class RetrievalExperienceModel implements ExperienceModel {
       const iq = itemQuery as Float32Array;
       if (iq.some((x) => x !== 0)) {
         const template = actionTemplate(action).template;
-        let best = -1;
-        let bestScore = this.config.neighbourOrder === 'nearest' ? -Infinity : Infinity;
+        const nearestFirst = this.config.neighbourOrder === 'nearest';
+        const scored: { pos: number; score: number }[] = [];
         this.items.rows.forEach((pos, j) => {
           if (this.items.templates[j] !== template) return;
           const v = this.items.vectors[j] as Float32Array;
           let dot = 0;
           for (let i = 0; i < v.length; i++) dot += (v[i] as number) * (iq[i] as number);
-          if (this.config.neighbourOrder === 'nearest' ? dot > bestScore : dot < bestScore) {
-            best = pos;
-            bestScore = dot;
-          }
+          scored.push({ pos, score: dot });
         });
-        if (best >= 0) return this.transitions[best];
+        // Stable: among equal scores the earlier opening, as before.
+        scored.sort((a, b) => (nearestFirst ? b.score - a.score : a.score - b.score));
+        const offers = this.items.offers?.standInOffers(task.id, task.rootId, task.instruction, state, action);
+        // Among the most similar items, the first whose page offers (or lacks) the named choices as drawn.
+        const drawn =
+          offers === undefined
+            ? undefined
+            : scored.slice(0, STAND_IN_CANDIDATES).find((c) => {
+                const t = this.transitions[c.pos] as RealTransition;
+                return this.items.offers?.offersNamed(task.instruction, t.next as Observation, t.task.instruction) === offers;
+              });
+        const best = drawn ?? scored[0];
+        if (best) return this.transitions[best.pos];
       }
     }
     const verb = this.verbs.get(actionVerb(action));
@@ -973,6 +1003,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
     this.rewardModel?.dispose();
   }
 }
+
+/** Most similar opened items searched for a stand-in page that offers (or lacks) the named choices as drawn. */
+const STAND_IN_CANDIDATES = 16;
 
 /** Stored steps tried, most similar first, for one that shows a named thing the episode lacks. */
 const MAX_NAMED_TRIES = 8;
