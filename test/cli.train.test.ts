@@ -32,6 +32,7 @@ interface Summary {
   realTransitions: number;
   offlineTransitions: number;
   syntheticSteps: number;
+  validation?: { tasks: number; start: number; end?: number; kept?: string };
 }
 
 const TIMINGS = ['updateMs', 'rolloutMs', 'wallMs', 'syntheticStepsPerSec'];
@@ -48,7 +49,7 @@ describe('dreamgym train', () => {
     expect(res.code).toBe(0);
     const lines = res.out.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^shop dreamgym: success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 4 held-out tasks, mean reward \d\.\d{3}, real transitions 0, offline transitions \d+, 2 iterations, wall \d+\.\d s, run \S+$/);
+    expect(lines[0]).toMatch(/^shop dreamgym: success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 4 held-out tasks, mean reward \d\.\d{3}, real transitions 0, offline transitions \d+, 2 iterations, simulator validation \d+\.\d% -> \d+\.\d% on \d+ recorded tasks( \(kept the start\))?, wall \d+\.\d s, run \S+$/);
     runId = runIdOf(lines[0]!);
     const runDir = join(store, 'runs', runId);
     expect((await readdir(runDir)).sort()).toEqual(['checkpoint.bin', 'rollouts.jsonl', 'run.json', 'snapshot.json']);
@@ -57,6 +58,8 @@ describe('dreamgym train', () => {
     expect(summary).toMatchObject({ format: 'dreamgym-train-summary', runId, status: 'done', config: { env: 'shop', mode: 'dreamgym', iterations: 2 }, realTransitions: 0 });
     expect(summary.offlineTransitions).toBeGreaterThan(0);
     expect(summary.syntheticSteps).toBeGreaterThan(0);
+    // The synthetic phase was validated inside the simulator on recorded tasks, start and end.
+    expect(summary.validation).toMatchObject({ tasks: expect.any(Number), start: expect.any(Number), end: expect.any(Number), kept: expect.stringMatching(/^(start|end)$/) });
     expect(summary.metrics).toHaveLength(2);
     expect(summary.metrics.every((m) => m.phase === 'synthetic' && m.realTransitions === 0)).toBe(true);
     expect(summary.evaluation.episodes).toBe(4);

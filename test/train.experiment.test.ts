@@ -29,7 +29,7 @@ function arm(name: string, outcomes: number[][]): ArmResult {
   return {
     name,
     config: null,
-    seeds: outcomes.map((xs, seed) => ({ seed, heldOut: evalOf(xs), train: evalOf(xs), realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: 0, sharedIterations: 0, curve: [] })),
+    seeds: outcomes.map((xs, seed) => ({ seed, heldOut: evalOf(xs), train: evalOf(xs), realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: 0, sharedIterations: 0, validation: null, curve: [] })),
     success: { mean: 0, low: 0, high: 0 },
     reward: { mean: 0, low: 0, high: 0 },
     trainSuccess: { mean: 0, low: 0, high: 0 },
@@ -167,7 +167,7 @@ describe('runExperiment scheduling', () => {
       const heldOut: EvalResult = { episodes: 1, successRate: 1, meanReward: 1, success: { mean: 1, low: 1, high: 1 }, reward: { mean: 1, low: 1, high: 1 }, perTask: [{ taskId: 't0', success: true, reward: 1, steps: 1 }], realSteps: 0 };
       const realTransitions = job.arm.startsWith('real') && job.realBudget === undefined ? 1000 + job.seed : (job.realBudget ?? 0);
       return {
-        result: { seed: job.seed, heldOut, train: heldOut, realTransitions, offlineTransitions: 0, syntheticSteps: 0, wallMs: 1, sharedIterations: job.resume?.iteration ?? 0, curve: [] },
+        result: { seed: job.seed, heldOut, train: heldOut, realTransitions, offlineTransitions: 0, syntheticSteps: 0, wallMs: 1, sharedIterations: job.resume?.iteration ?? 0, validation: null, curve: [] },
         config: null,
         evalEpisodes: 1,
         ...(job.keepAt ? { snapshots: job.keepAt.map((iteration) => ({ iteration, from: `${job.arm}#${job.seed}` }) as unknown as RunSnapshot) } : {}),

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { RealEnvironment, Task, Trajectory } from '../src/core/types.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { ENV_PRESETS, parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
-import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
+import { plannedIterations, runTraining, TrainingAbortedError, validationTasks, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
 import { Trainer } from '../src/rl/trainer.ts';
 import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
@@ -183,6 +183,82 @@ describe('the task pool', () => {
     } finally {
       run.dispose();
     }
+  });
+});
+
+describe('validating the synthetic phase', () => {
+  it('validates on demonstrated tasks outside the pool first, then pool ones, and none without an experience model or with 0 tasks', async () => {
+    const c = config({ mode: 'dreamgym', offline: { ...TINY.offline, expertEpisodes: 6, poolDemonstrations: 2 } });
+    const run = await prepareRun(c);
+    try {
+      const off = run.deps.offline;
+      const demonstrated = off.tasks.filter((t) => off.trajectories.some((x) => x.taskId === t.id && x.success && off.expertIds.has(x.id)));
+      const pooled = new Set((off.poolTasks ?? []).map((t) => t.id));
+      const picked = validationTasks(off, 50);
+      expect(picked.length).toBe(demonstrated.length);
+      const outside = demonstrated.filter((t) => !pooled.has(t.id)).length;
+      expect(outside).toBeGreaterThan(0);
+      expect(picked.slice(0, outside).every((t) => !pooled.has(t.id))).toBe(true);
+      expect(picked.slice(outside).every((t) => pooled.has(t.id))).toBe(true);
+      expect(validationTasks(off, 2).map((t) => t.id)).toEqual(picked.slice(0, 2).map((t) => t.id));
+      expect(validationTasks(off, 0)).toEqual([]);
+      // Only synthetic runs with the retrieval model validate by default.
+      expect(config({ mode: 'dreamgym' }).validation.tasks).toBe(50);
+      expect(config({ mode: 'dreamgym', sim: 'llm' }).validation.tasks).toBe(0);
+      const realRun = await runTraining(config({ mode: 'real', iterations: 1 }), run.deps);
+      realRun.trainer.dispose();
+      expect(realRun.validation).toBeNull();
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('puts the starting policy back when the phase ends lower inside the simulator, and keeps the end otherwise', async () => {
+    const before = tf.memory().numTensors;
+    // A learning rate far too high wrecks the policy the behaviour cloning gave.
+    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40 }, sft: { epochs: 20 }, validation: { tasks: 20 } } as const;
+    const c = config(wrecking);
+    const run = await prepareRun(c);
+    const paramsOf = (checkpoint: RunSnapshot['checkpoint']) => new Map(checkpoint.weights.map((w) => [w.name, Array.from(w.data as Float32Array)]));
+    try {
+      const res = await runTraining(c, run.deps);
+      res.trainer.dispose();
+      const v = res.validation;
+      expect(v?.tasks).toBeGreaterThan(0);
+      expect(v?.end).toBeLessThan(v?.start as number);
+      expect(v?.kept).toBe('start');
+      // The kept policy is the KL reference: the policy the synthetic phase started from.
+      const weights = paramsOf(res.snapshot.checkpoint);
+      const names = [...weights.keys()].filter((n) => !n.startsWith('reference/'));
+      expect(names.length).toBeGreaterThan(0);
+      for (const n of names) expect(weights.get(n)).toEqual(weights.get(`reference/${n}`));
+      expect(res.snapshot.validation).toEqual(v);
+
+      // Without validation the wrecked policy stays.
+      const off = await runTraining(config({ ...wrecking, validation: { tasks: 0 } }), run.deps);
+      off.trainer.dispose();
+      expect(off.validation).toBeNull();
+      const wrecked = paramsOf(off.snapshot.checkpoint);
+      expect(names.some((n) => JSON.stringify(wrecked.get(n)) !== JSON.stringify(wrecked.get(`reference/${n}`)))).toBe(true);
+
+      // At a sane rate the end is kept whenever it validates no lower, and then it is RL's policy.
+      const sane = await runTraining(config({ ...wrecking, rl: {} }), run.deps);
+      sane.trainer.dispose();
+      const sv = sane.validation;
+      expect(sv?.kept).toBe((sv?.end as number) < (sv?.start as number) ? 'start' : 'end');
+      const saneWeights = paramsOf(sane.snapshot.checkpoint);
+      const moved = names.some((n) => JSON.stringify(saneWeights.get(n)) !== JSON.stringify(saneWeights.get(`reference/${n}`)));
+      expect(moved).toBe(sv?.kept === 'end');
+
+      // s2r decides before its real phase, so the real phase starts from the kept policy.
+      const s2r = await runTraining(config({ ...wrecking, mode: 's2r', s2r: { realBudget: 20 } }), run.deps);
+      s2r.trainer.dispose();
+      expect(s2r.validation?.kept).toBe('start');
+      expect(s2r.metrics.some((m) => m.phase === 'real')).toBe(true);
+    } finally {
+      run.dispose();
+    }
+    expect(tf.memory().numTensors).toBe(before);
   });
 });
 
@@ -380,6 +456,9 @@ describe('abort and resume', () => {
     expect(resumed.snapshot.pool.map((t) => t.id)).toEqual(full.snapshot.pool.map((t) => t.id));
     expect(withoutTimes(resumed.metrics)).toEqual(withoutTimes(full.metrics));
     expect(resumed.snapshot.checkpoint.weights).toEqual(full.snapshot.checkpoint.weights);
+    // The synthetic phase's validation too (started before the stop, ended after the resume).
+    expect(full.validation?.end).toBeDefined();
+    expect(resumed.validation).toEqual(full.validation);
   });
 });
 

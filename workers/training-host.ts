@@ -17,7 +17,7 @@ import type { Task, Trajectory } from '../src/core/types.ts';
 import { Trainer } from '../src/rl/trainer.ts';
 import { PolicyAgent } from '../src/train/agent.ts';
 import { evaluate } from '../src/train/evaluate.ts';
-import { plannedIterations, runTraining, TrainingAbortedError, type RunSnapshot, type TrainingDeps, type TrainingResult } from '../src/train/loop.ts';
+import { plannedIterations, runTraining, TrainingAbortedError, type RunSnapshot, type SyntheticValidation, type TrainingDeps, type TrainingResult } from '../src/train/loop.ts';
 import { prepareRun, type PreparedRun, type RunLLM } from '../src/train/setup.ts';
 import { LLMBridgeClient, type BridgeEndpoint } from '../src/llm/bridge.ts';
 import { WebLLMEmbedder } from '../src/llm/embedder.ts';
@@ -179,7 +179,7 @@ export class TrainingHost {
       }
       let evaluation: StoredRunEvaluation;
       try {
-        record = await index.update(runId, { status: 'evaluating', stoppedBy: outcome.stoppedBy });
+        record = await index.update(runId, { status: 'evaluating', stoppedBy: outcome.stoppedBy, ...(outcome.validation ? { validation: outcome.validation } : {}) });
         evaluation = await this.evaluateRun(outcome.trainer, prepared, runId, outcome.iteration);
       } finally {
         outcome.trainer.dispose();
@@ -317,7 +317,7 @@ export class TrainingHost {
     index: RunIndex,
     active: Active,
     resume: RunSnapshot | undefined,
-  ): Promise<{ kind: 'paused' } | { kind: 'ended'; trainer: Trainer; iteration: number; stoppedBy: NonNullable<PageRunRecord['stoppedBy']> }> {
+  ): Promise<{ kind: 'paused' } | { kind: 'ended'; trainer: Trainer; iteration: number; stoppedBy: NonNullable<PageRunRecord['stoppedBy']>; validation?: SyntheticValidation }> {
     const runId = record.id;
     const embedder = transitionEmbedder();
     const persist = async (snapshot: RunSnapshot): Promise<void> => {
@@ -354,7 +354,7 @@ export class TrainingHost {
       if (active.request === 'pause') return { kind: 'paused' };
       const snapshot = await loadSnapshot(replay, runId);
       if (!snapshot) throw new Error(`run ${runId} was stopped before its first iteration: nothing to evaluate`);
-      return { kind: 'ended', trainer: Trainer.fromCheckpoint(snapshot.checkpoint), iteration: snapshot.iteration, stoppedBy: 'user' };
+      return { kind: 'ended', trainer: Trainer.fromCheckpoint(snapshot.checkpoint), iteration: snapshot.iteration, stoppedBy: 'user', ...(snapshot.validation ? { validation: snapshot.validation } : {}) };
     }
     // The final state is the resume point too (a zero-shot run has no iteration that saved one).
     try {
@@ -363,7 +363,7 @@ export class TrainingHost {
       result.trainer.dispose();
       throw e;
     }
-    return { kind: 'ended', trainer: result.trainer, iteration: result.snapshot.iteration, stoppedBy: result.stoppedBy };
+    return { kind: 'ended', trainer: result.trainer, iteration: result.snapshot.iteration, stoppedBy: result.stoppedBy, ...(result.validation ? { validation: result.validation } : {}) };
   }
 
   /** Greedy evaluation on the run's held-out tasks in the real environment (the caller disposes `trainer`). */

@@ -46,7 +46,7 @@ import { parseCheckpoint, serializeCheckpoint, CheckpointError, type Checkpoint 
 import { TrainingConfigSchema, type TrainingConfig } from '../train/config.ts';
 import type { EvalResult } from '../train/evaluate.ts';
 import type { IterationMetrics, RunSnapshot } from '../train/loop.ts';
-import { decodeMetrics, decodeRunState, encodeRunState, RunStateSchema, StoredMetricsSchema } from '../train/run-state.ts';
+import { decodeMetrics, decodeRunState, encodeRunState, RunStateSchema, StoredMetricsSchema, SyntheticValidationSchema } from '../train/run-state.ts';
 import { writeFileAtomic } from './output.ts';
 
 /** The store directory used when `--store` is not given. */
@@ -152,6 +152,8 @@ export const RunRecordSchema = z
     syntheticSteps: z.number().int().min(0),
     /** Why training ended: done, a budget, or null while it has not. */
     stoppedBy: z.enum(['done', 'real-budget', 'wall-budget']).nullable(),
+    /** The synthetic phase's validation inside the simulator (see the config's `validation`), once it started. */
+    validation: SyntheticValidationSchema.optional(),
     trainWallMs: z.number().min(0),
     evalWallMs: z.number().min(0),
     /** What went wrong, for a failed run. */

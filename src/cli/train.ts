@@ -563,7 +563,15 @@ function progressFields(snapshot: RunSnapshot, record: RunRecord): Partial<RunRe
     syntheticSteps: snapshot.syntheticSteps,
     trainWallMs: snapshot.wallMs,
     offlineTransitions: snapshot.metrics.at(-1)?.offlineTransitions ?? record.offlineTransitions,
+    ...(snapshot.validation ? { validation: snapshot.validation } : {}),
   };
+}
+
+/** `, simulator validation 96.0% -> 90.0% on 50 recorded tasks (kept the start)` */
+function validationSummary(record: RunRecord): string {
+  const v = record.validation;
+  if (!v || v.end === undefined) return '';
+  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${v.kept === 'start' ? ' (kept the start)' : ''}`;
 }
 
 /** The mode, with `+sft` when an RL mode was warm-started. */
@@ -592,6 +600,7 @@ export function oneLineSummary(record: RunRecord): string {
     `real transitions ${record.realTransitions}, offline transitions ${record.offlineTransitions}, ` +
     `${record.iteration} iteration${record.iteration === 1 ? '' : 's'}` +
     (record.stoppedBy === 'real-budget' ? ' (stopped by the real budget)' : record.stoppedBy === 'wall-budget' ? ' (stopped by the wall-time budget)' : '') +
+    validationSummary(record) +
     `, wall ${seconds(record.trainWallMs + record.evalWallMs)}, run ${record.id}`
   );
 }

@@ -377,6 +377,17 @@ export class PolicyHead {
     this.reference = new Map([...this.vars].map(([name, v]) => [name, tf.clone(v)]));
   }
 
+  /**
+   * Puts the reference weights back as the current ones (the policy where the reference was last
+   * frozen); the reference stays. False, changing nothing, when there is no reference yet.
+   */
+  restoreReference(): boolean {
+    this.assertLive();
+    if (!this.reference) return false;
+    for (const [name, v] of this.vars) v.assign(this.reference.get(name) as tf.Tensor);
+    return true;
+  }
+
   /** The frozen reference weights; created from the current weights on first use. */
   referenceParams(): ParamTensors {
     if (!this.reference) this.resetReference();

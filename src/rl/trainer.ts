@@ -173,6 +173,15 @@ export class Trainer {
     this.head.resetReference();
   }
 
+  /**
+   * Puts the KL reference's weights back as the policy's (the optimizer state stays); false,
+   * changing nothing, when no reference was frozen yet.
+   */
+  restoreReference(): boolean {
+    this.assertLive();
+    return this.head.restoreReference();
+  }
+
   /** One GRPO update on groups of rollouts. */
   async grpoUpdate(batch: GrpoBatch): Promise<UpdateMetrics> {
     const started = performance.now();

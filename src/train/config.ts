@@ -20,6 +20,8 @@ export type TrainingMode = (typeof TRAINING_MODES)[number];
 const EMBEDDING_SCALE_DEFAULT = 1;
 /** Initial scale of the head's output weights from scratch (see `policy.initScale`). */
 export const SCRATCH_INIT_SCALE = 0.01;
+/** Validation tasks of the synthetic phase with the retrieval experience model (see `validation.tasks`). */
+export const VALIDATION_TASKS = 50;
 /** RL learning rates by starting point (see `rl.learningRate`). */
 export const RL_LEARNING_RATE = { warm: 3e-4, scratch: 2e-3 } as const;
 
@@ -179,6 +181,22 @@ export const TrainingConfigSchema = z
       })
       .strict()
       .prefault({}),
+    validation: z
+      .object({
+        /**
+         * Tasks with a successful recorded demonstration (those outside RL's pool first) on which
+         * the policy is run greedily inside the simulator when the synthetic phase starts and
+         * when it ends; if it ends lower there than it started, the policy it started from is
+         * put back (DreamGym's own model selection, with no real step). The simulator replays a
+         * recorded task's own episode, so its verdicts there follow the real ones: on shop after
+         * behaviour cloning (quick preset, seed 4) validation success fell 98 -> 78% over the
+         * synthetic phase as held-out real success fell 84 -> 64%. Default 50 with the retrieval
+         * experience model; 0 (none) with the LLM one, where each episode costs model calls.
+         */
+        tasks: z.number().int().min(0).optional(),
+      })
+      .strict()
+      .prefault({}),
     /** Demonstrations retrieved per synthetic step for the experience model (0: the `--no-replay` ablation; LLM model only). */
     demos: z.number().int().min(0).default(3),
     /** The experience model reasons before its prediction (false: the `--no-reasoning` ablation; LLM model only). */
@@ -227,6 +245,7 @@ export const TrainingConfigSchema = z
       rl: { ...c.rl, learningRate: rlRate },
       s2r: { ...c.s2r, learningRate: c.s2r.learningRate ?? Math.min(rlRate, RL_LEARNING_RATE.warm) },
       policy: { ...c.policy, initScale: c.policy.initScale ?? (warm ? 1 : SCRATCH_INIT_SCALE) },
+      validation: { tasks: c.validation.tasks ?? (c.sim === 'retrieval' ? VALIDATION_TASKS : 0) },
     };
   });
 

@@ -14,7 +14,7 @@ import type { EnvName } from '../core/types.ts';
 import { parseTrainingConfig, type PresetName, type TrainingConfig, type TrainingConfigInput } from './config.ts';
 import { aggregateEvaluations, bootstrapInterval, evaluate, type EvalActor, type EvalResult, type Interval } from './evaluate.ts';
 import type { PolicyAgent } from './agent.ts';
-import { plannedIterations, runTraining, type IterationMetrics, type RunSnapshot } from './loop.ts';
+import { plannedIterations, runTraining, type IterationMetrics, type RunSnapshot, type SyntheticValidation } from './loop.ts';
 import { referencePolicy } from './reference.ts';
 import { prepareRun } from './setup.ts';
 
@@ -60,6 +60,8 @@ export interface ArmSeedResult {
    * or a whole synthetic phase); 0 when it ran from the start. `wallMs` leaves them out.
    */
   sharedIterations: number;
+  /** The synthetic phase's validation inside the simulator (null without a synthetic phase). */
+  validation: SyntheticValidation | null;
   curve: Pick<IterationMetrics, 'iteration' | 'phase' | 'successRate' | 'meanReward' | 'realTransitions'>[];
 }
 
@@ -178,7 +180,7 @@ export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise
     try {
       const heldOut = await evaluate(referencePolicy(job.env), run.deps.spec, run.evalTasks);
       const train = await evaluate(referencePolicy(job.env), run.deps.spec, run.deps.offline.tasks.slice(0, job.trainEvalEpisodes));
-      const result: ArmSeedResult = { seed: job.seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, sharedIterations: 0, curve: [] };
+      const result: ArmSeedResult = { seed: job.seed, heldOut, train, realTransitions: 0, offlineTransitions: 0, syntheticSteps: 0, wallMs: performance.now() - t0, sharedIterations: 0, validation: null, curve: [] };
       return { result, config: null, evalEpisodes: base.evalEpisodes };
     } finally {
       run.dispose();
@@ -216,6 +218,7 @@ export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise
       syntheticSteps: res.syntheticSteps,
       wallMs: performance.now() - t0,
       sharedIterations: job.resume?.iteration ?? 0,
+      validation: res.validation,
       curve: res.metrics.map((m) => ({ iteration: m.iteration, phase: m.phase, successRate: m.successRate, meanReward: m.meanReward, realTransitions: m.realTransitions })),
     };
     return { result, config, evalEpisodes: config.evalEpisodes, ...(snapshots.length > 0 ? { snapshots } : {}) };

@@ -26,6 +26,7 @@ import { grpoPreset, type GrpoTrajectory } from '../rl/grpo.ts';
 import type { SftExample } from '../rl/sft.ts';
 import { Trainer, type UpdateMetrics } from '../rl/trainer.ts';
 import { PolicyAgent, type AgentContext } from './agent.ts';
+import { evaluateSynthetic } from './seed-data.ts';
 import type { TrainingConfig } from './config.ts';
 
 /** Offline seed data: train-split tasks and their real trajectories. */
@@ -91,6 +92,19 @@ export interface IterationMetrics {
   wallMs: number;
 }
 
+/**
+ * The synthetic phase's validation (see `validation.tasks` in the config): greedy success inside
+ * the simulator on recorded tasks when the phase started and when it ended, and which policy the
+ * run kept.
+ */
+export interface SyntheticValidation {
+  tasks: number;
+  start: number;
+  end?: number;
+  /** `start`: the phase ended lower than it started, so its starting policy was put back. */
+  kept?: 'start' | 'end';
+}
+
 /** Everything needed to resume a run. */
 export interface RunSnapshot {
   format: 'dreamgym-run';
@@ -113,6 +127,8 @@ export interface RunSnapshot {
    * it (written before it was kept) resumes with the generator's stream from its seed.
    */
   generatorState?: JsonValue;
+  /** The synthetic phase's validation so far, once it started. */
+  validation?: SyntheticValidation;
 }
 
 /** Progress reports. */
@@ -140,6 +156,8 @@ export interface TrainingResult {
   syntheticSteps: number;
   /** Whether a budget (real transitions, wall time) stopped the run early. */
   stoppedBy: 'done' | 'real-budget' | 'wall-budget';
+  /** The synthetic phase's validation; null without one (no synthetic phase, no validation tasks). */
+  validation: SyntheticValidation | null;
   trainer: Trainer;
   agent: PolicyAgent;
   snapshot: RunSnapshot;
@@ -190,6 +208,18 @@ function streamOf(seed: number, iteration: number, purpose: string): Rng {
 }
 
 const mean = (xs: readonly number[]): number => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
+
+/**
+ * The synthetic phase's validation tasks: up to `count` tasks with a successful demonstration,
+ * those outside RL's first pool first (in recorded order), then pool ones.
+ */
+export function validationTasks(offline: OfflineData, count: number): Task[] {
+  if (count <= 0) return [];
+  const demonstrated = new Set(offline.trajectories.filter((t) => t.success && offline.expertIds.has(t.id)).map((t) => t.taskId));
+  const pooled = new Set((offline.poolTasks ?? offline.tasks).map((t) => t.id));
+  const recorded = offline.tasks.filter((t) => demonstrated.has(t.id));
+  return [...recorded.filter((t) => !pooled.has(t.id)), ...recorded.filter((t) => pooled.has(t.id))].slice(0, count);
+}
 
 /** The number of iterations a configuration runs (sft epochs + RL iterations; the s2r real phase runs until its budget). */
 export function plannedIterations(config: TrainingConfig): number {
@@ -276,6 +306,9 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
   const rlStart = sftEpochs;
   const realStart = config.mode === 's2r' ? sftEpochs + config.iterations : config.mode === 'real' ? sftEpochs : Infinity;
   let stoppedBy: TrainingResult['stoppedBy'] = 'done';
+  // The synthetic phase is validated where the simulator replays recorded episodes (see the config).
+  const validating = synthetic && deps.experience ? validationTasks(deps.offline, config.validation.tasks) : [];
+  let validation: SyntheticValidation | null = snap?.validation ?? null;
 
   const checkAbort = (): void => {
     if (options.signal?.aborted) throw new TrainingAbortedError(`training stopped at iteration ${iteration}; resume from the last snapshot`);
@@ -296,7 +329,26 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     checkpoint: await trainer.checkpoint(),
     wallMs: wall(),
     ...(deps.generator?.saveState ? { generatorState: deps.generator.saveState() } : {}),
+    ...(validation ? { validation: { ...validation } } : {}),
   });
+
+  /** Greedy success inside the simulator on the validation tasks (no real step, no random draw). */
+  const validate = async (): Promise<number> => {
+    const experience = deps.experience as ExperienceModel;
+    const actor = { choose: async (contexts: readonly AgentContext[]) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
+    const demos = deps.demos && config.demos > 0 ? (o: Observation, a: string) => (deps.demos as NonNullable<TrainingDeps['demos']>)(o, a, config.demos) : null;
+    checkAbort();
+    const result = await evaluateSynthetic(actor, experience, validating, firstObservation, { maxSteps, demos });
+    return result.successRate;
+  };
+  /** Ends the synthetic phase: validates where it ended, and puts its start back if that was better. */
+  const selectSynthetic = async (): Promise<void> => {
+    if (!validation || validation.end !== undefined) return;
+    const end = await validate();
+    const kept = end < validation.start ? 'start' : 'end';
+    if (kept === 'start') trainer.restoreReference();
+    validation = { ...validation, end, kept };
+  };
 
   // SFT examples are built once (only when needed).
   let sftExamples: SftExample[] | null = null;
@@ -362,6 +414,8 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         }
       } else {
         if (iteration === rlStart && sftEpochs === 0) trainer.syncReference();
+        if (phase === 'synthetic' && iteration === rlStart && validation === null && validating.length > 0) validation = { tasks: validating.length, start: await validate() };
+        if (phase === 'real' && iteration === realStart) await selectSynthetic();
         // s2r's real phase is RL of its own, from where the synthetic phase left the policy: its KL
         // reference is that policy, not the start of the synthetic phase, which it would pull back
         // to (household, 3 seeds, held-out greedy: 32.7 -> 39.3% from scratch, 58.0 -> 65.3% after SFT).
@@ -377,6 +431,10 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
       if (deps.persist) await deps.persist(await snapshot());
       options.onProgress?.({ iteration, totalIterations: total, phase, metrics: m });
     }
+    if (config.mode === 'dreamgym' && validation && validation.end === undefined) {
+      await selectSynthetic();
+      if (deps.persist) await deps.persist(await snapshot());
+    }
   } catch (e) {
     trainer.dispose();
     throw e;
@@ -390,6 +448,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     offlineTransitions,
     syntheticSteps,
     stoppedBy,
+    validation,
     trainer,
     agent,
     snapshot: await snapshot(),

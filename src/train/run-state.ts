@@ -23,6 +23,11 @@ const PHASES = ['sft', 'synthetic', 'real'] as const satisfies readonly Iteratio
 /** One iteration's figures as stored: numbers, null for NaN. */
 export const StoredMetricsSchema = z.object({ iteration: z.number().int().min(0), phase: z.enum(PHASES) }).catchall(z.number().nullable());
 
+/** A run's synthetic-phase validation (the loop's `SyntheticValidation`). */
+export const SyntheticValidationSchema = z
+  .object({ tasks: z.number().int().min(0), start: z.number().min(0).max(1), end: z.number().min(0).max(1).optional(), kept: z.enum(['start', 'end']).optional() })
+  .strict();
+
 /** The stored form of a {@link RunState}. */
 export const RunStateSchema = z
   .object({
@@ -38,6 +43,7 @@ export const RunStateSchema = z
     syntheticSteps: z.number().int().min(0),
     wallMs: z.number().min(0),
     generatorState: JsonValueSchema.optional(),
+    validation: SyntheticValidationSchema.optional(),
   })
   .loose();
 

@@ -6,10 +6,11 @@ import { memo } from 'preact/compat';
 import type { Interval } from '../../train/evaluate.ts';
 import type { PageRunRecord, StoredRunEvaluation } from '../runs/records.ts';
 
+const formatPercent = (x: number): string => `${(100 * x).toFixed(1)}%`;
+
 /** `42.0% [31.0%, 53.0%]` */
 export function formatInterval(i: Interval): string {
-  const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
-  return `${pct(i.mean)} [${pct(i.low)}, ${pct(i.high)}]`;
+  return `${formatPercent(i.mean)} [${formatPercent(i.low)}, ${formatPercent(i.high)}]`;
 }
 
 /** The mode, with `+sft` when an RL mode was warm-started (as the CLI writes it). */
@@ -76,6 +77,7 @@ export const ResultsPanel = memo(function ResultsPanel({ evaluation, runs }: Res
                     {r.iteration}
                     {r.stoppedBy === 'user' ? ' (stopped)' : ''}
                     {r.imported ? ' (checkpoint)' : ''}
+                    {r.validation?.kept === 'start' ? ` (synthetic phase undone: simulator validation ${formatPercent(r.validation.start)} -> ${formatPercent(r.validation.end ?? 0)})` : ''}
                   </td>
                   <td>{formatInterval(r.evaluation.success)}</td>
                   <td>{r.evaluation.meanReward.toFixed(3)}</td>

@@ -8,6 +8,7 @@ import type { SeedFileSummary } from './seed-file.ts';
 import { wrap, type DBSchema, type IDBPDatabase } from 'idb';
 import type { TrainingConfig } from '../../train/config.ts';
 import type { Interval } from '../../train/evaluate.ts';
+import type { SyntheticValidation } from '../../train/loop.ts';
 
 /** The default database name of the run index. */
 export const DEFAULT_RUN_INDEX_NAME = 'dreamgym-page-runs';
@@ -52,6 +53,8 @@ export interface PageRunRecord {
   trainWallMs: number;
   /** Why training ended before its planned iterations (`user`: the Stop button). */
   stoppedBy?: 'done' | 'real-budget' | 'wall-budget' | 'user';
+  /** The synthetic phase's validation inside the simulator (see the training config's `validation`). */
+  validation?: SyntheticValidation;
   evaluation?: StoredRunEvaluation;
   error?: string;
   /** Set for a run made from an imported checkpoint file (evaluated, never trained here). */
