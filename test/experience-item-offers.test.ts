@@ -110,11 +110,29 @@ describe('ItemOffers', () => {
   });
 });
 
+describe('the item a task asked for', () => {
+  it('is the item its recorded episode bought (and its generated children\'s), whatever the list; stand-ins there offer at the base rate only', () => {
+    const offers = ItemOffers.learn([browsingEpisode()], VALUES) as ItemOffers;
+    const other = list([['B0BBBB0001', 'Red Wool Socks'], ITEMS[1]]).text;
+    expect(offers.askedFor('recorded', undefined, INSTRUCTION, other)).toBe('click[B0AAAA0002]');
+    expect(offers.askedFor('child', 'recorded', INSTRUCTION, other)).toBe('click[B0AAAA0002]');
+    // An unrecorded task: one of the listed items that may be it (B0AAAA0001's page lacks red).
+    const unrecorded = Array.from({ length: 50 }, (_, i) => offers.askedFor(`t${i}`, undefined, INSTRUCTION, list(ITEMS).text));
+    expect(new Set(unrecorded)).toEqual(new Set(['click[B0AAAA0002]', 'click[B0AAAA0003]']));
+    expect(offers.askedFor('t', undefined, INSTRUCTION, 'Page: search')).toBeUndefined();
+    // On the recorded task no stand-in is the item asked for: about base of them offer red.
+    const standIns = Array.from({ length: 300 }, (_, i) => offers.standInOffers('recorded', undefined, INSTRUCTION, list([[`B0CC${String(i).padStart(6, '0')}`, 'Red Wool Socks']]).text, `click[B0CC${String(i).padStart(6, '0')}]`));
+    const share = standIns.filter(Boolean).length / standIns.length;
+    expect(Math.abs(share - offers.base)).toBeLessThan(0.1);
+  });
+});
+
 describe('stand-in pages in the retrieval model', () => {
-  it('shop: an unrecorded task\'s products offer what it names about as often as the real shop\'s, so going back pays as it does there', async () => {
-    // Measured on shop seed 0 before the rule (150 pool tasks without a recorded episode): the
-    // demonstrator went back 133 times inside the simulator, 39 times in the real shop. The test
-    // reads the hidden goal nowhere; it runs the goal-blind demonstrator in both.
+  it('shop: an unrecorded task\'s products lack what it names less often than without the rule, nearer the real shop', async () => {
+    // The goal-blind demonstrator goes back from a product lacking what it wants. On 60 tasks no
+    // episode of 300 recorded: 15 times in the real shop, 62 inside the simulator, 76 without the
+    // rule (which also bought right less often: 47 against 50 successes, real 56). The test reads
+    // the hidden goal nowhere.
     const spec = getEnvSpec('shop');
     const data = [...generateOfflineData(spec, { episodes: 300, seed: 4, policy: 'demonstrator', split: 'train' })];
     const recorded = new Set(data.map((d) => d.task.id));
@@ -153,7 +171,6 @@ describe('stand-in pages in the retrieval model', () => {
     const calibrated = await backs(true);
     const ablated = await backs(false);
     expect(tf.memory().numTensors).toBe(before);
-    console.log('item-offers', { real, calibrated, ablated });
     expect(real.backs).toBeGreaterThan(5);
     expect(calibrated.backs).toBeLessThan(ablated.backs);
     expect(calibrated.successes).toBeGreaterThanOrEqual(ablated.successes);

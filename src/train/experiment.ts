@@ -501,6 +501,7 @@ export function experimentFiles(r: ExperimentResult): Record<string, string> {
     '| --- | --- | --- |',
     ...r.comparisons.map((c) => `| ${c.name} | ${figure(c.value)} [${figure(c.low)}, ${figure(c.high)}] | ${c.note} |`),
     '',
+    ...validationLines(r),
   ];
   const csv = ['arm,seed,iteration,phase,success_rate,mean_reward,real_transitions'];
   for (const a of r.arms) for (const s of a.seeds) for (const c of s.curve) csv.push(`"${a.name}",${s.seed},${c.iteration},${c.phase},${c.successRate},${c.meanReward},${c.realTransitions}`);
@@ -510,6 +511,22 @@ export function experimentFiles(r: ExperimentResult): Record<string, string> {
     'curves.csv': `${csv.join('\n')}\n`,
     [`${r.env}.svg`]: curvesSvg(r),
   };
+}
+
+/**
+ * Each synthetic phase's validation inside the simulator (see `validation` in the config), per
+ * arm: start -> end by seed, and on how many seeds the starting policy was put back.
+ */
+function validationLines(r: ExperimentResult): string[] {
+  const rows = r.arms.flatMap((a) => {
+    const validated = a.seeds.filter((s) => s.validation?.end !== undefined);
+    if (validated.length === 0) return [];
+    const runs = validated.map((s) => `${pct(s.validation?.start ?? Number.NaN)} -> ${pct(s.validation?.end ?? Number.NaN)}`).join(', ');
+    const kept = validated.filter((s) => s.validation?.kept === 'start').length;
+    return [`| ${a.name} | ${runs} | ${kept} of ${validated.length} |`];
+  });
+  if (rows.length === 0) return [];
+  return ['Synthetic phases, validated greedily inside the simulator on recorded tasks (start -> end, %, by seed):', '', '| arm | validation | starting policy put back |', '| --- | --- | ---: |', ...rows, ''];
 }
 
 /** Learning curves (rollout success per iteration, mean over seeds) of the trained arms, as a small SVG. */

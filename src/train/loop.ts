@@ -4,7 +4,9 @@
  *   warm start (sft) -> for each iteration: choose tasks (seed + generated, lambda mix) ->
  *   G rollouts per task with the current policy, in the real environment or the experience
  *   model -> GRPO update -> store the rollouts -> curriculum (reward variance per task group,
- *   new tasks from the informative ones) -> log and checkpoint.
+ *   new tasks from the informative ones) -> log and checkpoint. A synthetic phase is validated
+ *   inside the simulator on recorded tasks when it starts and ends, and put back to where it
+ *   started if it ended lower (see `validation` in the config).
  *
  * Honesty rules (DESIGN.md §4): a synthetic rollout starts from the task's recorded first
  * observation (or the experience model's `reset` for a generated task), the experience model
@@ -431,7 +433,8 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
       if (deps.persist) await deps.persist(await snapshot());
       options.onProgress?.({ iteration, totalIterations: total, phase, metrics: m });
     }
-    if (config.mode === 'dreamgym' && validation && validation.end === undefined) {
+    // A synthetic phase the run ended in (dreamgym, or s2r stopped by its wall-time budget before its real phase).
+    if (synthetic && validation && validation.end === undefined && iteration <= realStart) {
       await selectSynthetic();
       if (deps.persist) await deps.persist(await snapshot());
     }
