@@ -89,6 +89,23 @@ describe('checkpoints', () => {
     expect(m.kl).toBeLessThan(1e-3);
     t.dispose();
   });
+
+  it('restoreReference puts the reference weights back and keeps the reference', async () => {
+    await chooseBackend({ prefer: 'cpu' });
+    const t = new Trainer(config);
+    const start = Array.from(await t.logits(probe));
+    t.syncReference();
+    await t.grpoUpdate(grpoBatch);
+    await t.grpoUpdate(grpoBatch);
+    expect(Array.from(await t.logits(probe))).not.toEqual(start);
+    const tensors = tf.memory().numTensors;
+    t.restoreReference();
+    expect(tf.memory().numTensors).toBe(tensors);
+    expect(Array.from(await t.logits(probe))).toEqual(start);
+    // The reference stays: the KL to it is zero again.
+    expect((await t.grpoUpdate({ ...grpoBatch })).kl).toBeLessThan(1e-3);
+    t.dispose();
+  });
 });
 
 describe('cpu vs wasm', () => {

@@ -13,10 +13,9 @@
  * the real shop, which indexes each product's description, does. Without that (and with the
  * stand-in rule of ./item-offers.ts), the goal-blind demonstrator's first product lacked a named
  * option inside the simulator on 38 of 150 unrecorded shop tasks (seed 0), against 27 in the real
- * shop; with it, 29. What is learned here is read off
- * the data's states (a line's description, which action opens it, the page it opened); ranking by
- * the query's words is declared knowledge of what a search engine does, not the environment's
- * code or catalogue.
+ * shop; with it, 29. What is learned here is read off the data's states (a line's description,
+ * which action opens it, the page it opened); ranking by the query's words is declared knowledge
+ * of what a search engine does, not the environment's code or catalogue.
  */
 import MiniSearch from 'minisearch';
 import type { Observation } from '../core/types.ts';

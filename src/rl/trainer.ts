@@ -173,13 +173,10 @@ export class Trainer {
     this.head.resetReference();
   }
 
-  /**
-   * Puts the KL reference's weights back as the policy's (the optimizer state stays); false,
-   * changing nothing, when no reference was frozen yet.
-   */
-  restoreReference(): boolean {
+  /** Puts the KL reference's weights back as the policy's (the optimizer state stays). */
+  restoreReference(): void {
     this.assertLive();
-    return this.head.restoreReference();
+    this.head.restoreReference();
   }
 
   /** One GRPO update on groups of rollouts. */
