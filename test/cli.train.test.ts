@@ -281,6 +281,20 @@ describe('dreamgym train, other modes', () => {
     expect(summary.stoppedBy).toBe('real-budget');
     expect(real.out).toMatch(/real transitions [1-9]\d*, .*\(stopped by the real budget\)/);
   });
+
+  it('--validation-tasks 0 trains dreamgym without validating its synthetic phase, and the config says so', async () => {
+    const s = join(dir, 'validation-store');
+    const out = join(dir, 'no-validation.json');
+    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '1', '--validation-tasks', '0', ...TINY, '--store', s, '--out', out);
+    expect(res.code).toBe(0);
+    expect(res.out).not.toMatch(/simulator validation/);
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { validation: { tasks: number } } };
+    expect(summary.validation).toBeUndefined();
+    expect(summary.config.validation.tasks).toBe(0);
+    const bad = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--validation-tasks', '-1', '--store', s);
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toMatch(/--validation-tasks/);
+  });
 });
 
 describe('dreamgym experiment', () => {

@@ -199,11 +199,12 @@ interface SizeOptions {
   embeddingScale?: number;
   repeatPenalty?: number;
   evalEpisodes?: number;
+  validationTasks?: number;
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /** The configuration layers the size options give (defaults and presets fill the rest). */
@@ -218,6 +219,7 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
   if (opts.repeatPenalty !== undefined) o.repeatPenalty = opts.repeatPenalty;
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
+  if (opts.validationTasks !== undefined) o.validation = { tasks: opts.validationTasks };
   return o;
 }
 
@@ -976,6 +978,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
     .option('--embedding-scale <x>', 'weight of the embedded text slots against the match features (see the README)', decimalArg(0, 100))
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
+    .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, its start put back if it ends lower (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
@@ -1040,6 +1043,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
     .option('--embedding-scale <x>', 'weight of the embedded text slots against the match features (see the README)', decimalArg(0, 100))
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
+    .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, its start put back if it ends lower (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))
