@@ -5,7 +5,7 @@ import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { Rng } from '../src/core/rng.ts';
 import { createShopDemonstrator } from '../src/envs/shop/demonstrator.ts';
-import { ItemOffers, lineMatch, listPlace, type OfferEpisode } from '../src/experience/item-offers.ts';
+import { ItemOffers, lineMatch, listPlaces, type OfferEpisode } from '../src/experience/item-offers.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 
@@ -47,18 +47,16 @@ function browsingEpisode(instruction = INSTRUCTION, taskId = 'recorded'): OfferE
   };
 }
 
-describe('lineMatch and listPlace', () => {
-  it('measure how much of the instruction a listing names, and where a list places an item', () => {
+describe('lineMatch and listPlaces', () => {
+  it('measure how much of the instruction a listing names, and where a list places each item', () => {
     expect(lineMatch(INSTRUCTION, 'Red Wool Socks - Soft')).toBeCloseTo(1);
     expect(lineMatch(INSTRUCTION, 'Wool Socks')).toBeCloseTo(2 / 3);
     expect(lineMatch(INSTRUCTION, 'Cotton Shirt')).toBe(0);
-    const results = list(ITEMS).text;
+    const lines = ITEMS.map(([id, title]) => ({ id, description: title }));
     // Items naming more of the instruction, capped at 2; items naming as much before it.
-    expect(listPlace(INSTRUCTION, results, 'B0AAAA0002')).toBe('0:0');
-    expect(listPlace(INSTRUCTION, results, 'B0AAAA0001')).toBe('1:0');
-    expect(listPlace(INSTRUCTION, results, 'B0AAAA0003')).toBe('2:0');
-    expect(listPlace(INSTRUCTION, list([ITEMS[0], ['B0AAAA0009', 'Wool Socks - Long']]).text, 'B0AAAA0009')).toBe('0:1');
-    expect(listPlace(INSTRUCTION, results, 'B0ZZZZ9999')).toBeUndefined();
+    expect(listPlaces(INSTRUCTION, lines)).toEqual(['1:0', '0:0', '2:0']);
+    expect(listPlaces(INSTRUCTION, [lines[0] as { description: string }, { description: 'Wool Socks - Long' }, { description: 'Wool Socks' }])).toEqual(['0:0', '0:1', '0:2']);
+    expect(listPlaces(INSTRUCTION, [])).toEqual([]);
   });
 });
 

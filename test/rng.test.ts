@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Rng, hashString } from '../src/core/rng.ts';
+import { Rng, hashString, hashUnit } from '../src/core/rng.ts';
 
 describe('Rng', () => {
   it('is deterministic for a seed and differs across seeds', () => {
@@ -75,5 +75,12 @@ describe('Rng', () => {
   it('hashString is stable FNV-1a', () => {
     expect(hashString('')).toBe(0x811c9dc5);
     expect(hashString('a')).toBe(0xe40c292c);
+  });
+
+  it('hashUnit is a draw in (0, 1) fixed by its key and spread over the interval', () => {
+    expect(hashUnit('')).toBe((0x811c9dc5 + 0.5) / 4294967296);
+    const draws = Array.from({ length: 2000 }, (_, i) => hashUnit(`task-${i}`));
+    expect(draws.every((u) => u > 0 && u < 1)).toBe(true);
+    expect(draws.filter((u) => u < 0.5).length / draws.length).toBeCloseTo(0.5, 1);
   });
 });

@@ -105,3 +105,8 @@ export function hashString(text: string): number {
   }
   return h >>> 0;
 }
+
+/** A number in (0, 1) fixed by `key`: a draw that repeats wherever the same key is drawn. */
+export function hashUnit(key: string): number {
+  return (hashString(key) + 0.5) / 4294967296;
+}

@@ -297,7 +297,7 @@ export function namedChoices(instruction: string, known: Iterable<string>): stri
  * is not the product asked for, whatever its title says. A value the screen mentions elsewhere
  * ("olive" in "Olive Oil") is not counted: the instruction may have named the product, not a choice.
  * Inside another offered choice it is no mention: a page offering "navy blue" lacks "blue" (of the
- * 151 purchases the simulator wrongly scored a success in one shop training run, 8 were such).
+ * 153 purchases the simulator wrongly scored a success in one shop training run, 2 were such).
  */
 export function unofferedChoices(instruction: string, screen: string, offered: readonly string[], known: Iterable<string>, reliable?: ReadonlySet<string>): number {
   const entities = new Set(offered.flatMap((a) => actionTemplate(a).entities));

@@ -26,7 +26,7 @@
  * looks as right, whose hidden attributes decide the real reward (see BENCHMARKS.md, "training").
  */
 import type { Observation } from '../core/types.ts';
-import { hashString } from '../core/rng.ts';
+import { hashUnit } from '../core/rng.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { instructionWords, namedChoices, stem, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { listedItem, listedLines } from './listings.ts';
@@ -62,19 +62,17 @@ export function lineMatch(instruction: string, text: string): number {
 }
 
 /**
- * Where `state`'s list places the item `id`, as a key: how many listed items name more of the
- * instruction, and how many naming as much come before it (each capped at {@link PLACE_CAP}).
- * Undefined when the state does not list it.
+ * Where a list places each of its items (`lines`, in page order), as keys: how many listed items
+ * name more of the instruction, and how many naming as much come before it (each capped at
+ * {@link PLACE_CAP}).
  */
-export function listPlace(instruction: string, state: string, id: string): string | undefined {
-  const lines = listedLines(state);
-  const at = lines.findIndex((l) => l.id === id);
-  if (at < 0) return undefined;
+export function listPlaces(instruction: string, lines: readonly { description: string }[]): string[] {
   const match = lines.map((l) => lineMatch(instruction, l.description));
-  const mine = match[at] as number;
-  const more = match.filter((m) => m > mine).length;
-  const before = match.slice(0, at).filter((m) => m === mine).length;
-  return `${Math.min(more, PLACE_CAP)}:${Math.min(before, PLACE_CAP)}`;
+  return match.map((mine, at) => {
+    const more = match.filter((m) => m > mine).length;
+    const before = match.slice(0, at).filter((m) => m === mine).length;
+    return `${Math.min(more, PLACE_CAP)}:${Math.min(before, PLACE_CAP)}`;
+  });
 }
 
 /** An opened item's page, and the instruction of the episode that opened it. */
@@ -135,9 +133,10 @@ export class ItemOffers {
         const key = lines.map((l) => l.id).join('\u0001');
         if (lines.length === 0 || lists.has(key)) continue;
         lists.add(key);
-        for (const { id } of lines) {
+        const placed = listPlaces(e.instruction, lines);
+        for (const [i, { id }] of lines.entries()) {
           const opens = openerOf(opener, id);
-          const place = listPlace(e.instruction, s.state.text, id) as string;
+          const place = placed[i] as string;
           const c = places.get(place) ?? (places.set(place, { listings: 0, asked: 0 }).get(place) as Count);
           const isAsked = opens === asked;
           for (const x of [c, all]) {
@@ -172,7 +171,7 @@ export class ItemOffers {
     return namedChoices(instruction, this.values.known).some((v) => this.values.reliable.has(v));
   }
 
-  /** The share of listings at `place` (see {@link listPlace}) that were the item asked for. */
+  /** The share of listings at `place` (see {@link listPlaces}) that were the item asked for. */
   askedShare(place: string): number {
     const here = this.places.get(place);
     const c = here && here.listings >= MIN_PLACE_LISTINGS ? here : this.all;
@@ -192,15 +191,16 @@ export class ItemOffers {
     if (recorded !== undefined) return recorded;
     const lines = listedLines(state);
     const named = this.namesChoice(instruction);
-    const candidates = lines.filter((l) => {
+    const placed = listPlaces(instruction, lines);
+    const candidates = lines.flatMap((l, i) => {
       const page = this.pages.get(openerOf(this.opener, l.id));
-      return !named || page === undefined || this.offersNamed(instruction, page.page, page.instruction) === true;
+      const may = !named || page === undefined || this.offersNamed(instruction, page.page, page.instruction) === true;
+      return may ? [{ id: l.id, weight: this.askedShare(placed[i] as string) }] : [];
     });
-    const weights = candidates.map((l) => this.askedShare(listPlace(instruction, state, l.id) as string));
-    const total = weights.reduce((a, b) => a + b, 0);
+    const total = candidates.reduce((a, c) => a + c.weight, 0);
     if (total <= 0) return undefined;
-    let u = unit(`${taskId}\u0000${lines.map((l) => l.id).join('\u0001')}`) * total;
-    const asked = candidates.find((_, i) => (u -= weights[i] as number) < 0) ?? candidates[candidates.length - 1];
+    let u = hashUnit(`${taskId}\u0000${lines.map((l) => l.id).join('\u0001')}`) * total;
+    const asked = candidates.find((c) => (u -= c.weight) < 0) ?? candidates[candidates.length - 1];
     return asked === undefined ? undefined : openerOf(this.opener, asked.id);
   }
 
@@ -212,19 +212,12 @@ export class ItemOffers {
    */
   standInOffers(taskId: string, rootId: string | undefined, instruction: string, state: string, action: string): boolean | undefined {
     if (!this.namesChoice(instruction)) return undefined;
-    if (listedId(state, action) === undefined) return undefined;
+    if (listedItem(state, action) === undefined) return undefined;
     if (this.askedFor(taskId, rootId, instruction, state) === action) return true;
-    return unit(`${taskId}\u0000${action}`) < this.base;
+    return hashUnit(`${taskId}\u0000${action}`) < this.base;
   }
 }
 
-/** A draw in [0, 1) fixed by `key`. */
-const unit = (key: string): number => (hashString(key) + 0.5) / 2 ** 32;
-
-/** The id of the listed item `action` opens from `state`, if it opens one. */
-function listedId(state: string, action: string): string | undefined {
-  return listedItem(state, action) === undefined ? undefined : (actionTemplate(action).entities[0] as string).trim();
-}
 
 /** The action that opens item `id`, by the template of the actions that open items. */
 const openerOf = (template: string, id: string): string => template.replace('{}', id);

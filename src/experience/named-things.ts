@@ -18,7 +18,7 @@
  * something up from it (an open drawer, not a closed one).
  */
 import type { AgentTask, Observation } from '../core/types.ts';
-import { hashString } from '../core/rng.ts';
+import { hashUnit } from '../core/rng.ts';
 import { placeKind, placeState, situationOf, type ArrivalRules } from './arrival.ts';
 import { carryStepOf, type CarryStep } from './carried-things.ts';
 import { actionTemplate } from './substitution.ts';
@@ -164,7 +164,7 @@ export function thingToShow(
     for (const candidate of world) {
       const w = weights.get(placeKind(candidate)) ?? 0;
       if (w <= 0 || shownBefore.has(candidate) || own.some((r) => r.places.has(candidate))) continue;
-      const u = ((hashString(`${task.id}\u0000${kind}\u0000${candidate}`) >>> 0) + 0.5) / 4294967296;
+      const u = hashUnit(`${task.id}\u0000${kind}\u0000${candidate}`);
       const key = Math.log(u) / w;
       if (!best || key > best.key) best = { at: candidate, key };
     }
