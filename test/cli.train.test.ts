@@ -49,7 +49,7 @@ describe('dreamgym train', () => {
     expect(res.code).toBe(0);
     const lines = res.out.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^shop dreamgym: success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 4 held-out tasks, mean reward \d\.\d{3}, real transitions 0, offline transitions \d+, 2 iterations, simulator validation \d+\.\d% -> \d+\.\d% on \d+ recorded tasks( \(kept the start\))?, wall \d+\.\d s, run \S+$/);
+    expect(lines[0]).toMatch(/^shop dreamgym: success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 4 held-out tasks, mean reward \d\.\d{3}, real transitions 0, offline transitions \d+, 2 iterations, simulator validation \d+\.\d% -> \d+\.\d% on \d+ recorded tasks( \(kept the start\)| \(kept iteration \d+: \d+\.\d%\))?, wall \d+\.\d s, run \S+$/);
     runId = runIdOf(lines[0]!);
     const runDir = join(store, 'runs', runId);
     expect((await readdir(runDir)).sort()).toEqual(['checkpoint.bin', 'rollouts.jsonl', 'run.json', 'snapshot.json']);
@@ -59,7 +59,7 @@ describe('dreamgym train', () => {
     expect(summary.offlineTransitions).toBeGreaterThan(0);
     expect(summary.syntheticSteps).toBeGreaterThan(0);
     // The synthetic phase was validated inside the simulator on recorded tasks, start and end.
-    expect(summary.validation).toMatchObject({ tasks: expect.any(Number), start: expect.any(Number), end: expect.any(Number), kept: expect.stringMatching(/^(start|end)$/) });
+    expect(summary.validation).toMatchObject({ tasks: expect.any(Number), start: expect.any(Number), end: expect.any(Number), kept: expect.stringMatching(/^(start|between|end)$/) });
     expect(summary.metrics).toHaveLength(2);
     expect(summary.metrics.every((m) => m.phase === 'synthetic' && m.realTransitions === 0)).toBe(true);
     expect(summary.evaluation.episodes).toBe(4);
@@ -294,6 +294,19 @@ describe('dreamgym train, other modes', () => {
     const bad = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--validation-tasks', '-1', '--store', s);
     expect(bad.code).not.toBe(0);
     expect(bad.err).toMatch(/--validation-tasks/);
+  });
+
+  it('--validation-every N validates the synthetic phase every N iterations as well', async () => {
+    const s = join(dir, 'validation-every-store');
+    const out = join(dir, 'validation-every.json');
+    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '3', '--validation-every', '1', '--validation-tasks', '4', ...TINY, '--store', s, '--out', out);
+    expect(res.code).toBe(0);
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { validation: { tasks: number; every: number } }; validation: { between?: { iteration: number }[] } };
+    expect(summary.config.validation).toEqual({ tasks: 4, every: 1 });
+    expect(summary.validation.between?.map((c) => c.iteration)).toEqual([1, 2]);
+    const bad = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--validation-every', 'x', '--store', s);
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toMatch(/--validation-every/);
   });
 });
 

@@ -61,6 +61,18 @@ describe('paired comparisons', () => {
   });
 });
 
+describe('experiment table: synthetic-phase validation', () => {
+  it('shows each seed start -> end, the iteration kept when it was neither, and how often each was kept', () => {
+    const a = arm('dreamgym', [[1, 0], [0, 1], [1, 1]]);
+    a.seeds[0]!.validation = { tasks: 50, start: 0.02, end: 0.62, between: [{ iteration: 5, success: 0.76 }], best: { iteration: 5, success: 0.76 }, kept: 'between' };
+    a.seeds[1]!.validation = { tasks: 50, start: 0.9, end: 0.8, kept: 'start' };
+    a.seeds[2]!.validation = { tasks: 50, start: 0.1, end: 0.7, kept: 'end' };
+    const r = { env: 'shop', preset: 'quick', seeds: 3, evalEpisodes: 2, arms: [a], comparisons: [], wallMs: 0, command: 'x' } as unknown as Parameters<typeof experimentFiles>[0];
+    const table = experimentFiles(r)['table.md']!;
+    expect(table).toContain('| dreamgym | 2.0 -> 62.0 (kept iteration 5: 76.0), 90.0 -> 80.0 (start kept), 10.0 -> 70.0 | 1 / 1 / 1 |');
+  });
+});
+
 describe('runExperiment', () => {
   it('runs the reference, sft and a synthetic arm over two seeds and writes the table, JSON, curves and plot', async () => {
     const names = ['scripted reference (no hidden goal)', 'zero-shot', 'sft', 'dreamgym (warm sft)'];

@@ -241,11 +241,11 @@ describe('validating the synthetic phase', () => {
       const wrecked = paramsOf(off.snapshot.checkpoint);
       expect(names.some((n) => JSON.stringify(wrecked.get(n)) !== JSON.stringify(wrecked.get(`reference/${n}`)))).toBe(true);
 
-      // At a sane rate the end is kept whenever it validates no lower, and then it is RL's policy.
+      // At a sane rate the end is kept whenever it validates higher, and then it is RL's policy.
       const sane = await runTraining(config({ ...wrecking, rl: {} }), run.deps);
       sane.trainer.dispose();
       const sv = sane.validation;
-      expect(sv?.kept).toBe((sv?.end as number) < (sv?.start as number) ? 'start' : 'end');
+      expect(sv?.kept).toBe((sv?.end as number) > (sv?.start as number) ? 'end' : 'start');
       const saneWeights = paramsOf(sane.snapshot.checkpoint);
       const moved = names.some((n) => JSON.stringify(saneWeights.get(n)) !== JSON.stringify(saneWeights.get(`reference/${n}`)));
       expect(moved).toBe(sv?.kept === 'end');
@@ -255,6 +255,68 @@ describe('validating the synthetic phase', () => {
       s2r.trainer.dispose();
       expect(s2r.validation?.kept).toBe('start');
       expect(s2r.metrics.some((m) => m.phase === 'real')).toBe(true);
+    } finally {
+      run.dispose();
+    }
+    expect(tf.memory().numTensors).toBe(before);
+  });
+});
+
+describe('keeping the best validated policy', () => {
+  /**
+   * The run's experience model, except on validation tasks, where the verdict is scripted per
+   * validation round: an episode succeeds at its first step in the rounds listed in `passing`.
+   */
+  function scriptedValidation(deps: TrainingDeps, validating: ReadonlySet<string>, passing: readonly number[]): TrainingDeps {
+    const experience = deps.experience as NonNullable<TrainingDeps['experience']>;
+    let firstSteps = 0;
+    return {
+      ...deps,
+      experience: {
+        kind: experience.kind,
+        reset: (task, demos) => experience.reset(task, demos),
+        step: async (request) => {
+          if (!validating.has(request.task.id)) return experience.step(request);
+          const round = Math.floor(firstSteps++ / validating.size);
+          const reward = passing.includes(round) ? 1 : 0;
+          return { reasoning: 'scripted', observation: { text: 'over', actions: [] }, reward, done: true, valid: true };
+        },
+      },
+    };
+  }
+
+  it('puts back the policy that validated best between the start and the end, also after a resume', async () => {
+    const before = tf.memory().numTensors;
+    // Validated at the start (round 0), after iterations 1 and 2 (rounds 1, 2) and at the end (round 3).
+    const c = config({ mode: 'dreamgym', iterations: 3, offline: { ...TINY.offline, expertEpisodes: 12, poolDemonstrations: 4 }, validation: { tasks: 4, every: 1 } });
+    const run = await prepareRun(c);
+    try {
+      const validating = new Set(validationTasks(run.deps.offline, 4).map((t) => t.id));
+      const pooled = new Set((run.deps.offline.poolTasks ?? []).map((t) => t.id));
+      expect(validating.size).toBe(4);
+      expect([...validating].some((id) => pooled.has(id))).toBe(false);
+      const snapshots: RunSnapshot[] = [];
+      const full = await runTraining(c, { ...scriptedValidation(run.deps, validating, [1]), persist: async (s) => void snapshots.push(s) });
+      full.trainer.dispose();
+      expect(full.validation).toEqual({ tasks: 4, start: 0, between: [{ iteration: 1, success: 1 }, { iteration: 2, success: 0 }], best: { iteration: 1, success: 1 }, end: 0, kept: 'between' });
+      // The policy kept is the one after the first iteration, not the start (the reference) nor the end.
+      const policyOf = (s: RunSnapshot) => s.checkpoint.weights.filter((w) => !w.name.includes('/')).map((w) => Array.from(w.data as Float32Array));
+      const afterFirst = snapshots.find((s) => s.iteration === 1) as RunSnapshot;
+      const beforeSelection = snapshots.find((s) => s.iteration === 3 && s.validation?.end === undefined) as RunSnapshot;
+      expect(policyOf(full.snapshot)).toEqual(policyOf(afterFirst));
+      expect(policyOf(full.snapshot)).not.toEqual(policyOf(beforeSelection));
+      // The copy travels in checkpoints while the phase runs, and is dropped once it is decided.
+      expect(afterFirst.checkpoint.weights.some((w) => w.name.startsWith('kept/'))).toBe(true);
+      expect(full.snapshot.checkpoint.weights.some((w) => w.name.startsWith('kept/'))).toBe(false);
+
+      // Resumed after the second iteration (its copy is in the checkpoint), it ends the same.
+      const at2 = snapshots.find((s) => s.iteration === 2) as RunSnapshot;
+      const onDisk = { ...(JSON.parse(JSON.stringify({ ...at2, checkpoint: null })) as RunSnapshot), checkpoint: parseCheckpoint(serializeCheckpoint(at2.checkpoint)) };
+      // Rounds 0-2 happened before the snapshot; the resumed run's first validation is the end's.
+      const resumed = await runTraining(c, scriptedValidation(run.deps, validating, []), { resume: onDisk });
+      resumed.trainer.dispose();
+      expect(resumed.validation).toEqual(full.validation);
+      expect(resumed.snapshot.checkpoint.weights).toEqual(full.snapshot.checkpoint.weights);
     } finally {
       run.dispose();
     }

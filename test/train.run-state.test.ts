@@ -44,6 +44,13 @@ describe('run state codec', () => {
     expect(back.addedLater).toBe(7);
   });
 
+  it('keeps a synthetic phase validation with its checks in between', () => {
+    const validation = { tasks: 50, start: 0.02, between: [{ iteration: 5, success: 0.76 }, { iteration: 10, success: 0.5 }], best: { iteration: 5, success: 0.76 }, end: 0.62, kept: 'between' as const };
+    const back = decodeRunState(JSON.parse(JSON.stringify(encodeRunState({ ...state, validation }))));
+    expect(back.validation).toEqual(validation);
+    expect(() => decodeRunState({ ...(encodeRunState(state) as object), validation: { ...validation, kept: 'middle' } })).toThrow(/validation\.kept/);
+  });
+
   it('names the first bad field', () => {
     const json = encodeRunState(state) as Record<string, unknown>;
     expect(() => decodeRunState({ ...json, iteration: -1 })).toThrow(RunStateFormatError);

@@ -106,6 +106,38 @@ describe('checkpoints', () => {
     expect((await t.grpoUpdate({ ...grpoBatch })).kl).toBeLessThan(1e-3);
     t.dispose();
   });
+
+  it('keepWeights / restoreKept put a kept copy back; checkpoints carry the copy until dropKept', async () => {
+    await chooseBackend({ prefer: 'cpu' });
+    const before = tf.memory().numTensors;
+    const t = new Trainer(config);
+    t.syncReference();
+    expect(t.restoreKept()).toBe(false);
+    await t.grpoUpdate(grpoBatch);
+    t.keepWeights();
+    const kept = Array.from(await t.logits(probe));
+    await t.grpoUpdate(grpoBatch);
+    await t.grpoUpdate(grpoBatch);
+    expect(Array.from(await t.logits(probe))).not.toEqual(kept);
+    // A trainer restored from a checkpoint puts the same copy back.
+    const checkpoint = await t.checkpoint();
+    expect(checkpoint.weights.filter((w) => w.name.startsWith('kept/')).length).toBe(t.head.specs.length);
+    const other = Trainer.fromCheckpoint(checkpoint);
+    expect(other.restoreKept()).toBe(true);
+    expect(Array.from(await other.logits(probe))).toEqual(kept);
+    other.dispose();
+    const tensors = tf.memory().numTensors;
+    expect(t.restoreKept()).toBe(true);
+    expect(tf.memory().numTensors).toBe(tensors);
+    expect(Array.from(await t.logits(probe))).toEqual(kept);
+    // Not the reference: the KL to it is not zero.
+    expect((await t.grpoUpdate({ ...grpoBatch })).kl).toBeGreaterThan(1e-3);
+    t.dropKept();
+    expect(t.restoreKept()).toBe(false);
+    expect((await t.checkpoint()).weights.some((w) => w.name.startsWith('kept/'))).toBe(false);
+    t.dispose();
+    expect(tf.memory().numTensors).toBe(before);
+  });
 });
 
 describe('cpu vs wasm', () => {

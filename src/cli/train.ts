@@ -200,11 +200,12 @@ interface SizeOptions {
   repeatPenalty?: number;
   evalEpisodes?: number;
   validationTasks?: number;
+  validationEvery?: number;
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /** The configuration layers the size options give (defaults and presets fill the rest). */
@@ -219,7 +220,9 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
   if (opts.repeatPenalty !== undefined) o.repeatPenalty = opts.repeatPenalty;
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
-  if (opts.validationTasks !== undefined) o.validation = { tasks: opts.validationTasks };
+  if (opts.validationTasks !== undefined || opts.validationEvery !== undefined) {
+    o.validation = { ...(opts.validationTasks !== undefined ? { tasks: opts.validationTasks } : {}), ...(opts.validationEvery !== undefined ? { every: opts.validationEvery } : {}) };
+  }
   return o;
 }
 
@@ -569,11 +572,12 @@ function progressFields(snapshot: RunSnapshot, record: RunRecord): Partial<RunRe
   };
 }
 
-/** `, simulator validation 96.0% -> 90.0% on 50 recorded tasks (kept the start)` */
+/** `, simulator validation 96.0% -> 90.0% on 50 recorded tasks (kept the start)`, or `(kept iteration 30: 76.0%)` */
 function validationSummary(record: RunRecord): string {
   const v = record.validation;
   if (!v || v.end === undefined) return '';
-  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${v.kept === 'start' ? ' (kept the start)' : ''}`;
+  const kept = v.kept === 'start' ? ' (kept the start)' : v.kept === 'between' && v.best ? ` (kept iteration ${v.best.iteration}: ${pct(v.best.success)})` : '';
+  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${kept}`;
 }
 
 /** The mode, with `+sft` when an RL mode was warm-started. */
@@ -978,7 +982,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
     .option('--embedding-scale <x>', 'weight of the embedded text slots against the match features (see the README)', decimalArg(0, 100))
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
-    .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, its start put back if it ends lower (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
+    .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
+    .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
@@ -1043,7 +1048,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--max-steps <n>', 'step limit of a training episode (0: the environment\'s)', countArg(0, 100_000)))
     .option('--embedding-scale <x>', 'weight of the embedded text slots against the match features (see the README)', decimalArg(0, 100))
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
-    .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, its start put back if it ends lower (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
+    .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
+    .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))

@@ -327,12 +327,32 @@ export interface ActResult {
 
 let nextHeadId = 0;
 
+/** Frees a copy of the weights (best effort: a lost GPU device may refuse). */
+function disposeCopy(copy: Map<string, tf.Tensor> | null): void {
+  if (!copy) return;
+  for (const t of copy.values()) {
+    try {
+      t.dispose();
+    } catch {
+      // The backend that held it may be gone (lost GPU device).
+    }
+  }
+}
+
+/** A fresh copy of `vars`, freeing `old`. */
+function replaceCopies(old: Map<string, tf.Tensor> | null, vars: ReadonlyMap<string, tf.Variable>): Map<string, tf.Tensor> {
+  disposeCopy(old);
+  return new Map([...vars].map(([name, v]) => [name, tf.clone(v)]));
+}
+
 /** The head's tf.Variables, a frozen reference copy for KL, acting and weight export/import. */
 export class PolicyHead {
   readonly config: PolicyHeadConfig;
   readonly specs: readonly ParamSpec[];
   private readonly vars = new Map<string, tf.Variable>();
   private reference: Map<string, tf.Tensor> | null = null;
+  /** A copy of the weights kept to be put back later (see {@link keepWeights}). */
+  private kept: Map<string, tf.Tensor> | null = null;
   private disposed = false;
 
   constructor(config: PolicyHeadConfigInput) {
@@ -373,8 +393,7 @@ export class PolicyHead {
   /** Freezes a copy of the current weights as the KL reference (replacing an earlier one). */
   resetReference(): void {
     this.assertLive();
-    this.disposeReference();
-    this.reference = new Map([...this.vars].map(([name, v]) => [name, tf.clone(v)]));
+    this.reference = replaceCopies(this.reference, this.vars);
   }
 
   /**
@@ -386,6 +405,34 @@ export class PolicyHead {
     if (!this.reference) return false;
     for (const [name, v] of this.vars) v.assign(this.reference.get(name) as tf.Tensor);
     return true;
+  }
+
+  /** Keeps a copy of the current weights (replacing an earlier one) for {@link restoreKept}. */
+  keepWeights(): void {
+    this.assertLive();
+    this.kept = replaceCopies(this.kept, this.vars);
+  }
+
+  /**
+   * Puts the weights last kept with {@link keepWeights} back as the current ones; the copy stays.
+   * False, changing nothing, when none was kept.
+   */
+  restoreKept(): boolean {
+    this.assertLive();
+    if (!this.kept) return false;
+    for (const [name, v] of this.vars) v.assign(this.kept.get(name) as tf.Tensor);
+    return true;
+  }
+
+  /** Frees the kept copy of the weights, if any. */
+  dropKept(): void {
+    disposeCopy(this.kept);
+    this.kept = null;
+  }
+
+  /** Whether a copy of the weights is kept (see {@link keepWeights}). */
+  get hasKept(): boolean {
+    return this.kept !== null;
   }
 
   /** The frozen reference weights; created from the current weights on first use. */
@@ -455,18 +502,22 @@ export class PolicyHead {
     return chooseFromLogProbs(logp, input, options);
   }
 
-  /** The weights as plain records (optionally also the reference copy, under `reference/`). */
-  async exportWeights(includeReference = false): Promise<TensorRecord[]> {
+  /**
+   * The weights as plain records; with `includeCopies`, also the reference copy (under
+   * `reference/`) and the kept copy (under `kept/`), as a checkpoint needs them.
+   */
+  async exportWeights(includeCopies = false): Promise<TensorRecord[]> {
     this.assertLive();
     const records: TensorRecord[] = [];
     for (const spec of this.specs) {
       const v = this.vars.get(spec.name) as tf.Variable;
       records.push({ name: spec.name, shape: [...spec.shape], dtype: 'float32', data: (await v.data()) as Float32Array });
     }
-    if (includeReference && this.reference) {
+    for (const [prefix, copy] of [['reference/', this.reference], ['kept/', this.kept]] as const) {
+      if (!includeCopies || !copy) continue;
       for (const spec of this.specs) {
-        const r = this.reference.get(spec.name) as tf.Tensor;
-        records.push({ name: `reference/${spec.name}`, shape: [...spec.shape], dtype: 'float32', data: (await r.data()) as Float32Array });
+        const r = copy.get(spec.name) as tf.Tensor;
+        records.push({ name: `${prefix}${spec.name}`, shape: [...spec.shape], dtype: 'float32', data: (await r.data()) as Float32Array });
       }
     }
     return records;
@@ -476,7 +527,8 @@ export class PolicyHead {
    * Loads weights by name, all or (on error) none. Every parameter of this head must be present
    * with its shape. `reference/` records restore the reference copy; they must then cover every
    * parameter. Without them the loaded weights become the reference (an earlier reference
-   * belongs to other weights). Throws {@link CheckpointError} otherwise ('corrupt' for data of
+   * belongs to other weights). `kept/` records likewise restore the kept copy; without them none
+   * is kept. Throws {@link CheckpointError} otherwise ('corrupt' for data of
    * the wrong size, else 'incompatible').
    */
   importWeights(records: readonly TensorRecord[]): void {
@@ -495,6 +547,7 @@ export class PolicyHead {
     const values = this.specs.map((spec) => load(spec.name, spec));
     const hasReference = records.some((r) => r.name.startsWith('reference/'));
     const refValues = hasReference ? this.specs.map((spec) => load(`reference/${spec.name}`, spec)) : null;
+    const keptValues = records.some((r) => r.name.startsWith('kept/')) ? this.specs.map((spec) => load(`kept/${spec.name}`, spec)) : null;
     this.specs.forEach((spec, i) => {
       const t = tf.tensor(values[i] as Float32Array, spec.shape, 'float32');
       (this.vars.get(spec.name) as tf.Variable).assign(t);
@@ -506,6 +559,8 @@ export class PolicyHead {
     } else {
       this.resetReference();
     }
+    disposeCopy(this.kept);
+    this.kept = keptValues ? new Map(this.specs.map((spec, i) => [spec.name, tf.tensor(keptValues[i] as Float32Array, spec.shape, 'float32')])) : null;
   }
 
   /** Frees every tensor (best effort: a lost GPU device may refuse). */
@@ -513,6 +568,7 @@ export class PolicyHead {
     if (this.disposed) return;
     this.disposed = true;
     this.disposeReference();
+    this.dropKept();
     for (const v of this.vars.values()) {
       try {
         v.dispose();
@@ -524,14 +580,7 @@ export class PolicyHead {
   }
 
   private disposeReference(): void {
-    if (!this.reference) return;
-    for (const t of this.reference.values()) {
-      try {
-        t.dispose();
-      } catch {
-        // See dispose().
-      }
-    }
+    disposeCopy(this.reference);
     this.reference = null;
   }
 

@@ -179,6 +179,24 @@ export class Trainer {
     this.head.restoreReference();
   }
 
+  /** Keeps a copy of the policy's weights (in checkpoints too) for {@link restoreKept}. */
+  keepWeights(): void {
+    this.assertLive();
+    this.head.keepWeights();
+  }
+
+  /** Puts the weights last kept back as the policy's (the optimizer state stays); false when none were kept. */
+  restoreKept(): boolean {
+    this.assertLive();
+    return this.head.restoreKept();
+  }
+
+  /** Frees the kept copy of the weights, if any. */
+  dropKept(): void {
+    this.assertLive();
+    this.head.dropKept();
+  }
+
   /** One GRPO update on groups of rollouts. */
   async grpoUpdate(batch: GrpoBatch): Promise<UpdateMetrics> {
     const started = performance.now();

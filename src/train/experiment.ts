@@ -515,18 +515,31 @@ export function experimentFiles(r: ExperimentResult): Record<string, string> {
 
 /**
  * Each synthetic phase's validation inside the simulator (see `validation` in the config), per
- * arm: start -> end by seed, and on how many seeds the starting policy was put back.
+ * arm: start -> end by seed, with the iteration kept where the phase ended with an earlier
+ * policy, and on how many seeds the start, an iteration in between or the end was kept.
  */
 function validationLines(r: ExperimentResult): string[] {
   const rows = r.arms.flatMap((a) => {
-    const validated = a.seeds.filter((s) => s.validation?.end !== undefined);
+    const validated = a.seeds.flatMap((s) => (s.validation?.end !== undefined ? [s.validation] : []));
     if (validated.length === 0) return [];
-    const runs = validated.map((s) => `${pct(s.validation?.start ?? Number.NaN)} -> ${pct(s.validation?.end ?? Number.NaN)}`).join(', ');
-    const kept = validated.filter((s) => s.validation?.kept === 'start').length;
-    return [`| ${a.name} | ${runs} | ${kept} of ${validated.length} |`];
+    const runs = validated
+      .map((v) => {
+        const kept = v.kept === 'start' ? ' (start kept)' : v.kept === 'between' && v.best ? ` (kept iteration ${v.best.iteration}: ${pct(v.best.success)})` : '';
+        return `${pct(v.start)} -> ${pct(v.end ?? Number.NaN)}${kept}`;
+      })
+      .join(', ');
+    const count = (k: SyntheticValidation['kept']): number => validated.filter((v) => v.kept === k).length;
+    return [`| ${a.name} | ${runs} | ${count('start')} / ${count('between')} / ${count('end')} |`];
   });
   if (rows.length === 0) return [];
-  return ['Synthetic phases, validated greedily inside the simulator on recorded tasks (start -> end, %, by seed):', '', '| arm | validation | starting policy put back |', '| --- | --- | ---: |', ...rows, ''];
+  return [
+    'Synthetic phases, validated greedily inside the simulator on recorded tasks at the start, every few iterations and at the end (start -> end, %, by seed; the phase ends with the policy that validated best):',
+    '',
+    '| arm | validation | kept: start / in between / end |',
+    '| --- | --- | ---: |',
+    ...rows,
+    '',
+  ];
 }
 
 /** Learning curves (rollout success per iteration, mean over seeds) of the trained arms, as a small SVG. */

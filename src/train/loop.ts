@@ -5,8 +5,8 @@
  *   G rollouts per task with the current policy, in the real environment or the experience
  *   model -> GRPO update -> store the rollouts -> curriculum (reward variance per task group,
  *   new tasks from the informative ones) -> log and checkpoint. A synthetic phase is validated
- *   inside the simulator on recorded tasks when it starts and ends, and put back to where it
- *   started if it ended lower (see `validation` in the config).
+ *   inside the simulator on recorded tasks when it starts, every few iterations and when it
+ *   ends, and ends with the policy that validated best (see `validation` in the config).
  *
  * Honesty rules (DESIGN.md §4): a synthetic rollout starts from the task's recorded first
  * observation (or the experience model's `reset` for a generated task), the experience model
@@ -94,17 +94,30 @@ export interface IterationMetrics {
   wallMs: number;
 }
 
+/** One validation of a synthetic phase: after `iteration` of its iterations (0: at its start), greedy success inside the simulator. */
+export interface ValidationCheck {
+  iteration: number;
+  success: number;
+}
+
 /**
- * The synthetic phase's validation (see `validation.tasks` in the config): greedy success inside
- * the simulator on recorded tasks when the phase started and when it ended, and which policy the
- * run kept.
+ * The synthetic phase's validation (see `validation` in the config): greedy success inside the
+ * simulator on recorded tasks when the phase started, every few iterations and when it ended,
+ * and which policy the run kept.
  */
 export interface SyntheticValidation {
   tasks: number;
   start: number;
   end?: number;
-  /** `start`: the phase ended lower than it started, so its starting policy was put back. */
-  kept?: 'start' | 'end';
+  /** The validations in between (not the start's nor the end's). */
+  between?: ValidationCheck[];
+  /** The best validated so far (the earliest among equals); absent while it is the start. */
+  best?: ValidationCheck;
+  /**
+   * The policy the phase ended with: `end` (its last), `start` (the policy it started from, put
+   * back) or `between` (the one that validated at `best`, put back).
+   */
+  kept?: 'start' | 'end' | 'between';
 }
 
 /** Everything needed to resume a run. */
@@ -343,12 +356,24 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     const result = await evaluateSynthetic(actor, experience, validating, firstObservation, { maxSteps, demos });
     return result.successRate;
   };
-  /** Ends the synthetic phase: validates where it ended, and puts its start back if that was better. */
+  /** Validates the policy after `done` synthetic iterations; keeps a copy of it if it is the best so far. */
+  const checkSynthetic = async (done: number): Promise<void> => {
+    if (!validation) return;
+    const success = await validate();
+    const check = { iteration: done, success };
+    const best = success > (validation.best ?? { success: validation.start }).success;
+    if (best) trainer.keepWeights();
+    validation = { ...validation, between: [...(validation.between ?? []), check], ...(best ? { best: check } : {}) };
+  };
+  /** Ends the synthetic phase: validates where it ended, and puts the best validated policy back if that is not the end. */
   const selectSynthetic = async (): Promise<void> => {
     if (!validation || validation.end !== undefined) return;
     const end = await validate();
-    const kept = end < validation.start ? 'start' : 'end';
+    const best = validation.best ?? { iteration: 0, success: validation.start };
+    const kept = end > best.success ? 'end' : validation.best ? 'between' : 'start';
     if (kept === 'start') trainer.restoreReference();
+    if (kept === 'between') trainer.restoreKept();
+    trainer.dropKept();
     validation = { ...validation, end, kept };
   };
 
@@ -425,6 +450,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         m = await rlIteration(phase);
       }
       iteration++;
+      if (phase === 'synthetic' && config.validation.every > 0 && (iteration - rlStart) % config.validation.every === 0 && iteration < Math.min(total, realStart)) await checkSynthetic(iteration - rlStart);
       m.poolSize = pool.length;
       m.realTransitions = counter.steps;
       m.offlineTransitions = offlineTransitions;

@@ -24,8 +24,16 @@ const PHASES = ['sft', 'synthetic', 'real'] as const satisfies readonly Iteratio
 export const StoredMetricsSchema = z.object({ iteration: z.number().int().min(0), phase: z.enum(PHASES) }).catchall(z.number().nullable());
 
 /** A run's synthetic-phase validation (the loop's `SyntheticValidation`). */
+const ValidationCheckSchema = z.object({ iteration: z.number().int().min(0), success: z.number().min(0).max(1) }).strict();
 export const SyntheticValidationSchema = z
-  .object({ tasks: z.number().int().min(0), start: z.number().min(0).max(1), end: z.number().min(0).max(1).optional(), kept: z.enum(['start', 'end']).optional() })
+  .object({
+    tasks: z.number().int().min(0),
+    start: z.number().min(0).max(1),
+    end: z.number().min(0).max(1).optional(),
+    between: z.array(ValidationCheckSchema).optional(),
+    best: ValidationCheckSchema.optional(),
+    kept: z.enum(['start', 'end', 'between']).optional(),
+  })
   .strict();
 
 /** The stored form of a {@link RunState}. */

@@ -8,6 +8,14 @@ import type { PageRunRecord, StoredRunEvaluation } from '../runs/records.ts';
 
 const formatPercent = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
+/** What the synthetic phase ended with, when not its last policy. */
+export function keptNote(v: PageRunRecord['validation']): string {
+  if (!v || v.end === undefined) return '';
+  if (v.kept === 'start') return ` (synthetic phase undone: simulator validation ${formatPercent(v.start)} -> ${formatPercent(v.end)})`;
+  if (v.kept === 'between' && v.best) return ` (kept the synthetic phase's iteration ${v.best.iteration}: simulator validation ${formatPercent(v.start)} -> ${formatPercent(v.best.success)}, ${formatPercent(v.end)} at its end)`;
+  return '';
+}
+
 /** `42.0% [31.0%, 53.0%]` */
 export function formatInterval(i: Interval): string {
   return `${formatPercent(i.mean)} [${formatPercent(i.low)}, ${formatPercent(i.high)}]`;
@@ -77,7 +85,7 @@ export const ResultsPanel = memo(function ResultsPanel({ evaluation, runs }: Res
                     {r.iteration}
                     {r.stoppedBy === 'user' ? ' (stopped)' : ''}
                     {r.imported ? ' (checkpoint)' : ''}
-                    {r.validation?.kept === 'start' ? ` (synthetic phase undone: simulator validation ${formatPercent(r.validation.start)} -> ${formatPercent(r.validation.end ?? 0)})` : ''}
+                    {keptNote(r.validation)}
                   </td>
                   <td>{formatInterval(r.evaluation.success)}</td>
                   <td>{r.evaluation.meanReward.toFixed(3)}</td>
