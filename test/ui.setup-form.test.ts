@@ -1,6 +1,6 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
-import { ENV_PRESETS, PRESETS } from '../src/train/config.ts';
+import { ENV_PRESETS, PRESETS, VALIDATION_EVERY, VALIDATION_TASKS } from '../src/train/config.ts';
 import { configFromForm, defaultSetupForm, llmSelectionFromForm, presetValue, SetupFormError } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 
@@ -61,6 +61,16 @@ describe('setup form', () => {
     expect(ENV_PRESETS.shop?.offline?.expertEpisodes).not.toBe(PRESETS.standard.offline.expertEpisodes);
     expect(configFromForm({ ...defaultSetupForm(), env: 'shop', advanced: { expertEpisodes: '30' } }).offline.expertEpisodes).toBe(30);
     expect(presetValue('quick', 'sftEpochs')).toBe(PRESETS.quick.sft.epochs);
+  });
+
+  it('sets the simulator validation: tasks (placeholder 50 with retrieval, 0 with an LLM) and how often', () => {
+    expect(presetValue('quick', 'validationTasks')).toBe(VALIDATION_TASKS);
+    expect(presetValue('quick', 'validationTasks', 'shop', 'llm')).toBe(0);
+    expect(presetValue('quick', 'validationEvery')).toBe(VALIDATION_EVERY);
+    expect(configFromForm(defaultSetupForm()).validation).toEqual({ tasks: VALIDATION_TASKS, every: VALIDATION_EVERY });
+    expect(configFromForm({ ...defaultSetupForm(), advanced: { validationTasks: '0', validationEvery: '2' } }).validation).toEqual({ tasks: 0, every: 2 });
+    expect(configFromForm({ ...defaultSetupForm(), advanced: { validationEvery: '3' } }).validation).toEqual({ tasks: VALIDATION_TASKS, every: 3 });
+    expect(() => configFromForm({ ...defaultSetupForm(), advanced: { validationTasks: '-1' } })).toThrow(/Simulator validation tasks \(0: none\): expected a whole number of at least 0/);
   });
 
   it('no download by default: retrieval, no LLM to load', () => {

@@ -218,7 +218,7 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
                 inputMode="numeric"
                 autoComplete="off"
                 size={6}
-                placeholder={String(presetValue(form.preset, key, form.env))}
+                placeholder={String(presetValue(form.preset, key, form.env, form.sim))}
                 value={form.advanced[key] ?? ''}
                 aria-invalid={error?.field === key}
                 onInput={(e) => setAdvanced(key, (e.currentTarget as HTMLInputElement).value)}

@@ -18,6 +18,8 @@ export const ADVANCED_FIELDS = [
   { key: 'extraTasks', label: 'Extra seed tasks without episodes', min: 0 },
   { key: 'sftEpochs', label: 'Behaviour-cloning epochs', min: 1 },
   { key: 'evalEpisodes', label: 'Held-out evaluation tasks', min: 1 },
+  { key: 'validationTasks', label: 'Simulator validation tasks (0: none)', min: 0 },
+  { key: 'validationEvery', label: 'Synthetic iterations between validations (0: start and end only)', min: 0 },
 ] as const;
 
 export type AdvancedField = (typeof ADVANCED_FIELDS)[number]['key'];
@@ -68,9 +70,12 @@ export function isRlMode(mode: TrainingMode): boolean {
   return mode === 'real' || mode === 'dreamgym' || mode === 's2r';
 }
 
-/** The value a blank advanced field stands for under `preset` in `env` (environments may adjust a preset). */
-export function presetValue(preset: PresetName, key: AdvancedField, env: string = ENV_NAMES[0]): number {
-  const c = parseTrainingConfig({ env, mode: 'dreamgym' }, preset);
+/**
+ * The value a blank advanced field stands for under `preset` in `env` (environments may adjust a
+ * preset) with the experience model `sim` (validation runs by default with retrieval only).
+ */
+export function presetValue(preset: PresetName, key: AdvancedField, env: string = ENV_NAMES[0], sim: SetupForm['sim'] = 'retrieval'): number {
+  const c = parseTrainingConfig({ env, mode: 'dreamgym', sim }, preset);
   switch (key) {
     case 'expertEpisodes':
     case 'noisyEpisodes':
@@ -78,6 +83,10 @@ export function presetValue(preset: PresetName, key: AdvancedField, env: string 
       return c.offline[key];
     case 'sftEpochs':
       return c.sft.epochs;
+    case 'validationTasks':
+      return c.validation.tasks;
+    case 'validationEvery':
+      return c.validation.every;
     default:
       return c[key];
   }
@@ -102,15 +111,19 @@ export function configFromForm(form: SetupForm): TrainingConfig {
   if (form.sim === 'llm' && form.llmPrior) input.prior = 'llm';
   if (form.warmStart && isRlMode(form.mode)) input.warmStart = 'sft';
   const offline: NonNullable<TrainingConfigInput['offline']> = {};
+  const validation: NonNullable<TrainingConfigInput['validation']> = {};
   for (const { key, label, min } of ADVANCED_FIELDS) {
     const text = form.advanced[key];
     if (text === undefined || text.trim() === '') continue;
     const n = wholeNumber(key, label, text, min);
     if (key === 'expertEpisodes' || key === 'noisyEpisodes' || key === 'extraTasks') offline[key] = n;
     else if (key === 'sftEpochs') input.sft = { epochs: n };
+    else if (key === 'validationTasks') validation.tasks = n;
+    else if (key === 'validationEvery') validation.every = n;
     else input[key] = n;
   }
   if (Object.keys(offline).length > 0) input.offline = offline;
+  if (Object.keys(validation).length > 0) input.validation = validation;
   return parseTrainingConfig(input, form.preset);
 }
 
