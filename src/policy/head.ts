@@ -430,11 +430,6 @@ export class PolicyHead {
     this.kept = null;
   }
 
-  /** Whether a copy of the weights is kept (see {@link keepWeights}). */
-  get hasKept(): boolean {
-    return this.kept !== null;
-  }
-
   /** The frozen reference weights; created from the current weights on first use. */
   referenceParams(): ParamTensors {
     if (!this.reference) this.resetReference();

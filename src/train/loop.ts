@@ -94,7 +94,7 @@ export interface IterationMetrics {
   wallMs: number;
 }
 
-/** One validation of a synthetic phase: after `iteration` of its iterations (0: at its start), greedy success inside the simulator. */
+/** One validation of a synthetic phase: after `iteration` of its iterations, greedy success inside the simulator. */
 export interface ValidationCheck {
   iteration: number;
   success: number;
@@ -111,7 +111,7 @@ export interface SyntheticValidation {
   end?: number;
   /** The validations in between (not the start's nor the end's). */
   between?: ValidationCheck[];
-  /** The best validated so far (the earliest among equals); absent while it is the start. */
+  /** The best of the validations in between (the earliest among equals), when one beat the start's. */
   best?: ValidationCheck;
   /**
    * The policy the phase ended with: `end` (its last), `start` (the policy it started from, put
