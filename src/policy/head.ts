@@ -401,10 +401,7 @@ export class PolicyHead {
    * frozen); the reference stays. False, changing nothing, when there is no reference yet.
    */
   restoreReference(): boolean {
-    this.assertLive();
-    if (!this.reference) return false;
-    for (const [name, v] of this.vars) v.assign(this.reference.get(name) as tf.Tensor);
-    return true;
+    return this.assignCopy(this.reference);
   }
 
   /** Keeps a copy of the current weights (replacing an earlier one) for {@link restoreKept}. */
@@ -418,10 +415,7 @@ export class PolicyHead {
    * False, changing nothing, when none was kept.
    */
   restoreKept(): boolean {
-    this.assertLive();
-    if (!this.kept) return false;
-    for (const [name, v] of this.vars) v.assign(this.kept.get(name) as tf.Tensor);
-    return true;
+    return this.assignCopy(this.kept);
   }
 
   /** Frees the kept copy of the weights, if any. */
@@ -572,6 +566,14 @@ export class PolicyHead {
       }
     }
     this.vars.clear();
+  }
+
+  /** Assigns a copy's weights to the variables; false, changing nothing, without a copy. */
+  private assignCopy(copy: Map<string, tf.Tensor> | null): boolean {
+    this.assertLive();
+    if (!copy) return false;
+    for (const [name, v] of this.vars) v.assign(copy.get(name) as tf.Tensor);
+    return true;
   }
 
   private disposeReference(): void {
