@@ -69,7 +69,7 @@ describe('experiment table: synthetic-phase validation', () => {
     a.seeds[2]!.validation = { tasks: 50, start: 0.1, end: 0.7, kept: 'end' };
     const r = { env: 'shop', preset: 'quick', seeds: 3, evalEpisodes: 2, arms: [a], comparisons: [], wallMs: 0, command: 'x' } as unknown as Parameters<typeof experimentFiles>[0];
     const table = experimentFiles(r)['table.md']!;
-    expect(table).toContain('| dreamgym | 2.0 -> 62.0 (kept iteration 5: 76.0), 90.0 -> 80.0 (start kept), 10.0 -> 70.0 | 1 / 1 / 1 |');
+    expect(table).toContain('| dreamgym | 2.0 -> 62.0 (kept iteration 5: 76.0), 90.0 -> 80.0 (kept the start), 10.0 -> 70.0 | 1 / 1 / 1 |');
   });
 });
 

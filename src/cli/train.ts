@@ -31,6 +31,7 @@ import { evaluate, type EvalActor, type EvalResult, type Interval } from '../tra
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
+import { keptPhrase } from '../train/validation.ts';
 import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
 import { dataOnlySpec, evaluateSynthetic, planSeedData, SeedDataError, type SeedDataPlan } from '../train/seed-data.ts';
 import { RetrievalExperienceModel } from '../experience/retrieval.ts';
@@ -576,8 +577,8 @@ function progressFields(snapshot: RunSnapshot, record: RunRecord): Partial<RunRe
 function validationSummary(record: RunRecord): string {
   const v = record.validation;
   if (!v || v.end === undefined) return '';
-  const kept = v.kept === 'start' ? ' (kept the start)' : v.kept === 'between' && v.best ? ` (kept iteration ${v.best.iteration}: ${pct(v.best.success)})` : '';
-  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${kept}`;
+  const kept = keptPhrase(v, pct);
+  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${kept ? ` (${kept})` : ''}`;
 }
 
 /** The mode, with `+sft` when an RL mode was warm-started. */

@@ -204,8 +204,8 @@ export const TrainingConfigSchema = z
          * start, an iteration in between, or the end. From scratch GRPO in the simulator climbs
          * for about ten iterations and then wanders (shop, seeds 0-7, held-out real success every
          * 4 iterations); keeping the best validated policy took shop `dreamgym` from 54.5% to
-         * 60.5% (quick preset, seeds 0-7, every 5 against start and end only). See BENCHMARKS.md
-         * ("training").
+         * 60.0% (quick preset, seeds 0-7, every 5 against start and end only; 53.8% to 59.0%
+         * over 12 seeds). See BENCHMARKS.md ("training").
          */
         every: z.number().int().min(0).default(VALIDATION_EVERY),
       })

@@ -14,7 +14,8 @@ import type { EnvName } from '../core/types.ts';
 import { parseTrainingConfig, type PresetName, type TrainingConfig, type TrainingConfigInput } from './config.ts';
 import { aggregateEvaluations, bootstrapInterval, evaluate, type EvalActor, type EvalResult, type Interval } from './evaluate.ts';
 import type { PolicyAgent } from './agent.ts';
-import { plannedIterations, runTraining, type IterationMetrics, type RunSnapshot, type SyntheticValidation } from './loop.ts';
+import { plannedIterations, runTraining, type IterationMetrics, type RunSnapshot } from './loop.ts';
+import { keptPhrase, type SyntheticValidation } from './validation.ts';
 import { referencePolicy } from './reference.ts';
 import { prepareRun } from './setup.ts';
 
@@ -524,8 +525,8 @@ function validationLines(r: ExperimentResult): string[] {
     if (validated.length === 0) return [];
     const runs = validated
       .map((v) => {
-        const kept = v.kept === 'start' ? ' (start kept)' : v.kept === 'between' && v.best ? ` (kept iteration ${v.best.iteration}: ${pct(v.best.success)})` : '';
-        return `${pct(v.start)} -> ${pct(v.end ?? Number.NaN)}${kept}`;
+        const kept = keptPhrase(v, pct);
+        return `${pct(v.start)} -> ${pct(v.end ?? Number.NaN)}${kept ? ` (${kept})` : ''}`;
       })
       .join(', ');
     const count = (k: SyntheticValidation['kept']): number => validated.filter((v) => v.kept === k).length;

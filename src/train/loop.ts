@@ -29,6 +29,7 @@ import type { SftExample } from '../rl/sft.ts';
 import { Trainer, type UpdateMetrics } from '../rl/trainer.ts';
 import { PolicyAgent, type AgentContext } from './agent.ts';
 import { evaluateSynthetic } from './seed-data.ts';
+import type { SyntheticValidation } from './validation.ts';
 import type { TrainingConfig } from './config.ts';
 
 /** Offline seed data: train-split tasks and their real trajectories. */
@@ -92,32 +93,6 @@ export interface IterationMetrics {
   updateMs: number;
   rolloutMs: number;
   wallMs: number;
-}
-
-/** One validation of a synthetic phase: after `iteration` of its iterations, greedy success inside the simulator. */
-export interface ValidationCheck {
-  iteration: number;
-  success: number;
-}
-
-/**
- * The synthetic phase's validation (see `validation` in the config): greedy success inside the
- * simulator on recorded tasks when the phase started, every few iterations and when it ended,
- * and which policy the run kept.
- */
-export interface SyntheticValidation {
-  tasks: number;
-  start: number;
-  end?: number;
-  /** The validations in between (not the start's nor the end's). */
-  between?: ValidationCheck[];
-  /** The best of the validations in between (the earliest among equals), when one beat the start's. */
-  best?: ValidationCheck;
-  /**
-   * The policy the phase ended with: `end` (its last), `start` (the policy it started from, put
-   * back) or `between` (the one that validated at `best`, put back).
-   */
-  kept?: 'start' | 'end' | 'between';
 }
 
 /** Everything needed to resume a run. */

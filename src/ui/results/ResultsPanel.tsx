@@ -5,15 +5,15 @@
 import { memo } from 'preact/compat';
 import type { Interval } from '../../train/evaluate.ts';
 import type { PageRunRecord, StoredRunEvaluation } from '../runs/records.ts';
+import { keptPhrase } from '../../train/validation.ts';
 
 const formatPercent = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
-/** What the synthetic phase ended with, when not its last policy. */
-export function keptNote(v: PageRunRecord['validation']): string {
+/** ` (simulator validation 96.0% -> 90.0%, kept the start)` when the synthetic phase ended with another policy than its last; `''` otherwise. */
+export function validationNote(v: PageRunRecord['validation']): string {
   if (!v || v.end === undefined) return '';
-  if (v.kept === 'start') return ` (synthetic phase undone: simulator validation ${formatPercent(v.start)} -> ${formatPercent(v.end)})`;
-  if (v.kept === 'between' && v.best) return ` (kept the synthetic phase's iteration ${v.best.iteration}: simulator validation ${formatPercent(v.start)} -> ${formatPercent(v.best.success)}, ${formatPercent(v.end)} at its end)`;
-  return '';
+  const kept = keptPhrase(v, formatPercent);
+  return kept ? ` (simulator validation ${formatPercent(v.start)} -> ${formatPercent(v.end)}, ${kept})` : '';
 }
 
 /** `42.0% [31.0%, 53.0%]` */
@@ -85,7 +85,7 @@ export const ResultsPanel = memo(function ResultsPanel({ evaluation, runs }: Res
                     {r.iteration}
                     {r.stoppedBy === 'user' ? ' (stopped)' : ''}
                     {r.imported ? ' (checkpoint)' : ''}
-                    {keptNote(r.validation)}
+                    {validationNote(r.validation)}
                   </td>
                   <td>{formatInterval(r.evaluation.success)}</td>
                   <td>{r.evaluation.meanReward.toFixed(3)}</td>

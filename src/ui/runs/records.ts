@@ -8,7 +8,7 @@ import type { SeedFileSummary } from './seed-file.ts';
 import { wrap, type DBSchema, type IDBPDatabase } from 'idb';
 import type { TrainingConfig } from '../../train/config.ts';
 import type { Interval } from '../../train/evaluate.ts';
-import type { SyntheticValidation } from '../../train/loop.ts';
+import type { SyntheticValidation } from '../../train/validation.ts';
 
 /** The default database name of the run index. */
 export const DEFAULT_RUN_INDEX_NAME = 'dreamgym-page-runs';
