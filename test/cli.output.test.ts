@@ -101,6 +101,24 @@ describe('writing', () => {
   });
 });
 
+describe('progress bars', () => {
+  it('shows a note after the count until the next update', () => {
+    let screen = '';
+    const tty = { isTTY: true, columns: 120, write: (s: string) => ((screen += s), true), on() {}, removeListener() {}, cursorTo() {}, clearLine() {}, moveCursor() {} };
+    const bar = createProgress('shop dreamgym', 10, tty as unknown as NodeJS.WriteStream);
+    bar.update(3, '(validating in the simulator: 12/50)');
+    bar.stop();
+    expect(screen).toContain('3/10 30% eta');
+    expect(screen).toMatch(/3\/10 30% eta \S+ \(validating in the simulator: 12\/50\)/);
+    screen = '';
+    const next = createProgress('shop dreamgym', 10, tty as unknown as NodeJS.WriteStream);
+    next.update(4);
+    next.stop();
+    expect(screen).toContain('4/10');
+    expect(screen).not.toContain('validating');
+  });
+});
+
 describe('cleanup on exit', () => {
   it('removes the temporary files being written and shows the cursor again', async () => {
     const writer = await openOutput(await resolveOutput(join(dir, 'big.jsonl')));

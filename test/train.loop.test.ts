@@ -296,8 +296,14 @@ describe('keeping the best validated policy', () => {
       expect(validating.size).toBe(4);
       expect([...validating].some((id) => pooled.has(id))).toBe(false);
       const snapshots: RunSnapshot[] = [];
-      const full = await runTraining(c, { ...scriptedValidation(run.deps, validating, [1]), persist: async (s) => void snapshots.push(s) });
+      const progress: TrainingProgress[] = [];
+      const full = await runTraining(c, { ...scriptedValidation(run.deps, validating, [1]), persist: async (s) => void snapshots.push(s) }, { onProgress: (p) => void progress.push(p) });
       full.trainer.dispose();
+      // Each round reports its progress, from none to all four tasks, after the iterations completed so far.
+      const rounds = progress.filter((p) => p.validating);
+      expect(rounds.filter((p) => p.validating?.done === 0).map((p) => p.iteration)).toEqual([0, 1, 2, 3]);
+      expect(rounds.filter((p) => p.validating?.done === 4).map((p) => p.iteration)).toEqual([0, 1, 2, 3]);
+      expect(rounds.every((p) => p.validating?.total === 4 && p.metrics === undefined)).toBe(true);
       expect(full.validation).toEqual({ tasks: 4, start: 0, between: [{ iteration: 1, success: 1 }, { iteration: 2, success: 0 }], best: { iteration: 1, success: 1 }, end: 0, kept: 'between' });
       // The policy kept is the one after the first iteration, not the start (the reference) nor the end.
       const policyOf = (s: RunSnapshot) => s.checkpoint.weights.filter((w) => !w.name.includes('/')).map((w) => Array.from(w.data as Float32Array));

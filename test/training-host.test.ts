@@ -68,7 +68,13 @@ describe('training host', () => {
     expect(k[0]).toBe('backend');
     expect(k).toContain('seed');
     expect(k.filter((x) => x === 'iteration')).toHaveLength(3);
+    expect(k.filter((x) => x === 'iteration-start')).toHaveLength(3);
     expect(k.at(-1)).toBe('finished');
+    // The synthetic phase is validated at its start (after 0 iterations) and at its end (after 3),
+    // each validation reported from none to all of its tasks.
+    const validating = events.filter((e): e is Extract<TrainingEvent, { kind: 'validating' }> => e.kind === 'validating');
+    expect(validating.filter((e) => e.done === 0).map((e) => e.iteration)).toEqual([0, 3]);
+    expect(validating.filter((e) => e.done === e.total && e.total > 0).map((e) => e.iteration)).toEqual([0, 3]);
     const seed = events.filter((e): e is Extract<TrainingEvent, { kind: 'seed' }> => e.kind === 'seed');
     expect(seed.at(-1)?.done).toBe(seed.at(-1)?.total);
     expect(seed.at(-1)?.total).toBeGreaterThan(0);

@@ -43,6 +43,23 @@ describe('training view reducer', () => {
     expect(isActive(u.status)).toBe(false);
   });
 
+  it('shows a validation inside the simulator until the next iteration event', () => {
+    const s = run([
+      { kind: 'request', what: 'start', runId: 'a' },
+      { kind: 'started', record: record('a'), metrics: [] },
+      { kind: 'iteration-start', runId: 'a', iteration: 0, totalIterations: 3, phase: 'synthetic' },
+      { kind: 'validating', runId: 'a', iteration: 0, done: 0, total: 50 },
+      { kind: 'validating', runId: 'b', iteration: 0, done: 9, total: 50 },
+      { kind: 'validating', runId: 'a', iteration: 0, done: 20, total: 50 },
+    ]);
+    expect(s.validating).toEqual({ done: 20, total: 50, iteration: 0 });
+    // A pause waits for the validation: it goes on showing.
+    expect(run([{ kind: 'request', what: 'pause' }], s).validating).toEqual({ done: 20, total: 50, iteration: 0 });
+    expect(run([{ kind: 'iteration', runId: 'a', iteration: 1, totalIterations: 3, metrics: m(0) }], s).validating).toBeNull();
+    expect(run([{ kind: 'iteration-start', runId: 'a', iteration: 0, totalIterations: 3, phase: 'synthetic' }], s).validating).toBeNull();
+    expect(run([{ kind: 'failed', runId: 'a', message: 'boom' }], s).validating).toBeNull();
+  });
+
   it('keeps one metric per iteration in order, and marks a resumed run', () => {
     const s = run([
       { kind: 'request', what: 'resume', runId: 'a' },

@@ -341,6 +341,10 @@ export class TrainingHost {
         signal: active.controller.signal,
         ...(resume ? { resume } : {}),
         onProgress: (p) => {
+          if (p.validating) {
+            this.post({ kind: 'validating', runId, iteration: p.iteration, done: p.validating.done, total: p.validating.total });
+            return;
+          }
           if (!p.metrics) {
             this.post({ kind: 'iteration-start', runId, iteration: p.iteration, totalIterations: p.totalIterations, phase: p.phase });
             return;

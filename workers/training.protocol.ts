@@ -63,6 +63,8 @@ export type TrainingEvent =
   | { kind: 'iteration-start'; runId: string; iteration: number; totalIterations: number; phase: IterationMetrics['phase'] }
   /** An iteration ended (its snapshot is stored). `iteration` counts completed iterations. */
   | { kind: 'iteration'; runId: string; iteration: number; totalIterations: number; metrics: IterationMetrics }
+  /** The synthetic phase's validation inside the simulator: `done` of `total` episodes, after `iteration` completed iterations. */
+  | { kind: 'validating'; runId: string; iteration: number; done: number; total: number }
   /** Held-out evaluation: `done` of `total` episodes. */
   | { kind: 'evaluating'; runId: string; done: number; total: number }
   /** The run ended and was evaluated. */

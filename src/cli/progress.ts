@@ -2,7 +2,8 @@ import cliProgress from 'cli-progress';
 
 /** A progress reporter: a bar on a TTY, silence elsewhere (logs and pipes stay clean). */
 export interface Progress {
-  update(done: number): void;
+  /** Sets the count; `note` (optional) is shown after the bar until the next update. */
+  update(done: number, note?: string): void;
   stop(): void;
 }
 
@@ -24,7 +25,7 @@ export function activeProgressCount(): number {
 export function createProgress(label: string, total: number, stream: NodeJS.WriteStream = process.stderr): Progress {
   if (!stream.isTTY) return { update() {}, stop() {} };
   const bar = new cliProgress.SingleBar(
-    { format: `${label} [{bar}] {value}/{total} {percentage}% eta {eta}s`, stream, hideCursor: true },
+    { format: `${label} [{bar}] {value}/{total} {percentage}% eta {eta}s{note}`, stream, hideCursor: true },
     cliProgress.Presets.shades_classic,
   );
   let running = true;
@@ -37,10 +38,10 @@ export function createProgress(label: string, total: number, stream: NodeJS.Writ
     },
   };
   active.add(handle);
-  bar.start(total, 0);
+  bar.start(total, 0, { note: '' });
   return {
-    update: (done) => {
-      if (running) bar.update(done);
+    update: (done, note) => {
+      if (running) bar.update(done, { note: note ? ` ${note}` : '' });
     },
     stop: handle.stop,
   };

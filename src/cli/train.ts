@@ -498,6 +498,10 @@ async function trainOnEnv(
         signal: controller.signal,
         resume,
         onProgress: (p) => {
+          if (p.validating) {
+            bar?.update(p.iteration, `(validating in the simulator: ${p.validating.done}/${p.validating.total})`);
+            return;
+          }
           if (!p.metrics) return;
           bar?.update(p.iteration);
           if (opts.stopAfter !== undefined && p.iteration >= opts.stopAfter && p.iteration < p.totalIterations && !controller.signal.aborted) {

@@ -121,12 +121,19 @@ export interface RunSnapshot {
   validation?: SyntheticValidation;
 }
 
-/** Progress reports. */
+/**
+ * Progress reports: an iteration starts (no `metrics`, no `validating`), an iteration ended
+ * (`metrics`), or the synthetic phase's validation inside the simulator advanced (`validating`:
+ * validation episodes finished of all; a household validation takes seconds, so a page or a
+ * terminal would otherwise look stuck).
+ */
 export interface TrainingProgress {
+  /** Completed iterations. */
   iteration: number;
   totalIterations: number;
   phase: IterationMetrics['phase'];
   metrics?: IterationMetrics;
+  validating?: { done: number; total: number };
 }
 
 export interface TrainingOptions {
@@ -328,7 +335,15 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     const actor = { choose: async (contexts: readonly AgentContext[]) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
     const demos = deps.demos && config.demos > 0 ? (o: Observation, a: string) => (deps.demos as NonNullable<TrainingDeps['demos']>)(o, a, config.demos) : null;
     checkAbort();
-    const result = await evaluateSynthetic(actor, experience, validating, firstObservation, { maxSteps, demos });
+    let reported = -1;
+    const report = (done: number): void => {
+      reported = done;
+      options.onProgress?.({ iteration, totalIterations: total, phase: 'synthetic', validating: { done, total: validating.length } });
+    };
+    report(0);
+    const result = await evaluateSynthetic(actor, experience, validating, firstObservation, { maxSteps, demos, onProgress: report });
+    // An episode that never ended (the step limit) never reported one: the validation is over all the same.
+    if (reported < validating.length) report(validating.length);
     return result.successRate;
   };
   /** Validates the policy after `done` synthetic iterations; keeps a copy of it if it is the best so far. */

@@ -31,6 +31,8 @@ export interface TrainingViewState {
   /** Metrics of every completed iteration of the run, oldest first. */
   metrics: IterationMetrics[];
   seed: Progress | null;
+  /** The synthetic phase's validation inside the simulator while one runs, after `iteration` completed iterations. */
+  validating: (Progress & { iteration: number }) | null;
   evaluating: Progress | null;
   evaluation: StoredRunEvaluation | null;
   backend: BackendReport | null;
@@ -72,6 +74,7 @@ export function initialTrainingState(): TrainingViewState {
     phase: null,
     metrics: [],
     seed: null,
+    validating: null,
     evaluating: null,
     evaluation: null,
     backend: null,
@@ -100,7 +103,11 @@ function withMetric(metrics: readonly IterationMetrics[], m: IterationMetrics): 
 
 /** The next state. Events of another run than the one shown are ignored (except run lists). */
 export function reduceTraining(state: TrainingViewState, action: TrainingAction): TrainingViewState {
-  const next = reduceEvent(state, action);
+  let next = reduceEvent(state, action);
+  // A validation is over once an iteration starts or ends, or the run leaves training.
+  if (next.validating && action.kind !== 'validating' && (action.kind === 'iteration-start' || action.kind === 'iteration' || (action.kind === 'request' && (action.what === 'start' || action.what === 'resume')) || next.runId !== state.runId || !isActive(next.status) || next.status === 'evaluating')) {
+    next = { ...next, validating: null };
+  }
   // A run that comes to rest is no longer another tab's: this one may take it over.
   if (next.readOnly && next.runId === state.runId && !isActive(next.status)) return { ...next, readOnly: false };
   return next;
@@ -175,6 +182,9 @@ function reduceEvent(state: TrainingViewState, action: TrainingAction): Training
     case 'iteration':
       if (action.runId !== state.runId) return state;
       return { ...state, iteration: action.iteration, totalIterations: action.totalIterations, metrics: withMetric(state.metrics, action.metrics) };
+    case 'validating':
+      if (action.runId !== state.runId) return state;
+      return { ...state, validating: { done: action.done, total: action.total, iteration: action.iteration } };
     case 'evaluating':
       if (action.runId !== state.runId) return state;
       return { ...state, status: 'evaluating', phase: null, evaluating: { done: action.done, total: action.total } };

@@ -1,7 +1,7 @@
 /**
- * The training panel: what the run is doing (seed data, iterations, evaluation) with progress
- * bars, and Pause / Resume / Stop; for a run on the local LLM, its models and the requests the
- * page's LLM served it.
+ * The training panel: what the run is doing (seed data, iterations, the synthetic phase's
+ * validation, evaluation) with progress bars, and Pause / Resume / Stop; for a run on the local
+ * LLM, its models and the requests the page's LLM served it.
  */
 import type { LLMViewState } from '../state/llm-state.ts';
 import type { TrainingViewState } from '../state/training-state.ts';
@@ -30,6 +30,7 @@ export function statusText(s: TrainingViewState): string {
       return `Generating and storing the offline seed data: ${s.seed?.done ?? 0} of ${s.seed?.total ?? 0} episodes.`;
     case 'running':
       if (s.readOnly) return `Another tab is training ${run}: iteration ${Math.min(s.iteration + 1, Math.max(1, s.totalIterations))} of ${s.totalIterations}${s.phase ? ` (${s.phase})` : ''}.`;
+      if (s.validating) return `Training ${run}${s.resumed ? ' (resumed)' : ''}: validating the policy inside the simulator after iteration ${s.validating.iteration} of ${s.totalIterations}: ${s.validating.done} of ${s.validating.total} tasks.`;
       return `Training ${run}${s.resumed ? ' (resumed)' : ''}: iteration ${Math.min(s.iteration + 1, s.totalIterations)} of ${s.totalIterations}${s.phase ? ` (${s.phase})` : ''}.`;
     case 'pausing':
       return 'Pausing after this iteration…';
@@ -81,6 +82,15 @@ export function TrainPanel({ state, llm, onPause, onResume, onStop }: TrainPanel
           {state.iteration} / {state.totalIterations}
         </span>
       </div>
+      {state.validating && (
+        <div class="progress-row">
+          <label for="validation-progress">Validation</label>
+          <progress id="validation-progress" data-testid="validation-progress" max={Math.max(1, state.validating.total)} value={state.validating.done} />
+          <span class="stat">
+            {state.validating.done} / {state.validating.total}
+          </span>
+        </div>
+      )}
       {state.evaluating && state.status === 'evaluating' && (
         <div class="progress-row">
           <label for="eval-progress">Evaluation</label>
