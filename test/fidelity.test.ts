@@ -3,8 +3,13 @@ import { getEnvSpec } from '../src/envs/registry.ts';
 import { EchoExperienceModel } from '../src/experience/baselines.ts';
 import type { RetrievalModelConfig } from '../src/experience/retrieval.ts';
 import type { ExperienceModel } from '../src/experience/types.ts';
+import { Rng } from '../src/core/rng.ts';
+import type { RealEnvironment } from '../src/core/types.ts';
+import { runEpisode } from '../src/envs/episode.ts';
+import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import {
   jaccard,
+  measureDemonstratorFalseSuccess,
   measureFalseSuccess,
   measureScriptedFalseSuccess,
   measureFidelity,
@@ -96,7 +101,7 @@ describe('retrieval experience model fidelity (held-out test-split episodes)', (
       if (env === 'shop') for (const b of baselines) expect(b.finalVerdictBalanced).toBeLessThanOrEqual(0.8);
       // Both policies were measured in both task groups, inside and outside the simulator.
       expect(new Set(t.falseSuccess.map((r) => `${r.policy}/${r.tasks}`))).toEqual(
-        new Set(['random/grounded', 'random/held-out', 'noisy:0.3/grounded', 'noisy:0.3/held-out', 'scripted:0.3/grounded', 'scripted:0.3/held-out']),
+        new Set(['random', 'noisy:0.3', 'scripted:0.3', 'demonstrator:0.3'].flatMap((p) => [`${p}/grounded`, `${p}/held-out`])),
       );
     });
 
@@ -160,6 +165,40 @@ describe('false-success measurement', () => {
     const rows = await measureScriptedFalseSuccess(spec, new EchoExperienceModel(), tasks, 0.3, 0, 'held-out');
     expect(rows.find((r) => r.taskType === 'all')!.simSuccess).toBe(0);
     await expect(measureScriptedFalseSuccess(spec, replay, tasks, 2, 0, 'grounded')).rejects.toThrow(/got 2/);
+  });
+
+  it('the noisy demonstrator acts on observations alone, a fresh one per episode, inside and outside the simulator', async () => {
+    for (const env of ['shop', 'household'] as const) {
+      const spec = getEnvSpec(env);
+      const tasks = spec.tasks({ split: 'train', count: 10, seed: 6 });
+      let world = spec.create();
+      const replay: ExperienceModel = {
+        kind: 'replay',
+        reset: async () => ({ text: '', actions: [] }),
+        step: async ({ task, history, action }) => {
+          if (history.length === 0) {
+            world = spec.create();
+            world.reset(tasks.find((t) => t.id === task.id)!);
+          }
+          const r = world.step(action);
+          return { reasoning: '', observation: r.observation, reward: r.reward, done: r.done, valid: true };
+        },
+      };
+      const [same] = await measureDemonstratorFalseSuccess(spec, replay, tasks, 0, 0, 'grounded');
+      expect(same!.policy).toBe('demonstrator:0');
+      // Without noise it succeeds as often as the offline data's demonstrator episodes on the same tasks.
+      const recorded = tasks.map((t) => runEpisode(spec.create(), t, spec.demonstrator!(), { rng: new Rng(0) }).success);
+      expect(same!.realSuccess).toBe(recorded.filter(Boolean).length / tasks.length);
+      expect(same!.realSuccess).toBeGreaterThanOrEqual(0.7);
+      expect(same!.simSuccess).toBe(same!.realSuccess);
+      const echo = await measureDemonstratorFalseSuccess(spec, new EchoExperienceModel(), tasks, 0.3, 0, 'held-out');
+      expect(echo.find((r) => r.taskType === 'all' || echo.length === 1)!.simSuccess).toBe(0);
+    }
+    // A "demonstrator" that reads its environment (the goal) is refused, not measured.
+    const shop = getEnvSpec('shop');
+    const peeking = { ...shop, demonstrator: () => (env: RealEnvironment) => env.expertAction() } as AnyEnvSpec;
+    await expect(measureDemonstratorFalseSuccess(peeking, new EchoExperienceModel(), shop.tasks({ split: 'train', count: 2, seed: 6 }), 0, 0, 'grounded')).rejects.toThrow(/read its environment \(expertAction\)/);
+    await expect(measureDemonstratorFalseSuccess({ ...shop, demonstrator: undefined } as AnyEnvSpec, new EchoExperienceModel(), [], 0, 0, 'grounded')).rejects.toThrow(/has no demonstrator/);
   });
 
   it('the real column does not depend on the simulator measured next to it', async () => {

@@ -2,8 +2,8 @@
  * Fidelity suite: the retrieval experience model next to the trivial simulators (echo, majority)
  * on held-out test-split episodes of both environments, with the model's margin over the best
  * baseline per measure, and the sim-vs-real success rates of a random policy, a noisy expert
- * (told what to do by a shadow real environment) and the noisy scripted reference (acting on what it
- * is shown).
+ * (told what to do by a shadow real environment), and the noisy scripted reference and noisy
+ * demonstrator (acting on what they are shown).
  */
 import { ENV_NAMES } from '../core/types.ts';
 import { getEnvSpec } from '../envs/registry.ts';

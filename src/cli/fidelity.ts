@@ -33,9 +33,9 @@ export function formatFidelity(t: FidelityTable & { backend: string }): string {
   }
   lines.push(`  (consistency measured on ${model.consistencyPairs} repeats whose real outcome was the same)`);
   if (t.falseSuccess.length > 0) {
-    lines.push('', 'success inside the simulator vs the real environment:', `${'policy'.padEnd(12)} ${'tasks'.padEnd(9)} ${'task type'.padEnd(22)} ${'n'.padStart(4)} ${'sim'.padStart(7)} ${'real'.padStart(7)}`);
+    lines.push('', 'success inside the simulator vs the real environment:', `${'policy'.padEnd(16)} ${'tasks'.padEnd(9)} ${'task type'.padEnd(22)} ${'n'.padStart(4)} ${'sim'.padStart(7)} ${'real'.padStart(7)}`);
     for (const r of t.falseSuccess) {
-      lines.push(`${r.policy.padEnd(12)} ${r.tasks.padEnd(9)} ${r.taskType.padEnd(22)} ${String(r.episodes).padStart(4)} ${pct(r.simSuccess).padStart(7)} ${pct(r.realSuccess).padStart(7)}`);
+      lines.push(`${r.policy.padEnd(16)} ${r.tasks.padEnd(9)} ${r.taskType.padEnd(22)} ${String(r.episodes).padStart(4)} ${pct(r.simSuccess).padStart(7)} ${pct(r.realSuccess).padStart(7)}`);
     }
   }
   lines.push(`${(t.ms / 1000).toFixed(1)} s on tfjs ${t.backend}`, '');

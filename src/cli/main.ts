@@ -110,7 +110,8 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
       'Measure how faithfully an experience model imitates a real environment on held-out test-split episodes, next to trivial ' +
         'simulators (echo: nothing changes; majority: the most frequent outcome of each kind of action): admissible-action ' +
         'agreement, next-state match, within-episode consistency, reward and done accuracy, final-step verdicts on successes ' +
-        'and failures; and the success of a random and a noisy expert policy inside the simulator against the real environment.',
+        'and failures; and the success of a random policy, a noisy expert and noisy goal-blind policies (the scripted reference, the ' +
+        'demonstrator) inside the simulator against the real environment.',
     )
     .addOption(new Option('--env <name>', 'built-in environment (or --env-module)').choices([...ENV_NAMES]))
     .option('--env-module <path>', 'your own environment module (see the README), instead of --env')

@@ -21,14 +21,16 @@
  * against the same policies in the real environment, per task type, on the tasks whose data the
  * model was built from (what synthetic training uses) and on held-out tasks. Inside the
  * simulator the noisy policy asks a shadow real environment, stepped with the same actions, for
- * the expert's action, and takes it when the simulated state admits it.
+ * the expert's action, and takes it when the simulated state admits it. Two noisy goal-blind
+ * policies, which act on what they are shown as a trained policy does, are measured the same
+ * way: the scripted reference and the environment's demonstrator.
  *
  * The real environment is used here only to produce ground truth and the policies' choices,
  * never inside a model.
  */
 import { Rng, hashString } from '../core/rng.ts';
 import type { Embedder } from '../core/embedding.ts';
-import { agentView, type Observation, type Task, type Trajectory } from '../core/types.ts';
+import { agentView, type Observation, type RealEnvironment, type Task, type Trajectory } from '../core/types.ts';
 import { isAdmissible } from '../experience/admissible.ts';
 import { EchoExperienceModel, MajorityRuleExperienceModel } from '../experience/baselines.ts';
 import { RetrievalExperienceModel, transitionsFromTrajectories, type RetrievalModelConfig } from '../experience/retrieval.ts';
@@ -229,6 +231,9 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
       if (hasReferencePolicy(spec.name)) {
         for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureScriptedFalseSuccess(spec, model, groups[group], 0.3, opts.seed, group, demos)));
       }
+      if (spec.demonstrator) {
+        for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureDemonstratorFalseSuccess(spec, model, groups[group], 0.3, opts.seed, group, demos)));
+      }
     }
     return { env: spec.name, rows, falseSuccess, ms: performance.now() - started };
   } finally {
@@ -421,37 +426,53 @@ function rowsByType(policy: string, group: FalseSuccessRow['tasks'], outcomes: r
   return rows;
 }
 
+/** One goal-blind policy's choice in an episode; undefined when it has none. */
+type EpisodeActor = (instruction: string, history: readonly HistoryStep[], observation: Observation, rng: Rng) => Promise<string | undefined>;
+
 /**
- * Success of the scripted reference policy (see `referencePolicy`) taking a random action with
- * probability `eps`, inside the simulator and in the real environment, on the same tasks. Unlike
- * the noisy expert, which asks a shadow real environment what to do, it acts only on what it is
- * shown, so inside the simulator it follows the simulated world: a place whose contents the data
- * never showed is searched, not held against the model. Simulated episodes start from the task's
- * real first observation and end at the environment's step limit.
+ * Stands in for the environment a goal-blind policy is handed: any use throws, so a policy
+ * measured with it provably acts on its observations alone (the same inside the simulator and
+ * in the real environment).
  */
-export async function measureScriptedFalseSuccess(
+const BLIND_ENVIRONMENT = new Proxy({} as RealEnvironment, {
+  get: (_target, key) => {
+    throw new Error(`a goal-blind policy read its environment (${String(key)}): it must act on observations only`);
+  },
+});
+
+/**
+ * Success of a goal-blind policy taking a random action with probability `eps`, inside the
+ * simulator and in the real environment, on the same tasks: `actorFor` makes a fresh actor per
+ * episode. Unlike the noisy expert, which asks a shadow real environment what to do, such a
+ * policy acts only on what it is shown, so inside the simulator it follows the simulated world:
+ * a place whose contents the data never showed is searched, not held against the model.
+ * Simulated episodes start from the task's real first observation and end at the environment's
+ * step limit.
+ */
+async function measureGoalBlindFalseSuccess(
   spec: AnyEnvSpec,
   model: ExperienceModel,
   tasks: readonly Task[],
+  policy: string,
   eps: number,
+  actorFor: () => EpisodeActor,
   seed: number,
   group: FalseSuccessRow['tasks'],
   demos?: DemoSource,
 ): Promise<FalseSuccessRow[]> {
   if (!(eps >= 0 && eps <= 1)) throw new RangeError(`eps must be in [0, 1], got ${eps}`);
-  const policy = `scripted:${eps}`;
-  const actor = referencePolicy(spec.name);
   const env = spec.create();
   const outcomes: { type: string; sim: boolean; real: boolean }[] = [];
-  // One episode of the noisy scripted policy, stepping through `step` (the real environment or the model).
+  // One episode of the noisy policy, stepping through `step` (the real environment or the model).
   const play = async (task: Task, side: 'real' | 'sim', first: Observation, step: (history: readonly HistoryStep[], observation: Observation, action: string) => Promise<{ observation: Observation; done: boolean; reward: number }>): Promise<boolean> => {
     const rng = new Rng(seed ^ hashString(`false-success:${policy}:${group}:${task.id}:${side}`));
+    const act = actorFor();
     const history: HistoryStep[] = [];
     let observation = first;
     for (let t = 0; t < spec.maxSteps; t++) {
       if (observation.actions.length === 0) return false;
-      const [scripted] = await actor.choose([{ instruction: task.instruction, history: history.map((h) => ({ action: h.action })), observation }]);
-      const action = !rng.chance(eps) && scripted !== undefined && isAdmissible(observation, scripted) ? scripted : rng.pick(observation.actions);
+      const chosen = await act(task.instruction, history, observation, rng);
+      const action = !rng.chance(eps) && chosen !== undefined && isAdmissible(observation, chosen) ? chosen : rng.pick(observation.actions);
       const r = await step(history, observation, action);
       history.push({ observation, action });
       if (r.done) return r.reward >= 0.999;
@@ -469,4 +490,42 @@ export async function measureScriptedFalseSuccess(
     outcomes.push({ type: taskType(task), sim, real });
   }
   return rowsByType(policy, group, outcomes);
+}
+
+/** {@link measureGoalBlindFalseSuccess} of the scripted reference policy (see `referencePolicy`), as `scripted:EPS`. */
+export async function measureScriptedFalseSuccess(
+  spec: AnyEnvSpec,
+  model: ExperienceModel,
+  tasks: readonly Task[],
+  eps: number,
+  seed: number,
+  group: FalseSuccessRow['tasks'],
+  demos?: DemoSource,
+): Promise<FalseSuccessRow[]> {
+  const actor = referencePolicy(spec.name);
+  const act: EpisodeActor = async (instruction, history, observation) => (await actor.choose([{ instruction, history: history.map((h) => ({ action: h.action })), observation }]))[0];
+  return measureGoalBlindFalseSuccess(spec, model, tasks, `scripted:${eps}`, eps, () => act, seed, group, demos);
+}
+
+/**
+ * {@link measureGoalBlindFalseSuccess} of the environment's demonstrator (`EnvSpec.demonstrator`,
+ * the goal-blind rule behind the behaviour-cloning data; a fresh one per episode), as
+ * `demonstrator:EPS`. It is handed an environment that throws on any use.
+ */
+export async function measureDemonstratorFalseSuccess(
+  spec: AnyEnvSpec,
+  model: ExperienceModel,
+  tasks: readonly Task[],
+  eps: number,
+  seed: number,
+  group: FalseSuccessRow['tasks'],
+  demos?: DemoSource,
+): Promise<FalseSuccessRow[]> {
+  const make = spec.demonstrator;
+  if (!make) throw new RangeError(`environment ${spec.name} has no demonstrator`);
+  const actorFor = (): EpisodeActor => {
+    const demonstrator = make.call(spec);
+    return async (_instruction, _history, observation, rng) => demonstrator(BLIND_ENVIRONMENT, observation, rng);
+  };
+  return measureGoalBlindFalseSuccess(spec, model, tasks, `demonstrator:${eps}`, eps, actorFor, seed, group, demos);
 }
