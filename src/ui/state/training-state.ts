@@ -104,13 +104,18 @@ function withMetric(metrics: readonly IterationMetrics[], m: IterationMetrics): 
 /** The next state. Events of another run than the one shown are ignored (except run lists). */
 export function reduceTraining(state: TrainingViewState, action: TrainingAction): TrainingViewState {
   let next = reduceEvent(state, action);
-  // A validation is over once an iteration starts or ends, or the run leaves training.
-  if (next.validating && action.kind !== 'validating' && (action.kind === 'iteration-start' || action.kind === 'iteration' || (action.kind === 'request' && (action.what === 'start' || action.what === 'resume')) || next.runId !== state.runId || !isActive(next.status) || next.status === 'evaluating')) {
-    next = { ...next, validating: null };
-  }
+  if (next.validating && endsValidation(action, state, next)) next = { ...next, validating: null };
   // A run that comes to rest is no longer another tab's: this one may take it over.
   if (next.readOnly && next.runId === state.runId && !isActive(next.status)) return { ...next, readOnly: false };
   return next;
+}
+
+/** Whether `action` ends the validation on show: an iteration starts or ends, another run starts, or the run leaves training. */
+function endsValidation(action: TrainingAction, before: TrainingViewState, after: TrainingViewState): boolean {
+  if (action.kind === 'validating') return false;
+  if (action.kind === 'iteration-start' || action.kind === 'iteration') return true;
+  if (action.kind === 'request' && (action.what === 'start' || action.what === 'resume')) return true;
+  return after.runId !== before.runId || !isActive(after.status) || after.status === 'evaluating';
 }
 
 function reduceEvent(state: TrainingViewState, action: TrainingAction): TrainingViewState {
