@@ -101,24 +101,6 @@ describe('thingToShow', () => {
     expect(placesOfRoom.filter((p) => thingToShow(named, arrival, two, afterTwo, p, at(p)) !== undefined)).toEqual([]);
   });
 
-  it('where the instruction asks for two, both have their places before the agent looks anywhere, so a sweep finds two', () => {
-    const two = task('held-2', 'put two mug in shelf.');
-    const both = places([middle], two);
-    expect(both).toHaveLength(2);
-    // Several tasks, the room swept in order: each first look shows a mug where the rule says, and two turn up.
-    for (let i = 0; i < 10; i++) {
-      const sweep = task(`held-sweep-${i}`, 'put two mug in shelf.');
-      const seen: Observation[] = [middle];
-      let found = 0;
-      for (const place of placesOfRoom) {
-        const shows = thingToShow(named, arrival, sweep, seen, place, at(place)) === 'mug';
-        if (shows) found++;
-        seen.push(at(place, shows ? [`mug ${found}`] : []));
-      }
-      expect(found, sweep.id).toBe(2);
-    }
-  });
-
   it('a recorded task: nothing where its recorded steps offered the thing, and never at a place they named', () => {
     const recorded = data.find(({ trajectory }) => trajectory.steps.some((s) => s.valid && s.action.startsWith('take ')));
     expect(recorded).toBeDefined();

@@ -10,8 +10,7 @@
  * This rule puts it at one place: of the places of the world the agent has seen, those of a kind
  * where the data found that kind of thing, ranked by a draw fixed per task and weighted by how
  * often the data found it there, the first that neither the task's recorded steps nor this episode
- * has shown without it (for "put two", one at each of the first two such places). It reads only
- * the instruction (agent-visible), the episode and the data.
+ * has shown without it. It reads only the instruction (agent-visible), the episode and the data.
  *
  * Nothing here knows an environment: what picks a thing up comes from the arrival rules
  * (`take {} from {}`), a kind is an entity without its instance number, and a place shows its
@@ -158,20 +157,18 @@ export function thingToShow(
   }
   world.add(place);
   for (const { kind, count } of kinds) {
-    const missing = count - [...offered].filter((t) => placeKind(t) === kind).length;
-    if (missing <= 0) continue;
+    if (!lacking(kind, count)) continue;
     const weights = named.foundAt.get(kind) as ReadonlyMap<string, number>;
     // A weighted draw without replacement, fixed per task and kind: key u^(1/w), largest first.
-    // Every missing one has its place from the start ("put two": the first two places drawn), so
-    // a sweep that passes the second's place before it finds the first still finds two.
-    const keyed: { at: string; key: number }[] = [];
+    let best: { at: string; key: number } | undefined;
     for (const candidate of world) {
       const w = weights.get(placeKind(candidate)) ?? 0;
       if (w <= 0 || shownBefore.has(candidate) || own.some((r) => r.places.has(candidate))) continue;
-      keyed.push({ at: candidate, key: Math.log(hashUnit(`${task.id}\u0000${kind}\u0000${candidate}`)) / w });
+      const u = hashUnit(`${task.id}\u0000${kind}\u0000${candidate}`);
+      const key = Math.log(u) / w;
+      if (!best || key > best.key) best = { at: candidate, key };
     }
-    keyed.sort((a, b) => b.key - a.key);
-    if (keyed.slice(0, missing).some((k) => k.at === place)) return kind;
+    if (best?.at === place) return kind;
   }
   return undefined;
 }
