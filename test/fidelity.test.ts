@@ -4,14 +4,13 @@ import { EchoExperienceModel } from '../src/experience/baselines.ts';
 import type { RetrievalModelConfig } from '../src/experience/retrieval.ts';
 import type { ExperienceModel } from '../src/experience/types.ts';
 import { Rng } from '../src/core/rng.ts';
-import type { RealEnvironment } from '../src/core/types.ts';
+import type { RealEnvironment, Task } from '../src/core/types.ts';
 import { runEpisode } from '../src/envs/episode.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import {
   jaccard,
-  measureDemonstratorFalseSuccess,
   measureFalseSuccess,
-  measureScriptedFalseSuccess,
+  measureGoalBlindFalseSuccess,
   measureFidelity,
   measureFidelityTable,
   mixedOfflineData,
@@ -120,6 +119,23 @@ describe('retrieval experience model fidelity (held-out test-split episodes)', (
   }
 });
 
+/** A "simulator" that steps a real environment of each episode's task: what a policy sees inside is what it would see outside. */
+function replayModel(spec: AnyEnvSpec, tasks: readonly Task[]): ExperienceModel {
+  let world = spec.create();
+  return {
+    kind: 'replay',
+    reset: async () => ({ text: '', actions: [] }),
+    step: async ({ task, history, action }) => {
+      if (history.length === 0) {
+        world = spec.create();
+        world.reset(tasks.find((t) => t.id === task.id)!);
+      }
+      const r = world.step(action);
+      return { reasoning: '', observation: r.observation, reward: r.reward, done: r.done, valid: true };
+    },
+  };
+}
+
 describe('false-success measurement', () => {
   it('tells a simulator that calls every ending a success from one that never does', async () => {
     const spec = getEnvSpec('shop');
@@ -143,62 +159,37 @@ describe('false-success measurement', () => {
   it('the noisy scripted policy acts on what the simulator shows: a simulator that replays the real world scores what the real one does', async () => {
     const spec = getEnvSpec('household');
     const tasks = spec.tasks({ split: 'train', count: 12, seed: 4 });
-    // A "simulator" that steps a real environment for each episode: what the policy sees inside is
-    // what it would see outside, so the two columns agree; echo never ends an episode.
-    let world = spec.create();
-    const replay: ExperienceModel = {
-      kind: 'replay',
-      reset: async () => ({ text: '', actions: [] }),
-      step: async ({ task, history, action }) => {
-        if (history.length === 0) {
-          world = spec.create();
-          world.reset(tasks.find((t) => t.id === task.id)!);
-        }
-        const r = world.step(action);
-        return { reasoning: '', observation: r.observation, reward: r.reward, done: r.done, valid: true };
-      },
-    };
-    const [same] = await measureScriptedFalseSuccess(spec, replay, tasks, 0, 0, 'grounded');
+    // What the policy sees inside the replay simulator is what it would see outside, so the two
+    // columns agree; echo never ends an episode.
+    const replay = replayModel(spec, tasks);
+    const [same] = await measureGoalBlindFalseSuccess(spec, replay, tasks, 'scripted', 0, 0, 'grounded');
     expect(same!.policy).toBe('scripted:0');
     expect(same!.realSuccess).toBeGreaterThanOrEqual(0.9);
     expect(same!.simSuccess).toBe(same!.realSuccess);
-    const rows = await measureScriptedFalseSuccess(spec, new EchoExperienceModel(), tasks, 0.3, 0, 'held-out');
+    const rows = await measureGoalBlindFalseSuccess(spec, new EchoExperienceModel(), tasks, 'scripted', 0.3, 0, 'held-out');
     expect(rows.find((r) => r.taskType === 'all')!.simSuccess).toBe(0);
-    await expect(measureScriptedFalseSuccess(spec, replay, tasks, 2, 0, 'grounded')).rejects.toThrow(/got 2/);
+    await expect(measureGoalBlindFalseSuccess(spec, replay, tasks, 'scripted', 2, 0, 'grounded')).rejects.toThrow(/got 2/);
   });
 
   it('the noisy demonstrator acts on observations alone, a fresh one per episode, inside and outside the simulator', async () => {
     for (const env of ['shop', 'household'] as const) {
       const spec = getEnvSpec(env);
       const tasks = spec.tasks({ split: 'train', count: 10, seed: 6 });
-      let world = spec.create();
-      const replay: ExperienceModel = {
-        kind: 'replay',
-        reset: async () => ({ text: '', actions: [] }),
-        step: async ({ task, history, action }) => {
-          if (history.length === 0) {
-            world = spec.create();
-            world.reset(tasks.find((t) => t.id === task.id)!);
-          }
-          const r = world.step(action);
-          return { reasoning: '', observation: r.observation, reward: r.reward, done: r.done, valid: true };
-        },
-      };
-      const [same] = await measureDemonstratorFalseSuccess(spec, replay, tasks, 0, 0, 'grounded');
+      const [same] = await measureGoalBlindFalseSuccess(spec, replayModel(spec, tasks), tasks, 'demonstrator', 0, 0, 'grounded');
       expect(same!.policy).toBe('demonstrator:0');
       // Without noise it succeeds as often as the offline data's demonstrator episodes on the same tasks.
       const recorded = tasks.map((t) => runEpisode(spec.create(), t, spec.demonstrator!(), { rng: new Rng(0) }).success);
       expect(same!.realSuccess).toBe(recorded.filter(Boolean).length / tasks.length);
       expect(same!.realSuccess).toBeGreaterThanOrEqual(0.7);
       expect(same!.simSuccess).toBe(same!.realSuccess);
-      const echo = await measureDemonstratorFalseSuccess(spec, new EchoExperienceModel(), tasks, 0.3, 0, 'held-out');
+      const echo = await measureGoalBlindFalseSuccess(spec, new EchoExperienceModel(), tasks, 'demonstrator', 0.3, 0, 'held-out');
       expect(echo.find((r) => r.taskType === 'all' || echo.length === 1)!.simSuccess).toBe(0);
     }
     // A "demonstrator" that reads its environment (the goal) is refused, not measured.
     const shop = getEnvSpec('shop');
     const peeking = { ...shop, demonstrator: () => (env: RealEnvironment) => env.expertAction() } as AnyEnvSpec;
-    await expect(measureDemonstratorFalseSuccess(peeking, new EchoExperienceModel(), shop.tasks({ split: 'train', count: 2, seed: 6 }), 0, 0, 'grounded')).rejects.toThrow(/read its environment \(expertAction\)/);
-    await expect(measureDemonstratorFalseSuccess({ ...shop, demonstrator: undefined } as AnyEnvSpec, new EchoExperienceModel(), [], 0, 0, 'grounded')).rejects.toThrow(/has no demonstrator/);
+    await expect(measureGoalBlindFalseSuccess(peeking, new EchoExperienceModel(), shop.tasks({ split: 'train', count: 2, seed: 6 }), 'demonstrator', 0, 0, 'grounded')).rejects.toThrow(/read its environment \(expertAction\)/);
+    await expect(measureGoalBlindFalseSuccess({ ...shop, demonstrator: undefined } as AnyEnvSpec, new EchoExperienceModel(), [], 'demonstrator', 0, 0, 'grounded')).rejects.toThrow(/has no demonstrator/);
   });
 
   it('the real column does not depend on the simulator measured next to it', async () => {

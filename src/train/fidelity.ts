@@ -229,10 +229,10 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
         }
       }
       if (hasReferencePolicy(spec.name)) {
-        for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureScriptedFalseSuccess(spec, model, groups[group], 0.3, opts.seed, group, demos)));
+        for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureGoalBlindFalseSuccess(spec, model, groups[group], 'scripted', 0.3, opts.seed, group, demos)));
       }
       if (spec.demonstrator) {
-        for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureDemonstratorFalseSuccess(spec, model, groups[group], 0.3, opts.seed, group, demos)));
+        for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureGoalBlindFalseSuccess(spec, model, groups[group], 'demonstrator', 0.3, opts.seed, group, demos)));
       }
     }
     return { env: spec.name, rows, falseSuccess, ms: performance.now() - started };
@@ -441,26 +441,35 @@ const BLIND_ENVIRONMENT = new Proxy({} as RealEnvironment, {
 });
 
 /**
- * Success of a goal-blind policy taking a random action with probability `eps`, inside the
- * simulator and in the real environment, on the same tasks: `actorFor` makes a fresh actor per
- * episode. Unlike the noisy expert, which asks a shadow real environment what to do, such a
+ * The goal-blind policies measured: `scripted`, the scripted reference policy (see
+ * `referencePolicy`); `demonstrator`, the environment's demonstrator (`EnvSpec.demonstrator`, the
+ * rule behind the behaviour-cloning data; a fresh one per episode, handed an environment that
+ * throws on any use).
+ */
+export type GoalBlindPolicy = 'scripted' | 'demonstrator';
+
+/**
+ * Success of a goal-blind policy (rows labelled `scripted:EPS` or `demonstrator:EPS`) taking a
+ * random action with probability `eps`, inside the simulator and in the real environment, on the
+ * same tasks. Unlike the noisy expert, which asks a shadow real environment what to do, such a
  * policy acts only on what it is shown, so inside the simulator it follows the simulated world:
  * a place whose contents the data never showed is searched, not held against the model.
  * Simulated episodes start from the task's real first observation and end at the environment's
  * step limit.
  */
-async function measureGoalBlindFalseSuccess(
+export async function measureGoalBlindFalseSuccess(
   spec: AnyEnvSpec,
   model: ExperienceModel,
   tasks: readonly Task[],
-  policy: string,
+  which: GoalBlindPolicy,
   eps: number,
-  actorFor: () => EpisodeActor,
   seed: number,
   group: FalseSuccessRow['tasks'],
   demos?: DemoSource,
 ): Promise<FalseSuccessRow[]> {
   if (!(eps >= 0 && eps <= 1)) throw new RangeError(`eps must be in [0, 1], got ${eps}`);
+  const actorFor = goalBlindActors(spec, which);
+  const policy = `${which}:${eps}`;
   const env = spec.create();
   const outcomes: { type: string; sim: boolean; real: boolean }[] = [];
   // One episode of the noisy policy, stepping through `step` (the real environment or the model).
@@ -492,40 +501,17 @@ async function measureGoalBlindFalseSuccess(
   return rowsByType(policy, group, outcomes);
 }
 
-/** {@link measureGoalBlindFalseSuccess} of the scripted reference policy (see `referencePolicy`), as `scripted:EPS`. */
-export async function measureScriptedFalseSuccess(
-  spec: AnyEnvSpec,
-  model: ExperienceModel,
-  tasks: readonly Task[],
-  eps: number,
-  seed: number,
-  group: FalseSuccessRow['tasks'],
-  demos?: DemoSource,
-): Promise<FalseSuccessRow[]> {
-  const actor = referencePolicy(spec.name);
-  const act: EpisodeActor = async (instruction, history, observation) => (await actor.choose([{ instruction, history: history.map((h) => ({ action: h.action })), observation }]))[0];
-  return measureGoalBlindFalseSuccess(spec, model, tasks, `scripted:${eps}`, eps, () => act, seed, group, demos);
-}
-
-/**
- * {@link measureGoalBlindFalseSuccess} of the environment's demonstrator (`EnvSpec.demonstrator`,
- * the goal-blind rule behind the behaviour-cloning data; a fresh one per episode), as
- * `demonstrator:EPS`. It is handed an environment that throws on any use.
- */
-export async function measureDemonstratorFalseSuccess(
-  spec: AnyEnvSpec,
-  model: ExperienceModel,
-  tasks: readonly Task[],
-  eps: number,
-  seed: number,
-  group: FalseSuccessRow['tasks'],
-  demos?: DemoSource,
-): Promise<FalseSuccessRow[]> {
+/** An actor for each episode of a goal-blind policy of `spec` (see {@link GoalBlindPolicy}). */
+function goalBlindActors(spec: AnyEnvSpec, policy: GoalBlindPolicy): () => EpisodeActor {
+  if (policy === 'scripted') {
+    const actor = referencePolicy(spec.name);
+    const act: EpisodeActor = async (instruction, history, observation) => (await actor.choose([{ instruction, history: history.map((h) => ({ action: h.action })), observation }]))[0];
+    return () => act;
+  }
   const make = spec.demonstrator;
   if (!make) throw new RangeError(`environment ${spec.name} has no demonstrator`);
-  const actorFor = (): EpisodeActor => {
+  return () => {
     const demonstrator = make.call(spec);
     return async (_instruction, _history, observation, rng) => demonstrator(BLIND_ENVIRONMENT, observation, rng);
   };
-  return measureGoalBlindFalseSuccess(spec, model, tasks, `demonstrator:${eps}`, eps, actorFor, seed, group, demos);
 }
