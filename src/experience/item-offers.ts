@@ -218,6 +218,5 @@ export class ItemOffers {
   }
 }
 
-
 /** The action that opens item `id`, by the template of the actions that open items. */
 const openerOf = (template: string, id: string): string => template.replace('{}', id);
