@@ -7,9 +7,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { userEvent } from 'vitest/browser';
+import uPlot from 'uplot';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
-import { chartData } from '../src/ui/charts/MetricChart.tsx';
+import { chartData, ITERATION_AXIS } from '../src/ui/charts/MetricChart.tsx';
 import type { StorageNames } from '../workers/training.protocol.ts';
 import { wrapTrainingWorker } from '../workers/training.client.ts';
 import { setUpTinyRun } from './fixtures/training-page.ts';
@@ -79,6 +80,38 @@ describe('training page (browser)', () => {
     // Synthetic-only training: no real transitions.
     expect(rows[0]?.querySelectorAll('td')[6]?.textContent).toBe('0');
     expect(page.store.state.value.metrics.map((m) => m.phase)).toEqual(['synthetic', 'synthetic', 'synthetic']);
+  });
+
+  it('the iteration axis ticks whole iterations, even over two points', async () => {
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    hosts.push(host);
+    const ticks = async (axis: uPlot.Axis): Promise<number[]> => {
+      let seen: number[] = [];
+      const plot = new uPlot(
+        {
+          width: 320,
+          height: 160,
+          scales: { x: { time: false } },
+          axes: [{ ...axis, values: (_u, splits) => ((seen = splits), splits.map(String)) }, {}],
+          series: [{}, {}],
+        },
+        [
+          [1, 2],
+          [0, 1],
+        ],
+        host,
+      );
+      // uPlot lays out and draws after the current task.
+      await expect.poll(() => seen.length).toBeGreaterThan(0);
+      plot.destroy();
+      return seen;
+    };
+    const ours = await ticks(ITERATION_AXIS);
+    expect(ours.length).toBeGreaterThan(0);
+    expect(ours.every(Number.isInteger), ours.join(' ')).toBe(true);
+    // uPlot's own steps would not: the check can fail.
+    expect((await ticks({ ...ITERATION_AXIS, incrs: undefined })).every(Number.isInteger)).toBe(false);
   });
 
   it('resumes a run interrupted mid-way (page torn down) with its earlier metrics and iteration count', async () => {

@@ -32,6 +32,12 @@ export interface MetricChartProps {
   height?: number;
 }
 
+/**
+ * The x axis of every chart: iterations, ticked at whole iterations only (uPlot's default steps
+ * put ticks at 1.25 and 1.5 while a run has two points).
+ */
+export const ITERATION_AXIS: Readonly<uPlot.Axis> = { label: 'iteration', size: 36, incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000] };
+
 /** x: the iteration number (1-based, as completed), y: the metric, then the further lines. */
 export function chartData(spec: ChartSpec, metrics: readonly IterationMetrics[]): number[][] {
   return [metrics.map((m) => m.iteration + 1), metrics.map((m) => spec.value(m)), ...(spec.more ?? []).map((line) => metrics.map((m) => line.value(m)))];
@@ -57,7 +63,7 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
         legend: { show: (spec.more?.length ?? 0) > 0 },
         cursor: { show: false },
         scales: { x: { time: false }, ...(range ? { y: { range: (_u, min, max) => [Math.min(range[0], min), Math.max(range[1], max)] } } : {}) },
-        axes: [{ label: 'iteration', size: 36 }, { size: 48 }],
+        axes: [{ ...ITERATION_AXIS }, { size: 48 }],
         series: [
           {},
           { label: spec.label ?? spec.title, stroke: '#2f6fdf', width: 2, points: { show: true, size: 5 } },
