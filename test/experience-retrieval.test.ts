@@ -405,7 +405,8 @@ describe('RetrievalExperienceModel', () => {
     const request = { task, history: [], observation: s0.observation, action: s0.action, demos: [] };
     const step = await model.step(request);
     expect(step).toMatchObject({ valid: true, done: false, reward: 0 });
-    expect(step.reasoning).toMatch(/nearest stored transition/);
+    // The verdict's reason, then the next state's, each a sentence of its own.
+    expect(step.reasoning).toMatch(/\. Nearest stored transition/);
     // The neighbour's own instruction was rewritten into this task's.
     expect(step.observation.text).toContain(`Instruction: ${task.instruction}`);
     expect(step.observation.actions.length).toBeGreaterThan(0);

@@ -516,7 +516,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { reasoning: verdict.why, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: verdict.reward, done: true, valid: true };
     }
     const next = await this.nextState(task, history, observation, action);
-    return { reasoning: `${verdict.why} ${next.why}`, observation: withoutStaleActions(completeArrival(this.arrival, observation.actions, action, next.observation, history.map((h) => h.action))), reward: 0, done: false, valid: true };
+    return { reasoning: `${verdict.why} ${sentenceCase(next.why)}`, observation: withoutStaleActions(completeArrival(this.arrival, observation.actions, action, next.observation, history.map((h) => h.action))), reward: 0, done: false, valid: true };
   }
 
   /** Statistics of the most specific kind of `action` seen often enough (exact action, signature, template). */
@@ -1060,6 +1060,11 @@ const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actio
  * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
  * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
  */
+/** `text` with its first letter upper-cased: the next state's reason follows the verdict's as a sentence of its own. */
+function sentenceCase(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 /**
  * What `actions` did to `action`'s entities, other than `action` itself, as one key: two
  * episodes with the same key had opened, taken from, or left alone the same things.
