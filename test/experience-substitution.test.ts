@@ -43,8 +43,21 @@ describe('substitution', () => {
       ['pear', 'plum'],
       ['apple pie', 'cake'],
     ];
-    expect(applySubstitution('an apple, a pineapple, an apple pie and a pear', sub)).toBe('an pear, a pineapple, an cake and a plum');
+    expect(applySubstitution('an apple, a pineapple, an apple pie and a pear', sub)).toBe('a pear, a pineapple, a cake and a plum');
     expect(applySubstitution('unchanged', [])).toBe('unchanged');
+  });
+
+  it('an indefinite article that fitted the text replaced fits the replacement; one that did not stays', () => {
+    const sub: Array<[string, string]> = [
+      ['apple 1', 'pot 1'],
+      ['pot 2', 'egg 2'],
+      ['cd 1', 'alarmclock 1'],
+    ];
+    expect(applySubstitution('You see an apple 1, a pot 2, and a cd 1.', sub)).toBe('You see a pot 1, an egg 2, and an alarmclock 1.');
+    expect(applySubstitution('A pot 2 and An apple 1.', sub)).toBe('An egg 2 and A pot 1.');
+    // Not an article (a word ending in "a"), or an article the text did not fit: left alone.
+    expect(applySubstitution('sofa apple 1; a apple 1', sub)).toBe('sofa pot 1; a pot 1');
+    expect(applySubstitution('take apple 1 from a table', sub)).toBe('take pot 1 from a table');
   });
 
   it('a compiled substitution is reused only for the same pairs: same texts to replace with other replacements, or in another order, give their own result', () => {
@@ -59,7 +72,7 @@ describe('substitution', () => {
 
   it('ignores an empty text to replace instead of splicing its replacement everywhere', () => {
     expect(applySubstitution('red, blue. (x)', [['', 'X']])).toBe('red, blue. (x)');
-    expect(applySubstitution('an apple, please.', [['', 'X'], ['apple', 'pear']])).toBe('an pear, please.');
+    expect(applySubstitution('an apple, please.', [['', 'X'], ['apple', 'pear']])).toBe('a pear, please.');
   });
 
   it('reads no goal: tasks that differ only in their goals give no replacement', () => {

@@ -95,13 +95,13 @@ export function withListed(sentence: string, item: string, empty: string | undef
 }
 
 /** The sentence of `text` in the line keyed `line` with the sentence key `key`. */
-function sentenceAt(text: string, line: string, key: string): string | undefined {
+export function sentenceAt(text: string, line: string, key: string): string | undefined {
   const l = text.split('\n').find((x) => lineKey(x) === line);
   return l === undefined ? undefined : sentencesOf(l).find((s) => sentenceKey(s) === key);
 }
 
 /** `text` with the sentence keyed `key` in the line keyed `line` replaced. */
-function replaceSentence(text: string, line: string, key: string, sentence: string): string {
+export function replaceSentence(text: string, line: string, key: string, sentence: string): string {
   return text
     .split('\n')
     .map((l) => (lineKey(l) === line ? sentencesOf(l).map((s) => (sentenceKey(s) === key ? sentence : s)).join(' ') : l))

@@ -29,7 +29,7 @@
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
 import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
-import { carryStepOf, learnEmptyListWord, lineKey, remainingPickUps, sentenceKey, sentencesOf, withPlaceContents } from './carried-things.ts';
+import { carryStepOf, learnEmptyListWord, lineKey, remainingPickUps, replaceSentence, sentenceAt, sentenceKey, sentencesOf, withPlaceContents } from './carried-things.ts';
 import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRules } from './named-things.ts';
 import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
@@ -68,6 +68,12 @@ export interface RealTransition {
   returnsTo?: number;
   /** Whether that earlier state is the previous page: the latest state whose actions differ from this state's. */
   returnsToPreviousPage?: boolean;
+  /**
+   * Sentences of the next state (as line and sentence keys, see ./carried-things.ts) that the
+   * episode's first state showed and this step's state did not: brought back from the start
+   * (household's `look` repeats the room's places its first state listed).
+   */
+  fromFirstState?: readonly { line: string; key: string }[];
 }
 
 /** Settings of the retrieval experience model. */
@@ -207,6 +213,8 @@ export function transitionsFromTrajectories(tasks: readonly (Task | AgentTask)[]
         rank: openedRank(traj.steps.slice(0, i)),
         success: step.done && traj.success && i === traj.steps.length - 1,
       };
+      const fromFirst = next && i > 0 ? sentencesFromFirstState((traj.steps[0] as (typeof traj.steps)[number]).observation, step.observation, next, task.instruction) : [];
+      if (fromFirst.length > 0) t.fromFirstState = fromFirst;
       if (returnsTo !== undefined) {
         t.returnsTo = returnsTo;
         const page = previousPage(traj.steps.slice(0, i + 1).map((s) => s.observation), i);
@@ -762,6 +770,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // the item, not a quote, whatever the instruction asks for).
     const quotable = (a: string): boolean => a.includes('[') && this.initial.templates.has(actionTemplate(a).template);
     if (t.task.instruction !== task.instruction && predicted.actions.some(quotable)) predicted = requoteState(t.task.instruction, task.instruction, predicted, [], quotable);
+    predicted = withFirstStateSentences(t, seen[0] as Observation, predicted);
     if (!this.arrival || !t.next) return predicted;
     return withPlaceContents(this.arrival, this.emptyListWord, seen[seen.length - 1] as Observation, action, { action: t.action, before: t.state.text, after: t.next.text }, predicted);
   }
@@ -1060,6 +1069,47 @@ const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actio
  * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
  * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
  */
+/**
+ * The sentences of `next` (outside the instruction's lines) that `first` shows in a line of the
+ * same key and `state` does not show at all: see {@link RealTransition.fromFirstState}.
+ */
+function sentencesFromFirstState(first: Observation, state: Observation, next: Observation, instruction: string): { line: string; key: string }[] {
+  const shown = (o: Observation): Map<string, Set<string>> => {
+    const out = new Map<string, Set<string>>();
+    for (const line of withoutInstruction(o.text, instruction).split('\n')) {
+      const set = out.get(lineKey(line)) ?? new Set<string>();
+      for (const sentence of sentencesOf(line)) set.add(sentence);
+      out.set(lineKey(line), set);
+    }
+    return out;
+  };
+  const atFirst = shown(first);
+  const now = new Set([...shown(state).values()].flatMap((x) => [...x]));
+  const out: { line: string; key: string }[] = [];
+  for (const line of withoutInstruction(next.text, instruction).split('\n')) {
+    for (const sentence of sentencesOf(line)) {
+      if (!now.has(sentence) && atFirst.get(lineKey(line))?.has(sentence)) out.push({ line: lineKey(line), key: sentenceKey(sentence) });
+    }
+  }
+  return out;
+}
+
+/**
+ * `predicted` (the neighbour `t`'s next state, rewritten) with the sentences that `t` brought back
+ * from its episode's first state taken from this episode's first state (`first`) instead: the
+ * neighbour's `look` listed the places of its own room, this episode's first state lists this
+ * room's.
+ */
+function withFirstStateSentences(t: RealTransition, first: Observation, predicted: Observation): Observation {
+  if (!t.fromFirstState) return predicted;
+  let text = predicted.text;
+  for (const { line, key } of t.fromFirstState) {
+    const mine = sentenceAt(first.text, line, key);
+    if (mine !== undefined && sentenceAt(text, line, key) !== undefined) text = replaceSentence(text, line, key, mine);
+  }
+  return text === predicted.text ? predicted : { text, actions: predicted.actions };
+}
+
 /** `text` with its first letter upper-cased: the next state's reason follows the verdict's as a sentence of its own. */
 function sentenceCase(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
@@ -1248,7 +1298,19 @@ function editText(ours: string, before: string, after: string, sub: Substitution
       lines[at] = line.slice(0, tail + anchor.length) + applySubstitution(y.slice(pre).join(' '), sub);
       continue;
     }
-    lines[at] = pos >= 0 ? line.slice(0, pos) + newMid + line.slice(pos + oldMid.length) : mergeSentences(line, was, now, sub);
+    if (pos < 0) {
+      lines[at] = mergeSentences(line, was, now, sub);
+      continue;
+    }
+    // A deletion takes one space beside it along: "You arrive at cabinet 2. The cabinet 2 is
+    // closed." -> "The cabinet 2 is closed." left " The cabinet 2 ..." with a space in front.
+    let start = pos;
+    let end = pos + oldMid.length;
+    if (newMid === '') {
+      if (line[end] === ' ') end++;
+      else if (start > 0 && line[start - 1] === ' ') start--;
+    }
+    lines[at] = line.slice(0, start) + newMid + line.slice(end);
   }
   return lines.join('\n');
 }

@@ -234,14 +234,26 @@ const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * Applies all replacements in one pass (no chains: a replaced text is never replaced again),
- * matching whole words only and preferring the longest match at each position.
+ * matching whole words only and preferring the longest match at each position. An indefinite
+ * article in front that fitted the text replaced fits the replacement ("an apple 1" -> "a pot 1",
+ * "a pot 1" -> "an egg 1"); one that did not fit stays as it was.
  */
 export function applySubstitution(text: string, substitution: Substitution): string {
   const compiled = compiledSubstitution(substitution);
   if (compiled === null) return text;
   const { re, map } = compiled;
-  return text.replace(re, (m) => map.get(m) ?? m);
+  return text.replace(re, (m, article: string | undefined, from: string) => {
+    const to = map.get(from);
+    if (to === undefined) return m;
+    if (article === undefined) return to;
+    const word = article.slice(0, -1);
+    if ((word.length === 2) !== startsWithVowel(from)) return `${article}${to}`;
+    const fitting = startsWithVowel(to) ? 'an' : 'a';
+    return `${word[0] === 'A' ? fitting.replace('a', 'A') : fitting} ${to}`;
+  });
 }
+
+const startsWithVowel = (word: string): boolean => /^[aeiou]/i.test(word);
 
 /**
  * Compiled substitutions by their pairs: a simulated step applies one substitution to a state
@@ -259,7 +271,7 @@ function compiledSubstitution(substitution: Substitution): { re: RegExp; map: Ma
   for (const [from, to] of substitution) if (from !== '' && !map.has(from)) map.set(from, to);
   const keys = [...map.keys()].sort((a, b) => b.length - a.length);
   // A global pattern's lastIndex is reset by every String.replace, so sharing it is safe.
-  const compiled = map.size === 0 ? null : { re: new RegExp(`(?<![\\w])(?:${keys.map(escape).join('|')})(?![\\w])`, 'g'), map };
+  const compiled = map.size === 0 ? null : { re: new RegExp(`(?<![\\w])(\\b[Aa]n? )?(${keys.map(escape).join('|')})(?![\\w])`, 'g'), map };
   if (COMPILED.size >= COMPILED_CACHE_SIZE) COMPILED.delete(COMPILED.keys().next().value as string);
   COMPILED.set(key, compiled);
   return compiled;
