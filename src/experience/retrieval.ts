@@ -1061,15 +1061,6 @@ function jaccardOf(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
 const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actions.slice() });
 
 /**
- * A remembered state of a place (`remembered`: how the agent left it earlier in the episode) as
- * it looks now (`now`: the state the agent is in). What did not change when the agent left
- * (from `left`, the last state of its stay there, to `departed`, the state right after) went with the agent: what it holds and whether that is hot
- * or clean. That comes from now, line by line and sentence by sentence; the rest (the place, what
- * lies there) and the actions are remembered (dropping actions of objects put down since cost
- * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
- * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
- */
-/**
  * The sentences of `next` (outside the instruction's lines) that `first` shows in a line of the
  * same key and `state` does not show at all: see {@link RealTransition.fromFirstState}.
  */
@@ -1124,6 +1115,15 @@ function dealingsWith(actions: readonly string[], action: string): string {
   return [...new Set(actions.filter((a) => a !== action && actionTemplate(a).entities.some((e) => entities.includes(e))))].sort().join('\u0001');
 }
 
+/**
+ * A remembered state of a place (`remembered`: how the agent left it earlier in the episode) as
+ * it looks now (`now`: the state the agent is in). What did not change when the agent left
+ * (from `left`, the last state of its stay there, to `departed`, the state right after) went with the agent: what it holds and whether that is hot
+ * or clean. That comes from now, line by line and sentence by sentence; the rest (the place, what
+ * lies there) and the actions are remembered (dropping actions of objects put down since cost
+ * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
+ * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
+ */
 function carryOver(remembered: Observation, left: Observation, departed: Observation, now: Observation, action: string): Observation {
   const departedLines = departed.text.split('\n');
   const nowLines = now.text.split('\n');
