@@ -267,6 +267,10 @@ describe('dreamgym fidelity', () => {
     expect(res.code).toBe(0);
     expect(res.out).toMatch(/measure\s+retrieval\s+echo\s+majority\s+margin/);
     expect(res.out).toMatch(/admissible-action agreement/);
+    // Next-state match by kind of action, most frequent first: shop's search and clicks.
+    expect(res.out).toMatch(/next-state match of the retrieval model by kind of action/);
+    expect(res.out).toMatch(/^search\[qi\]\s+\d+\s+\d+\.\d%$/m);
+    expect(res.out).toMatch(/^click\[qid\]\s+\d+\s+\d+\.\d%$/m);
     const bad = await cli('fidelity', '--env', 'shop', '--policy', 'noisy:0.3,greedy');
     expect(bad.code).not.toBe(0);
     expect(bad.err).toMatch(/comma-separated/);

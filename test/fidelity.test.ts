@@ -136,6 +136,26 @@ function replayModel(spec: AnyEnvSpec, tasks: readonly Task[]): ExperienceModel 
   };
 }
 
+describe('next-state match by kind of action', () => {
+  it('adds up to the overall figure, marks actions taken before as "again", and scores a faithful replay 100% on every kind', async () => {
+    const spec = getEnvSpec('household');
+    const held = mixedOfflineData(spec, 'noisy:0.3,noisy:1', 20, 1, 'test');
+    const withNext = held.reduce((n, { trajectory }) => n + trajectory.steps.length - 1, 0);
+    const echo = await measureFidelity(new EchoExperienceModel(), held);
+    const steps = echo.nextStateByKind.reduce((n, k) => n + k.steps, 0);
+    expect(steps).toBe(withNext);
+    const weighted = echo.nextStateByKind.reduce((x, k) => x + k.match * k.steps, 0) / steps;
+    expect(weighted).toBeCloseTo(echo.nextStateMatch, 10);
+    // Most steps first; walks to places the instruction does not name lead, and returns are their own kind.
+    expect(echo.nextStateByKind.map((k) => k.steps)).toEqual([...echo.nextStateByKind.map((k) => k.steps)].sort((a, b) => b - a));
+    expect(echo.nextStateByKind.map((k) => k.kind)).toEqual(expect.arrayContaining(['go to qx', 'go to qx again']));
+    expect(echo.nextStateByKind.find((k) => k.kind === 'go to qx')?.match).toBe(0);
+    const replay = await measureFidelity(replayModel(spec, held.map((h) => h.task)), held);
+    expect(replay.nextStateByKind.length).toBeGreaterThan(5);
+    for (const k of replay.nextStateByKind) expect(k.match, k.kind).toBe(1);
+  });
+});
+
 describe('false-success measurement', () => {
   it('tells a simulator that calls every ending a success from one that never does', async () => {
     const spec = getEnvSpec('shop');

@@ -14,6 +14,9 @@ export async function runFidelity(
   return { ...table, backend };
 }
 
+/** Kinds of action listed in the next-state breakdown. */
+const KINDS_SHOWN = 15;
+
 const pct = (x: number): string => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
 
 /** A human-readable report: the model next to the baselines with its margin, then false-success rates. */
@@ -32,6 +35,12 @@ export function formatFidelity(t: FidelityTable & { backend: string }): string {
     lines.push([label.padEnd(width), ...t.rows.map((r) => pct(r[key]).padStart(10)), m.padStart(9)].join(' '));
   }
   lines.push(`  (consistency measured on ${model.consistencyPairs} repeats whose real outcome was the same)`);
+  const kinds = model.nextStateByKind.slice(0, KINDS_SHOWN);
+  if (kinds.length > 0) {
+    const kindWidth = Math.max('kind of action'.length, ...kinds.map((k) => k.kind.length));
+    lines.push('', `next-state match of the ${model.sim} model by kind of action (the ${kinds.length} most frequent; "again": taken before in the episode):`, `${'kind of action'.padEnd(kindWidth)} ${'steps'.padStart(6)} ${'match'.padStart(7)}`);
+    for (const k of kinds) lines.push(`${k.kind.padEnd(kindWidth)} ${String(k.steps).padStart(6)} ${pct(k.match).padStart(7)}`);
+  }
   if (t.falseSuccess.length > 0) {
     lines.push('', 'success inside the simulator vs the real environment:', `${'policy'.padEnd(16)} ${'tasks'.padEnd(9)} ${'task type'.padEnd(22)} ${'n'.padStart(4)} ${'sim'.padStart(7)} ${'real'.padStart(7)}`);
     for (const r of t.falseSuccess) {

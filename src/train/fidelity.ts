@@ -34,7 +34,7 @@ import { agentView, type Observation, type RealEnvironment, type Task, type Traj
 import { isAdmissible } from '../experience/admissible.ts';
 import { EchoExperienceModel, MajorityRuleExperienceModel } from '../experience/baselines.ts';
 import { RetrievalExperienceModel, transitionsFromTrajectories, type RetrievalModelConfig } from '../experience/retrieval.ts';
-import { withoutInstruction } from '../experience/evidence.ts';
+import { actionSignature, instructionWords, withoutInstruction } from '../experience/evidence.ts';
 import { DemonstrationIndex } from '../experience/demos.ts';
 import { LLMExperienceModel } from '../experience/llm.ts';
 import type { Demonstration, ExperienceModel, HistoryStep } from '../experience/types.ts';
@@ -78,8 +78,25 @@ export interface FidelityMeasures {
   initialActionAgreement: number;
 }
 
+/**
+ * Next-state match of one kind of action: its signature (the template with each entity marked as
+ * named by the instruction, `qi`, an opaque id, `qid`, or neither, `qx`: `click[qid]`, `go to
+ * qx`), and `again` for an action the episode took before (a return to a place or page).
+ */
+export interface NextStateMatchOfKind {
+  kind: string;
+  steps: number;
+  match: number;
+}
+
+/** What {@link measureFidelity} returns: the measures, and next-state match by kind of action. */
+export interface FidelityMeasured extends FidelityMeasures {
+  /** Most steps first. */
+  nextStateByKind: NextStateMatchOfKind[];
+}
+
 /** One row of the fidelity table. */
-export interface FidelityReport extends FidelityMeasures {
+export interface FidelityReport extends FidelityMeasured {
   env: string;
   sim: string;
   trainEpisodes: number;
@@ -265,7 +282,7 @@ const sameScreen = (a: Observation, b: Observation, instruction: string): boolea
  * Measures any experience model against held-out real episodes. Models see only `agentView(task)`
  * and, when `demos` is given, the top-3 retrieved real transitions of each step.
  */
-export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[], demos?: DemoSource): Promise<FidelityMeasures> {
+export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[], demos?: DemoSource): Promise<FidelityMeasured> {
   const retrieved = async (observation: Observation, action: string): Promise<Demonstration[]> => (demos ? demos(observation, action, 3) : []);
   const agreement: number[] = [];
   const stateMatch: number[] = [];
@@ -278,6 +295,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
   const consistent: number[] = [];
   const initialMatch: number[] = [];
   const initialAgreement: number[] = [];
+  const byKind = new Map<string, number[]>();
   let transitions = 0;
 
   for (const { task: fullTask, trajectory } of held) {
@@ -298,7 +316,13 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
       const next = steps[i + 1]?.observation;
       if (next) {
         agreement.push(jaccard(pred.observation.actions, next.actions));
-        stateMatch.push(pred.observation.text === next.text ? 1 : 0);
+        const match = pred.observation.text === next.text ? 1 : 0;
+        stateMatch.push(match);
+        const again = history.some((h) => h.action === step.action) ? ' again' : '';
+        const kind = `${actionSignature(step.action, instructionWords(task.instruction))}${again}`;
+        const ofKind = byKind.get(kind) ?? [];
+        ofKind.push(match);
+        byKind.set(kind, ofKind);
       }
       const ok = Math.abs(pred.reward - step.reward) <= 0.05 ? 1 : 0;
       rewardOk.push(ok);
@@ -351,6 +375,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     consistencyPairs: consistent.length,
     initialStateMatch: mean(initialMatch),
     initialActionAgreement: mean(initialAgreement),
+    nextStateByKind: [...byKind].map(([kind, xs]) => ({ kind, steps: xs.length, match: mean(xs) })).sort((a, b) => b.steps - a.steps || a.kind.localeCompare(b.kind)),
   };
 }
 
