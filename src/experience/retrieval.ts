@@ -188,6 +188,7 @@ export function transitionsFromTrajectories(tasks: readonly (Task | AgentTask)[]
     const task = byId.get(traj.taskId);
     if (!task) throw new RetrievalDataError(`trajectory ${JSON.stringify(traj.id)} refers to unknown task ${JSON.stringify(traj.taskId)}`);
     const history: string[] = [];
+    const atFirst = traj.steps[0] ? sentencesByLine(traj.steps[0].observation, task.instruction) : new Map<string, Set<string>>();
     traj.steps.forEach((step, i) => {
       const pageActions = actionsOnPage(traj.steps.slice(0, i), step.observation);
       const next = traj.steps[i + 1]?.observation ?? null;
@@ -213,7 +214,7 @@ export function transitionsFromTrajectories(tasks: readonly (Task | AgentTask)[]
         rank: openedRank(traj.steps.slice(0, i)),
         success: step.done && traj.success && i === traj.steps.length - 1,
       };
-      const fromFirst = next && i > 0 ? sentencesFromFirstState((traj.steps[0] as (typeof traj.steps)[number]).observation, step.observation, next, task.instruction) : [];
+      const fromFirst = next && i > 0 ? sentencesFromFirstState(atFirst, step.observation, next, task.instruction) : [];
       if (fromFirst.length > 0) t.fromFirstState = fromFirst;
       if (returnsTo !== undefined) {
         t.returnsTo = returnsTo;
@@ -1060,22 +1061,24 @@ function jaccardOf(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
 
 const clone = (o: Observation): Observation => ({ text: o.text, actions: o.actions.slice() });
 
+/** The sentences of `o` outside the instruction's lines, by the key of their line. */
+function sentencesByLine(o: Observation, instruction: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const line of withoutInstruction(o.text, instruction).split('\n')) {
+    const set = out.get(lineKey(line)) ?? new Set<string>();
+    for (const sentence of sentencesOf(line)) set.add(sentence);
+    out.set(lineKey(line), set);
+  }
+  return out;
+}
+
 /**
- * The sentences of `next` (outside the instruction's lines) that `first` shows in a line of the
- * same key and `state` does not show at all: see {@link RealTransition.fromFirstState}.
+ * The sentences of `next` (outside the instruction's lines) that the episode's first state
+ * (`atFirst`, see {@link sentencesByLine}) shows in a line of the same key and `state` does not
+ * show at all: see {@link RealTransition.fromFirstState}.
  */
-function sentencesFromFirstState(first: Observation, state: Observation, next: Observation, instruction: string): { line: string; key: string }[] {
-  const shown = (o: Observation): Map<string, Set<string>> => {
-    const out = new Map<string, Set<string>>();
-    for (const line of withoutInstruction(o.text, instruction).split('\n')) {
-      const set = out.get(lineKey(line)) ?? new Set<string>();
-      for (const sentence of sentencesOf(line)) set.add(sentence);
-      out.set(lineKey(line), set);
-    }
-    return out;
-  };
-  const atFirst = shown(first);
-  const now = new Set([...shown(state).values()].flatMap((x) => [...x]));
+function sentencesFromFirstState(atFirst: ReadonlyMap<string, ReadonlySet<string>>, state: Observation, next: Observation, instruction: string): { line: string; key: string }[] {
+  const now = new Set([...sentencesByLine(state, instruction).values()].flatMap((x) => [...x]));
   const out: { line: string; key: string }[] = [];
   for (const line of withoutInstruction(next.text, instruction).split('\n')) {
     for (const sentence of sentencesOf(line)) {

@@ -300,6 +300,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
 
   for (const { task: fullTask, trajectory } of held) {
     const task = agentView(fullTask);
+    const words = instructionWords(task.instruction);
     const steps = trajectory.steps;
     const first = steps[0];
     if (!first) continue;
@@ -319,7 +320,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
         const match = pred.observation.text === next.text ? 1 : 0;
         stateMatch.push(match);
         const again = history.some((h) => h.action === step.action) ? ' again' : '';
-        const kind = `${actionSignature(step.action, instructionWords(task.instruction))}${again}`;
+        const kind = `${actionSignature(step.action, words)}${again}`;
         const ofKind = byKind.get(kind) ?? [];
         ofKind.push(match);
         byKind.set(kind, ofKind);
