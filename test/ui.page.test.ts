@@ -48,6 +48,11 @@ async function screenshotView(target: Page, name: string, testId: string): Promi
   ] as const) {
     await target.setViewportSize({ width, height });
     await target.getByTestId(testId).evaluate((node) => node.scrollIntoView({ block: 'start' }));
+    // Charts off screen redraw once they come into view: wait for the ones in view to catch up.
+    await expect.poll(() => target.evaluate(() => [...document.querySelectorAll<HTMLElement>('figure.chart')].filter((f) => {
+      const box = f.getBoundingClientRect();
+      return box.bottom > 0 && box.top < innerHeight && f.querySelector<HTMLElement>('[data-drawn-points]')?.dataset['drawnPoints'] !== f.dataset['points'];
+    }).length), { timeout: 5_000, interval: 50 }).toBe(0);
     await target.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`) });
   }
   await target.setViewportSize({ width: 1280, height: 800 });

@@ -10,7 +10,7 @@ import { userEvent } from 'vitest/browser';
 import uPlot from 'uplot';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
-import { chartData, ITERATION_AXIS } from '../src/ui/charts/MetricChart.tsx';
+import { asinhRange, asinhSplits, chartData, ITERATION_AXIS, yAxis, yScale } from '../src/ui/charts/MetricChart.tsx';
 import type { StorageNames } from '../workers/training.protocol.ts';
 import { wrapTrainingWorker } from '../workers/training.client.ts';
 import { setUpTinyRun } from './fixtures/training-page.ts';
@@ -112,6 +112,45 @@ describe('training page (browser)', () => {
     expect(ours.every(Number.isInteger), ours.join(' ')).toBe(true);
     // uPlot's own steps would not: the check can fail.
     expect((await ticks({ ...ITERATION_AXIS, incrs: undefined })).every(Number.isInteger)).toBe(false);
+  });
+
+  it('the KL chart keeps later iterations readable after a first spike', async () => {
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    hosts.push(host);
+    const kl = CHARTS.find((c) => c.id === 'kl') as (typeof CHARTS)[number];
+    // A run from scratch: the first update's KL, then the usual ones.
+    const data: uPlot.AlignedData = [
+      [1, 2, 3],
+      [29, 0.4, 0.3],
+    ];
+    let labels: string[] = [];
+    const gap = async (scale: uPlot.Scale, axis: uPlot.Axis = {}): Promise<number> => {
+      let drawn = false;
+      const values = axis.values;
+      const y: uPlot.Axis = typeof values === 'function' ? { ...axis, values: (u, splits, ...rest) => (labels = values(u, splits, ...rest).map(String)) } : axis;
+      const plot = new uPlot(
+        { width: 320, height: 160, scales: { x: { time: false }, y: scale }, axes: [{}, y], series: [{}, {}], hooks: { draw: [() => void (drawn = true)] } },
+        data,
+        host,
+      );
+      await expect.poll(() => drawn).toBe(true);
+      // Pixels between the second iteration's value and 0 (y grows downwards).
+      const px = plot.valToPos(0, 'y') - plot.valToPos(0.4, 'y');
+      plot.destroy();
+      return px;
+    };
+    expect(kl.scale).toBe('asinh');
+    // Ticks: 0 and the powers of ten down to a hundredth of the largest value, either sign.
+    expect(asinhSplits(...(asinhRange(0.3, 29) as [number, number]))).toEqual([0, 1, 10]);
+    expect(asinhSplits(...(asinhRange(-0.5, 3) as [number, number]))).toEqual([-0.1, 0, 0.1, 1]);
+    expect(asinhRange(0.3, 29)).toEqual([0, 43.5]);
+    expect(asinhRange(0, 0)).toEqual([0, 1]);
+    expect(await gap(yScale(kl), yAxis(kl))).toBeGreaterThan(20);
+    // Every tick labelled (uPlot's own filter blanks some on a log-like axis).
+    expect(labels).toEqual(['0', '1', '10']);
+    // On a linear axis 0.4 sits within a few pixels of 0: the check can fail.
+    expect(await gap(yScale({ ...kl, scale: 'linear' }))).toBeLessThan(5);
   });
 
   it('resumes a run interrupted mid-way (page torn down) with its earlier metrics and iteration count', async () => {

@@ -9,8 +9,8 @@ import { MetricChart, type ChartSpec } from './MetricChart.tsx';
 export const CHARTS: readonly ChartSpec[] = [
   { id: 'success', title: 'Success rate (rollouts)', value: (m) => m.successRate, range: [0, 1] },
   { id: 'reward', title: 'Mean reward', value: (m) => m.meanReward, range: [0, 1] },
-  { id: 'loss', title: 'Loss', value: (m) => m.loss },
-  { id: 'kl', title: 'KL to reference', value: (m) => m.kl },
+  { id: 'loss', title: 'Loss', value: (m) => m.loss, scale: 'asinh' },
+  { id: 'kl', title: 'KL to reference', value: (m) => m.kl, scale: 'asinh' },
   { id: 'entropy', title: 'Entropy', value: (m) => m.entropy },
   { id: 'pool', title: 'Task pool size', value: (m) => m.poolSize },
   // V_tau's distribution over the iteration's task groups: its mean and max, and how many groups were informative.

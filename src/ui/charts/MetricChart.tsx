@@ -3,7 +3,8 @@
  * component creates it once and hands it new data as iterations end, through the shared
  * {@link chartRedraws} queue: one chart per task, and only while the chart is on screen, so the
  * charts never block a frame together. The wrapper's `data-points` says how many points the
- * chart holds (for tests and assistive summaries).
+ * chart holds (for tests and assistive summaries), and its canvas host's `data-drawn-points` how
+ * many the canvas shows so far (a chart off screen catches up when it comes into view).
  */
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
@@ -22,6 +23,60 @@ export interface ChartSpec {
   more?: readonly { label: string; value: (m: IterationMetrics) => number; stroke: string }[];
   /** Label of the main line in the legend (default the title). */
   label?: string;
+  /**
+   * The y axis: `linear` (default), or `asinh` for a figure that spans orders of magnitude and
+   * may be 0 or negative (linear within {@link ASINH_LINEAR_BAND} of 0, logarithmic beyond). From
+   * scratch the first update's KL reaches 10-30 and later ones 0.1-1, which a linear axis draws
+   * as one spike and a flat line on 0.
+   */
+  scale?: 'linear' | 'asinh';
+}
+
+/** Half-width of the band around 0 where an `asinh` axis is close to linear. */
+export const ASINH_LINEAR_BAND = 0.01;
+
+/**
+ * Ticks of an `asinh` axis: 0 and the powers of ten within [min, max] (either sign) down to a
+ * hundredth of the largest magnitude, so that the axis reads 0, 1, 10 rather than uPlot's nine
+ * grid lines per decade, and small ticks do not crowd around 0.
+ */
+export function asinhSplits(min: number, max: number): number[] {
+  const largest = Math.max(Math.abs(min), Math.abs(max));
+  const out: number[] = min <= 0 && max >= 0 ? [0] : [];
+  for (let k = -6; k <= 9; k++) {
+    const p = 10 ** k;
+    if (p < largest / 100) continue;
+    if (p >= min && p <= max) out.push(p);
+    if (-p >= min && -p <= max) out.push(-p);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/**
+ * An `asinh` axis's extent: the data's with 0 in it, half as far again beyond the data (a little
+ * room on a log-like axis, so the end points are not cut by the frame); [0, 1] when all are 0.
+ */
+export function asinhRange(min: number, max: number): uPlot.Range.MinMax {
+  const low = 1.5 * Math.min(0, min);
+  const high = 1.5 * Math.max(0, max);
+  return high > low ? [low, high] : [low, low + 1];
+}
+
+/** uPlot's y axis for a chart spec. */
+export function yAxis(spec: ChartSpec): uPlot.Axis {
+  if (spec.scale !== 'asinh') return { size: 48 };
+  // uPlot's filter labels only some ticks of a log-like axis: keep and label every one of these.
+  return { size: 48, splits: (_u, _axis, min, max) => asinhSplits(min, max), filter: (_u, splits) => splits, values: (_u, splits) => splits.map((x) => (x === null ? '' : String(x))) };
+}
+
+/** uPlot's y scale for a chart spec. */
+export function yScale(spec: ChartSpec): uPlot.Scale {
+  const range = spec.range;
+  return {
+    // No padding on an asinh axis: it would reach below 0 for a figure that never does (KL).
+    ...(spec.scale === 'asinh' ? { distr: 4, asinh: ASINH_LINEAR_BAND, range: (_u: uPlot, min: number, max: number) => asinhRange(min, max) } : {}),
+    ...(range ? { range: (_u: uPlot, min: number, max: number): uPlot.Range.MinMax => [Math.min(range[0], min), Math.max(range[1], max)] } : {}),
+  };
 }
 
 /** Props of {@link MetricChart}. */
@@ -55,15 +110,14 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
   useEffect(() => {
     const target = host.current;
     if (!target) return;
-    const range = spec.range;
     plot.current = new uPlot(
       {
         width,
         height,
         legend: { show: (spec.more?.length ?? 0) > 0 },
         cursor: { show: false },
-        scales: { x: { time: false }, ...(range ? { y: { range: (_u, min, max) => [Math.min(range[0], min), Math.max(range[1], max)] } } : {}) },
-        axes: [{ ...ITERATION_AXIS }, { size: 48 }],
+        scales: { x: { time: false }, y: yScale(spec) },
+        axes: [{ ...ITERATION_AXIS }, yAxis(spec)],
         series: [
           {},
           { label: spec.label ?? spec.title, stroke: '#2f6fdf', width: 2, points: { show: true, size: 5 } },
@@ -73,6 +127,7 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
       chartData(spec, latest.current) as uPlot.AlignedData,
       target,
     );
+    target.dataset['drawnPoints'] = String(latest.current.length);
     const key = plot.current;
     const Observer = (globalThis as { IntersectionObserver?: typeof IntersectionObserver }).IntersectionObserver;
     const observer = Observer
@@ -97,7 +152,9 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
     chartRedraws.schedule(
       current,
       () => {
-        if (plot.current === current) current.setData(chartData(spec, latest.current) as uPlot.AlignedData);
+        if (plot.current !== current) return;
+        current.setData(chartData(spec, latest.current) as uPlot.AlignedData);
+        if (host.current) host.current.dataset['drawnPoints'] = String(latest.current.length);
       },
       () => visible.current,
     );
