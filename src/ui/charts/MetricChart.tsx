@@ -26,7 +26,7 @@ export interface ChartSpec {
   /**
    * The y axis: `linear` (default), or `asinh` for a figure that spans orders of magnitude and
    * may be 0 or negative (linear within {@link ASINH_LINEAR_BAND} of 0, logarithmic beyond). From
-   * scratch the first update's KL reaches 10-30 and later ones 0.1-1, which a linear axis draws
+   * scratch the first update's KL reaches 5-40 and later ones 0.2-2 (`quick` runs), which a linear axis draws
    * as one spike and a flat line on 0.
    */
   scale?: 'linear' | 'asinh';
