@@ -126,6 +126,23 @@ describe('completeArrival', () => {
     expect(damaged / carrying.length).toBeLessThan(0.05);
   });
 
+  it('gives the carried thing its own actions back (`examine apple 1`) where the walk predicted offers none about it', () => {
+    // A neighbour that walked there empty-handed offers nothing about the held thing; the text
+    // still says what is held ("Holding: ..."), as the model's state line does.
+    const carrying = household.filter((t) => actionTemplate(t.action).template === 'go to {}' && situationOf(t.state.actions, rules!.move, rules!.places).carried.size > 0);
+    let restored = 0;
+    for (const t of carrying) {
+      const held = [...situationOf(t.state.actions, rules!.move, rules!.places).carried][0]!;
+      const walked: Observation = { text: t.next.text, actions: t.next.actions.filter((a) => !actionTemplate(a).entities.includes(held)) };
+      const got = completeArrival(rules, t.state.actions, t.action, walked);
+      const want = t.next.actions.filter((a) => actionTemplate(a).entities.length === 1 && actionTemplate(a).entities[0] === held);
+      expect(want.length).toBeGreaterThan(0);
+      if (want.every((a) => got.actions.includes(a))) restored++;
+    }
+    // Every one (the old rule restored none: it added only actions naming the place too).
+    expect(restored).toBe(carrying.length);
+  });
+
   it('with the episode\'s actions, a place that shows a thing the agent has put down since loses its actions', () => {
     const next: Observation = { text: 'You arrive at shelf 2.', actions: ['go to fridge 1', 'examine shelf 2', 'examine tissuebox 1', 'put tissuebox 1 in/on shelf 2', 'look'] };
     const before = ['go to shelf 2', 'examine sinkbasin 1', 'take tissuebox 1 from sinkbasin 1', 'look'];

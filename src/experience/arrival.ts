@@ -261,6 +261,12 @@ export function completeArrival(rules: ArrivalRules | null, before: readonly str
     return k === undefined || !rules.notWhileCarrying.has(k);
   });
   const place = placeState(there, actions);
+  // What acts on a carried thing alone (`examine pen 1`) goes with it: a neighbour that arrived
+  // carrying nothing, or something else, does not offer it.
+  for (const a of before) {
+    const own = actionTemplate(a).entities;
+    if (own.length === 1 && keep.has(own[0] as string) && !actions.includes(a)) actions.push(a);
+  }
   for (const c of still) {
     for (const key of rules.carriedActions.get(`${place}#${placeKind(c)}`) ?? rules.carriedActions.get(place) ?? []) {
       const a = fill(key.slice(0, key.lastIndexOf('|')), [...rolesOf(key)].map((r) => (r === 'h' ? there : c)));
