@@ -29,6 +29,7 @@
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
 import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
+import { learnArrivalTexts, withArrivalText, type ArrivalTexts } from './arrival-texts.ts';
 import { carryStepOf, learnEmptyListWord, lineKey, remainingPickUps, replaceSentence, sentenceAt, sentenceKey, sentencesOf, withPlaceContents } from './carried-things.ts';
 import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRules } from './named-things.ts';
 import { transitionText, type Embedder } from '../core/embedding.ts';
@@ -297,6 +298,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly emptyListWord: string | undefined = undefined,
     /** Items the data listed, ranked again for unrecorded queries (see ./listings.ts). */
     private readonly listings: ItemListings | null = null,
+    /** What real arrivals say for what they reach (see ./arrival-texts.ts). */
+    private readonly arrivalTexts: ArrivalTexts | null = null,
   ) {}
 
   /** Builds the model from real (offline) trajectories and their tasks (only their visible part is kept). */
@@ -458,7 +461,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
       : null;
     const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
     const listings = cfg.rankListings ? ItemListings.learn(usable) : null;
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord, listings);
+    const arrivalTexts = arrival ? learnArrivalTexts(arrival.move, usable.flatMap((t) => (t.next && !t.done ? [{ instruction: t.task.instruction, action: t.action, next: t.next }] : []))) : null;
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord, listings, arrivalTexts);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -466,7 +470,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord, listings);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord, listings, arrivalTexts);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -662,7 +666,10 @@ export class RetrievalExperienceModel implements ExperienceModel {
       const remembered = unchanged ? arrival : left;
       // The state right after the agent left the place: what did not change then went with it.
       const departed = seen[last + 1];
-      const back = departed ? carryOver(remembered, left, departed, observation, action) : clone(remembered);
+      const carried = departed ? carryOver(remembered, left, departed, observation, action) : clone(remembered);
+      // Left changed, the place is remembered by the stay's last state, whose first line says what
+      // its last action did: an arrival says what is there.
+      const back = unchanged ? carried : withArrivalText(this.arrivalTexts, task.instruction, action, carried);
       return { observation: this.withPickUpsForEmptyHand(seen, history, action, back), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
     }
 

@@ -13,6 +13,11 @@ export type Substitution = Array<[from: string, to: string]>;
 /** Entities in an action: bracket contents (`click[red]`) or `word N` references (`apple 1`). */
 const ENTITY_RE = /\[([^\]]*)\]|\b([a-z][a-z-]*) (\d+)\b/gi;
 
+/** The entities a text names, as {@link actionTemplate} reads them in an action (not cached: texts vary). */
+export function entitiesIn(text: string): string[] {
+  return [...text.matchAll(ENTITY_RE)].map((m) => m[1] ?? `${m[2]} ${m[3]}`);
+}
+
 /**
  * Parsed actions, shared (callers only read them): a simulated step parses the same few hundred
  * admissible actions many times over (alignment, edits, memory, the left-over filter).
