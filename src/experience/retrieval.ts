@@ -667,8 +667,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
       // The state right after the agent left the place: what did not change then went with it.
       const departed = seen[last + 1];
       const carried = departed ? carryOver(remembered, left, departed, observation, action) : clone(remembered);
-      // Left changed, the place is remembered by the stay's last state, whose first line says what
-      // its last action did: an arrival says what is there.
+      // A place the agent changed is remembered by the stay's last state, whose first line says
+      // what the stay's last action did; an arrival says what is there.
       const back = unchanged ? carried : withArrivalText(this.arrivalTexts, task.instruction, action, carried);
       return { observation: this.withPickUpsForEmptyHand(seen, history, action, back), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
     }
