@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Observation } from '../src/core/types.ts';
 import { agentView } from '../src/core/types.ts';
 import { arrivalShape, learnArrivalTexts, splitFirstLine, withArrivalText, type ArrivalExample } from '../src/experience/arrival-texts.ts';
@@ -76,38 +76,60 @@ describe('learnArrivalTexts', () => {
   });
 });
 
-describe('the retrieval model coming back to a place the agent changed', () => {
-  it('says what is there, as the real environment does, not what the last action there said', async () => {
-    const data = mixedOfflineData(getEnvSpec('household'), 'noisy:0.3,noisy:1', 200, 0, 'train');
-    const before = tf.memory().numTensors;
-    const model = await RetrievalExperienceModel.fromTrajectories(
+describe('the retrieval model coming back to a place', () => {
+  const data = mixedOfflineData(getEnvSpec('household'), 'noisy:0.3,noisy:1', 200, 0, 'train');
+  let model: RetrievalExperienceModel;
+  let before = 0;
+  beforeAll(async () => {
+    before = tf.memory().numTensors;
+    model = await RetrievalExperienceModel.fromTrajectories(
       data.map((d) => d.task),
       data.map((d) => d.trajectory),
       new HashedEmbedder({ dim: 128 }),
       { rewardModel: { epochs: 5 } },
     );
-    let revisits = 0;
-    let right = 0;
+  });
+  afterAll(() => {
+    model.dispose();
+    expect(tf.memory().numTensors).toBe(before);
+  });
+
+  /** Teacher-forced held-out revisits (a move taken before in the episode): the step, the prediction, the real next state, and whether a later action of that stay named the place. */
+  async function revisits(): Promise<{ action: string; predicted: Observation; real: Observation; changed: boolean }[]> {
+    const out: { action: string; predicted: Observation; real: Observation; changed: boolean }[] = [];
     for (const { task, trajectory } of mixedOfflineData(getEnvSpec('household'), 'noisy:0.3,noisy:1', 60, 1, 'test')) {
       const view = agentView(task);
       const history: HistoryStep[] = [];
       for (const [i, step] of trajectory.steps.entries()) {
         const next = trajectory.steps[i + 1]?.observation;
         const earlier = history.map((h) => h.action).lastIndexOf(step.action);
-        // A move back to a place where a later action of that stay changed it (opened it, took from it).
-        const changed = earlier >= 0 && actionTemplate(step.action).template === 'go to {}' && history.slice(earlier + 1).some((h) => actionTemplate(h.action).entities.includes(actionTemplate(step.action).entities[0] as string));
-        if (next && step.valid && changed) {
+        if (next && step.valid && earlier >= 0 && actionTemplate(step.action).template === 'go to {}') {
+          const place = actionTemplate(step.action).entities[0] as string;
+          const changed = history.slice(earlier + 1).some((h) => actionTemplate(h.action).entities.includes(place));
           const pred = await model.step({ task: view, history: history.slice(), observation: step.observation, action: step.action, demos: [] });
-          revisits++;
-          if (pred.observation.text.split('\n')[1] === next.text.split('\n')[1]) right++;
+          out.push({ action: step.action, predicted: pred.observation, real: next, changed });
         }
         history.push({ observation: step.observation, action: step.action });
       }
     }
-    model.dispose();
-    expect(tf.memory().numTensors).toBe(before);
-    expect(revisits).toBeGreaterThan(30);
-    // Before this rule: the last action's line ("You pick up the pot 1 from the stoveburner 2.").
-    expect(right / revisits).toBeGreaterThan(0.9);
+    return out;
+  }
+
+  it('says what is there, as the real environment does, where the agent had changed it', async () => {
+    const changed = (await revisits()).filter((r) => r.changed);
+    expect(changed.length).toBeGreaterThan(30);
+    const right = changed.filter((r) => r.predicted.text.split('\n')[1] === r.real.text.split('\n')[1]).length;
+    // Before this rule: the last action's line ("You pick up the pot 1 from the stoveburner 2."), 45%.
+    expect(right / changed.length).toBeGreaterThan(0.9);
+  });
+
+  it('offers to put what the agent holds only where the place, as it was left, takes it', async () => {
+    const all = await revisits();
+    const puts = all.filter((r) => r.predicted.actions.some((a) => a.startsWith('put ')));
+    expect(puts.length).toBeGreaterThan(20);
+    // Coming back to a drawer left closed with something in hand, the model offered `put` into it
+    // (51 of the 100 held-out episodes' revisits in the fidelity data); the real one never does.
+    const wrong = all.filter((r) => r.predicted.actions.some((a) => a.startsWith('put ') && !r.real.actions.includes(a)));
+    expect(wrong).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Observation } from '../src/core/types.ts';
-import { carriedAfter, completeArrival, learnArrivalRules, placeKind, situationOf } from '../src/experience/arrival.ts';
+import { carriedAfter, completeArrival, learnArrivalRules, placeKind, situationOf, withoutUnofferedCarriedActions } from '../src/experience/arrival.ts';
 import { actionTemplate } from '../src/experience/substitution.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { mixedOfflineData } from '../src/train/fidelity.ts';
@@ -160,5 +160,23 @@ describe('completeArrival', () => {
     expect(completeArrival(null, before, 'go to cabinet 2', next)).toBe(next);
     expect(completeArrival(rules, before, 'look', next)).toBe(next);
     expect(completeArrival(rules, ['go to cabinet 2', 'examine countertop 1', 'take apple 1 from countertop 1'], 'go to cabinet 2', next)).toBe(next);
+  });
+});
+
+describe('withoutUnofferedCarriedActions', () => {
+  it('drops `put` into a place left closed, keeps it where open, and leaves every real state as it was', () => {
+    const closed: Observation = { text: 'x', actions: ['go to shelf 1', 'open drawer 1', 'examine drawer 1', 'examine pen 1', 'put pen 1 in/on drawer 1', 'look'] };
+    expect(withoutUnofferedCarriedActions(rules, 'drawer 1', closed).actions).toEqual(['go to shelf 1', 'open drawer 1', 'examine drawer 1', 'examine pen 1', 'look']);
+    const open: Observation = { text: 'x', actions: ['go to shelf 1', 'close drawer 1', 'examine drawer 1', 'examine pen 1', 'put pen 1 in/on drawer 1', 'look'] };
+    expect(withoutUnofferedCarriedActions(rules, 'drawer 1', open)).toBe(open);
+    expect(withoutUnofferedCarriedActions(null, 'drawer 1', closed)).toBe(closed);
+    let carrying = 0;
+    for (const t of household) {
+      const { here, carried } = situationOf(t.next.actions, rules!.move, rules!.places);
+      if (here === undefined || carried.size === 0) continue;
+      carrying++;
+      expect(withoutUnofferedCarriedActions(rules, here, t.next)).toBe(t.next);
+    }
+    expect(carrying).toBeGreaterThan(1000);
   });
 });

@@ -9,6 +9,7 @@ const rules: ArrivalRules = {
   places: new Set(['desk 1', 'shelf 1', 'drawer 1', 'sofa 1']),
   carriedActions: new Map(),
   notWhileCarrying: new Set(),
+  everCarried: new Map(),
   pickUp: new Set(['take {} from {}']),
   putDown: new Set(['put {} in/on {}']),
 };

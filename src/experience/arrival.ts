@@ -34,6 +34,12 @@ export interface ArrivalRules {
   carriedActions: ReadonlyMap<string, readonly string[]>;
   /** `template|roles` keys about other things at the place (`take {} from {}`) that real states offered often, but never while carrying something. */
   notWhileCarrying: ReadonlySet<string>;
+  /**
+   * Per kind of place and its own actions, with enough real states carrying something there: every
+   * `template|roles` key on (the thing, the place) that any of them offered. A key outside it was
+   * never offered there (`put {} in/on {}` at a closed drawer).
+   */
+  everCarried: ReadonlyMap<string, ReadonlySet<string>>;
   /** Templates after which real states carried their first entity, not carried before (`take {} from {}`). */
   pickUp: ReadonlySet<string>;
   /** Templates after which real states no longer carried their first entity (`put {} in/on {}`). */
@@ -190,6 +196,7 @@ export function learnArrivalRules(states: readonly (readonly string[])[], transi
     carriedActions.set(key, keys.sort());
   }
   const notWhileCarrying = new Set([...otherFree].filter(([k, c]) => c >= MIN_FREE_OFFERS && !otherCarrying.has(k)).map(([k]) => k));
+  const everCarried = new Map([...carrying].filter(([key, c]) => !key.includes('#') && c.n >= MIN_CARRYING_STATES).map(([key, c]) => [key, new Set(c.offered.keys())]));
   // What picks up and what puts down: a template most of whose real steps made its first entity
   // carried (or no longer carried).
   const carrySteps = new Map<string, { n: number; up: number; down: number }>();
@@ -206,7 +213,7 @@ export function learnArrivalRules(states: readonly (readonly string[])[], transi
   }
   const pickUp = new Set([...carrySteps].filter(([, c]) => c.n >= MIN_CARRY_STEPS && c.up / c.n >= 0.5).map(([t]) => t));
   const putDown = new Set([...carrySteps].filter(([, c]) => c.n >= MIN_CARRY_STEPS && c.down / c.n >= 0.5).map(([t]) => t));
-  return { move, places, carriedActions, notWhileCarrying, pickUp, putDown };
+  return { move, places, carriedActions, notWhileCarrying, everCarried, pickUp, putDown };
 }
 
 /**
@@ -224,6 +231,27 @@ export function carriedAfter(rules: ArrivalRules, actions: readonly string[]): S
     else if (rules.putDown.has(template)) carried.delete(thing);
   }
   return carried;
+}
+
+/**
+ * `state` (the agent at `there`) without actions on a carried thing and `there` that no real
+ * state at such a place offered while carrying (`put pen 1 in/on drawer 1` at a closed drawer);
+ * `state` itself where the rules know too little of the place or nothing is carried. For states made
+ * otherwise than by {@link completeArrival}: a place remembered from earlier in the episode, with
+ * the actions of what the agent carries now moved to it.
+ */
+export function withoutUnofferedCarriedActions(rules: ArrivalRules | null, there: string, state: Observation): Observation {
+  if (!rules || !rules.places.has(there)) return state;
+  const { carried } = situationOf(state.actions, rules.move, rules.places, there);
+  if (carried.size === 0) return state;
+  const place = placeState(there, state.actions);
+  const actions = state.actions.filter((a) => {
+    const key = roleKey(a, there, carried);
+    if (key === undefined || rolesOf(key) !== 'ch') return true;
+    const ever = rules.everCarried.get(place);
+    return ever === undefined || ever.has(key);
+  });
+  return actions.length === state.actions.length ? state : { text: state.text, actions };
 }
 
 /**
