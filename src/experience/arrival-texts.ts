@@ -9,11 +9,12 @@
  * arriving ("You arrive at stoveburner 2. On the stoveburner 2, you see nothing."). That was 56 of
  * the 59 wrong revisits of the held-out household steps, their other lines right.
  *
- * A move's first line is a function of the rest of the state it reaches: in every real arrival of
- * the data, the same rest with its entities (the things the state's actions name) abstracted
- * gives the same first line. This learns that function and applies it. Nothing here knows an
- * environment: the move is the arrival rules' (./arrival.ts), an entity is an action argument, the
- * first line is the first one that does not restate the instruction.
+ * A move's first line is a function of the rest of the state it reaches: in the real arrivals of
+ * the data, the same sentences about the place reached, with their entities abstracted, give the
+ * same first line (95% of a shape's arrivals or more; the rest is left alone). This learns that
+ * function and applies it. Nothing here knows an environment: the move is the arrival rules'
+ * (./arrival.ts), an entity is what ./substitution.ts reads as one (an action's argument, a
+ * `word N` reference), the first line is the first one that does not restate the instruction.
  */
 import type { Observation } from '../core/types.ts';
 import { sentencesOf } from './carried-things.ts';
