@@ -19,7 +19,7 @@
 import type { Observation } from '../core/types.ts';
 import { sentencesOf } from './carried-things.ts';
 import { withoutInstruction } from './evidence.ts';
-import { actionTemplate, applySubstitution, entitiesIn, type Substitution } from './substitution.ts';
+import { actionTemplate, applySubstitution, entitiesIn, escapeRegExp, type Substitution } from './substitution.ts';
 
 /** A real arrival: the move taken and the state it reached. */
 export interface ArrivalExample {
@@ -41,8 +41,6 @@ const AGREEMENT = 0.95;
 /** Arrivals of a shape needed before it counts. */
 const MIN_EXAMPLES = 2;
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 /** A state's first line (the first that does not restate the instruction) and the lines after it. */
 export function splitFirstLine(text: string, instruction: string): { firstLine: string; rest: string } | undefined {
   const lines = withoutInstruction(text, instruction).split('\n');
@@ -58,7 +56,7 @@ export function splitFirstLine(text: string, instruction: string): { firstLine: 
 export function arrivalShape(text: string, entities: readonly string[]): { shape: string; order: string[] } {
   const sorted = [...new Set(entities)].filter((e) => e !== '').sort((a, b) => b.length - a.length);
   if (sorted.length === 0) return { shape: text, order: [] };
-  const re = new RegExp(`(?<![\\p{L}\\p{N}])(${sorted.map(escape).join('|')})(?![\\p{L}\\p{N}])`, 'gu');
+  const re = new RegExp(`(?<![\\p{L}\\p{N}])(${sorted.map(escapeRegExp).join('|')})(?![\\p{L}\\p{N}])`, 'gu');
   const order: string[] = [];
   const shape = text.replace(re, (e: string) => {
     let at = order.indexOf(e);
@@ -75,7 +73,7 @@ export function arrivalShape(text: string, entities: readonly string[]): { shape
 function aboutPlace(rest: string, action: string): string {
   const place = actionTemplate(action).entities[0];
   if (place === undefined) return rest;
-  const re = new RegExp(`(?<![\\p{L}\\p{N}])${escape(place)}(?![\\p{L}\\p{N}])`, 'u');
+  const re = new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(place)}(?![\\p{L}\\p{N}])`, 'u');
   const own = rest.split('\n').flatMap(sentencesOf).filter((sentence) => re.test(sentence));
   return own.length > 0 ? own.join(' ') : rest;
 }

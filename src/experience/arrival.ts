@@ -236,9 +236,9 @@ export function carriedAfter(rules: ArrivalRules, actions: readonly string[]): S
 /**
  * `state` (the agent at `there`) without actions on a carried thing and `there` that no real
  * state at such a place offered while carrying (`put pen 1 in/on drawer 1` at a closed drawer);
- * `state` itself where the rules know too little of the place or nothing is carried. For states made
- * otherwise than by {@link completeArrival}: a place remembered from earlier in the episode, with
- * the actions of what the agent carries now moved to it.
+ * `state` itself where the rules know too little of the place or nothing is carried. The last step of
+ * {@link completeArrival}: a place remembered from earlier in the episode gets the actions of what
+ * the agent carries now moved to it from where it was.
  */
 export function withoutUnofferedCarriedActions(rules: ArrivalRules | null, there: string, state: Observation): Observation {
   if (!rules || !rules.places.has(there)) return state;
@@ -301,5 +301,6 @@ export function completeArrival(rules: ArrivalRules | null, before: readonly str
       if (!actions.includes(a)) actions.push(a);
     }
   }
-  return actions.length === next.actions.length && actions.every((a, i) => a === next.actions[i]) ? next : { text: next.text, actions };
+  const completed = actions.length === next.actions.length && actions.every((a, i) => a === next.actions[i]) ? next : { text: next.text, actions };
+  return withoutUnofferedCarriedActions(rules, there, completed);
 }

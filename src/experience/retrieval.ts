@@ -28,7 +28,7 @@
  * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
  * which `npx dreamgym fidelity` measures against trivial simulators.
  */
-import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, withoutUnofferedCarriedActions, type ArrivalRules } from './arrival.ts';
+import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
 import { learnArrivalTexts, withArrivalText, type ArrivalTexts } from './arrival-texts.ts';
 import { carryStepOf, learnEmptyListWord, lineKey, remainingPickUps, replaceSentence, sentenceAt, sentenceKey, sentencesOf, withPlaceContents } from './carried-things.ts';
 import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRules } from './named-things.ts';
@@ -669,11 +669,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       const carried = departed ? carryOver(remembered, left, departed, observation, action) : clone(remembered);
       // A place the agent changed is remembered by the stay's last state, whose first line says
       // what the stay's last action did; an arrival says what is there.
-      const texted = unchanged ? carried : withArrivalText(this.arrivalTexts, task.instruction, action, carried);
-      // What the agent carries now came along, its actions moved from where it was: only those the
-      // place, as it was left, offers (no `put` into a drawer left closed).
-      const there = this.arrival && actionTemplate(action).template === this.arrival.move ? actionTemplate(action).entities[0] : undefined;
-      const back = there === undefined ? texted : withoutUnofferedCarriedActions(this.arrival, there, texted);
+      const back = unchanged ? carried : withArrivalText(this.arrivalTexts, task.instruction, action, carried);
       return { observation: this.withPickUpsForEmptyHand(seen, history, action, back), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
     }
 

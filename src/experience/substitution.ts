@@ -235,7 +235,8 @@ export function withSwaps(substitution: Substitution): Substitution {
   return out;
 }
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `s` as a regular expression that matches it literally. */
+export const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * Applies all replacements in one pass (no chains: a replaced text is never replaced again),
@@ -276,7 +277,7 @@ function compiledSubstitution(substitution: Substitution): { re: RegExp; map: Ma
   for (const [from, to] of substitution) if (from !== '' && !map.has(from)) map.set(from, to);
   const keys = [...map.keys()].sort((a, b) => b.length - a.length);
   // A global pattern's lastIndex is reset by every String.replace, so sharing it is safe.
-  const compiled = map.size === 0 ? null : { re: new RegExp(`(?<![\\w])(\\b[Aa]n? )?(${keys.map(escape).join('|')})(?![\\w])`, 'g'), map };
+  const compiled = map.size === 0 ? null : { re: new RegExp(`(?<![\\w])(\\b[Aa]n? )?(${keys.map(escapeRegExp).join('|')})(?![\\w])`, 'g'), map };
   if (COMPILED.size >= COMPILED_CACHE_SIZE) COMPILED.delete(COMPILED.keys().next().value as string);
   COMPILED.set(key, compiled);
   return compiled;
