@@ -1,9 +1,10 @@
 /**
  * tfjs set-up for the Node CLI: the wasm backend (4-6x faster than cpu in Node, single-threaded),
- * falling back to cpu; and no "install tfjs-node" banner on the console.
+ * with its row-copy gather (`installRowCopyGather`), falling back to cpu; and no "install tfjs-node" banner on the console.
  */
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
+import { installRowCopyGather } from '../policy/wasm-gather.ts';
 
 /** Switches tfjs to wasm if it initialises, else cpu. Returns the active backend's name. */
 export async function useFastestNodeBackend(): Promise<string> {
@@ -12,6 +13,7 @@ export async function useFastestNodeBackend(): Promise<string> {
   try {
     if (await tf.setBackend('wasm')) {
       await tf.ready();
+      installRowCopyGather();
       return tf.getBackend();
     }
   } catch {

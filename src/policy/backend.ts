@@ -10,6 +10,7 @@
  * (`?backend=wasm`, see {@link backendFromUrl}).
  */
 import * as tf from '@tensorflow/tfjs';
+import { installRowCopyGather } from './wasm-gather.ts';
 import { BACKEND_NAMES, BackendError, parseBackendPreference, type BackendName, type BackendPreference } from './backend-preference.ts';
 
 export { BACKEND_NAMES, BackendError, backendFromUrl, parseBackendPreference, type BackendName, type BackendPreference } from './backend-preference.ts';
@@ -147,6 +148,7 @@ async function activate(name: BackendName, options: ChooseBackendOptions): Promi
   const ok = await tf.setBackend(name);
   if (!ok || tf.getBackend() !== name) throw new BackendError(`tf.setBackend(${JSON.stringify(name)}) failed`);
   await tf.ready();
+  if (name === 'wasm') installRowCopyGather();
   return { threads: name === 'wasm' && wasmModule ? wasmModule.getThreadsCount() : 0 };
 }
 
