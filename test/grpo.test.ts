@@ -154,7 +154,7 @@ describe('GRPO loss gradient', () => {
       });
       const input = packDecisions(decisions);
       const actions = decisions.map((d, i) => i % d.candidates.length);
-      const current = tf.tidy(() => takenLogProbs(policyLogProbs(head.params(), inputTensors(input, tensorLayout(head.config, false)), head.config), tf.tensor1d(actions, 'int32')));
+      const current = tf.tidy(() => takenLogProbs(policyLogProbs(head.params(), inputTensors(input, tensorLayout(head.config)), head.config), tf.tensor1d(actions, 'int32')));
       const logp = await current.data();
       current.dispose();
       // Old log-probs so that ratios fall inside and well outside the clip range (away from its kinks).
@@ -167,8 +167,8 @@ describe('GRPO loss gradient', () => {
       const { prepared } = prepareGrpoBatch(batch, config, { stateDim: 6, actionDim: 6 });
       if (!prepared) throw new Error('no rows');
       const loss = grpoLoss(config, head.config, 1);
-      const ctxTensors = (gradient = true) => ({
-        input: inputTensors(prepared.input, tensorLayout(head.config, gradient)),
+      const ctxTensors = (dedup = true) => ({
+        input: inputTensors(prepared.input, dedup ? tensorLayout(head.config) : { ...tensorLayout(head.config), leadDim: 0 }),
         actions: tf.tensor1d(prepared.actions, 'int32'),
         weights: tf.tensor1d(prepared.weights),
         columns: { oldLogProb: tf.tensor1d(prepared.columns['oldLogProb']!), advantage: tf.tensor1d(prepared.columns['advantage']!) },
@@ -186,7 +186,7 @@ describe('GRPO loss gradient', () => {
         return loss({ params: head.params(), reference: null, ...t, columns: { ...t.columns, refLogProb: tf.tensor1d(refLogProb) } } as LossContext).loss.dataSync()[0] as number;
       });
       expect(withColumn).toBeCloseTo(lossValue(), 5);
-      // The deduplicated layout (gradient passes) and the plain one (acting) give the same loss.
+      // The deduplicated layout (the head's) and the plain one give the same loss.
       const plain = tf.tidy(() => loss({ params: head.params(), reference: head.referenceParams(), ...ctxTensors(false) } as LossContext).loss.dataSync()[0] as number);
       expect(plain).toBeCloseTo(lossValue(), 5);
       expect(() => tf.tidy(() => loss({ params: head.params(), reference: null, ...ctxTensors() } as LossContext))).toThrow(/reference weights or a refLogProb column/);

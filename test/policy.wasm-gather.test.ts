@@ -107,7 +107,7 @@ describe('row-copy GatherV2 on the wasm backend', () => {
     const before = tf.memory().numTensors;
     const { original, rowCopy } = both(() =>
       tf.tidy(() => {
-        const tensors = inputTensors(input, tensorLayout(head.config, true));
+        const tensors = inputTensors(input, tensorLayout(head.config));
         const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(headScores(head.params(), tensors, head.config), tensors.mask)) as tf.Scalar);
         return { value: value.dataSync()[0], grads: Object.fromEntries(Object.entries(grads).map(([k, g]) => [k, values(g)])) };
       }),

@@ -249,10 +249,10 @@ function project(x: tf.Tensor2D | SplitRows, params: ParamTensors, name: string,
 
 /**
  * The input layout the head needs: the `product` interaction's rows, and the deduplicated
- * leading block (`leadDim`) in gradient passes only (see {@link TensorLayout}).
+ * leading block (`leadDim`; see {@link TensorLayout}).
  */
-export function tensorLayout(config: PolicyHeadConfig, gradient: boolean): TensorLayout {
-  return { leadDim: gradient ? config.leadDim : 0, products: config.interaction === 'product' };
+export function tensorLayout(config: PolicyHeadConfig): TensorLayout {
+  return { leadDim: config.leadDim, products: config.interaction === 'product' };
 }
 
 /** The head's raw scores head(phi, psi), [n, K] (no prior; padding positions score 0, mask them). */
@@ -433,7 +433,7 @@ export class PolicyHead {
   /** Masked logits (prior + head) / temperature for each row, [n, K] row-major. */
   async logits(input: PolicyInput, temperature = 1): Promise<Float32Array> {
     this.checkInput(input);
-    const t = tf.tidy(() => policyLogits(this.params(), inputTensors(input, tensorLayout(this.config, false)), this.config, temperature));
+    const t = tf.tidy(() => policyLogits(this.params(), inputTensors(input, tensorLayout(this.config)), this.config, temperature));
     try {
       return (await t.data()) as Float32Array;
     } finally {
@@ -453,7 +453,7 @@ export class PolicyHead {
     const out = new Float32Array(input.count);
     for (let start = 0; start < input.count; start += chunkRows) {
       const rows = Array.from({ length: Math.min(chunkRows, input.count - start) }, (_, i) => start + i);
-      const t = tf.tidy(() => takenLogProbs(policyLogProbs(reference, inputTensors(input, tensorLayout(this.config, false), rows), this.config, temperature), tf.tensor1d(actions.subarray(start, start + rows.length), 'int32')));
+      const t = tf.tidy(() => takenLogProbs(policyLogProbs(reference, inputTensors(input, tensorLayout(this.config), rows), this.config, temperature), tf.tensor1d(actions.subarray(start, start + rows.length), 'int32')));
       try {
         out.set((await t.data()) as Float32Array, start);
       } finally {
@@ -481,7 +481,7 @@ export class PolicyHead {
     const temperature = options.temperature ?? 1;
     if (!(temperature > 0 && Number.isFinite(temperature))) throw new RangeError(`temperature must be a finite number > 0, got ${temperature}`);
     if (!options.greedy && !options.rng) throw new RangeError('act: sampling needs options.rng (or greedy: true)');
-    const t = tf.tidy(() => policyLogProbs(this.params(), inputTensors(input, tensorLayout(this.config, false)), this.config, temperature));
+    const t = tf.tidy(() => policyLogProbs(this.params(), inputTensors(input, tensorLayout(this.config)), this.config, temperature));
     let logp: Float32Array;
     try {
       logp = (await t.data()) as Float32Array;

@@ -80,8 +80,9 @@ export interface InputTensors {
  * How {@link inputTensors} lays the candidates out. `leadDim` (default 0): the width of the
  * leading block stored once per distinct value. With the featurizer's layout that block is the
  * embedded action text, which a household minibatch of 14,000 candidates repeats down to about
- * 380 values; it pays in gradient passes, where it replaces the largest transposed products, and
- * not when acting (wasm's gather is slower than the dense product it saves on a small batch).
+ * 380 values; in gradient passes it replaces the largest transposed products, and when acting
+ * (a step of 48 rollouts at once) it saves more than its gather costs, now that the wasm
+ * backend's gather copies rows (`wasm-gather.ts`; with tfjs-wasm's own gather it did not).
  * `products` (default false): also build the `product` interaction's rows.
  */
 export interface TensorLayout {

@@ -247,7 +247,7 @@ export class Trainer {
       // GRPO's KL term reads the reference's log-probs from a column computed once per update.
       reference: null,
       learningRate: this.learningRate,
-      layout: tensorLayout(this.head.config, true),
+      layout: tensorLayout(this.head.config),
     });
     this.iteration += 1;
     return result;
