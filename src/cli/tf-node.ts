@@ -1,6 +1,7 @@
 /**
- * tfjs set-up for the Node CLI: the wasm backend (4-6x faster than cpu in Node, single-threaded),
- * with its row-copy gather (`installRowCopyGather`), falling back to cpu; and no "install tfjs-node" banner on the console.
+ * tfjs set-up for the Node CLI: the wasm backend (4-6x faster than cpu in Node, single-threaded)
+ * with its row-copy gather (`installRowCopyGather`), falling back to cpu; and no "install
+ * tfjs-node" banner on the console.
  */
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
