@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { learnArrivalRules, type ArrivalRules } from '../src/experience/arrival.ts';
-import { carryStepOf, learnEmptyListWord, listed, remainingPickUps, withListed, withoutListed, withPlaceContents } from '../src/experience/carried-things.ts';
+import { carryStepOf, learnEmptyListWord, learnPutDownPickUps, listed, remainingPickUps, withListed, withoutListed, withPlaceContents, withPutDownPickUps } from '../src/experience/carried-things.ts';
 
 const rules: ArrivalRules = {
   move: 'go to {}',
@@ -122,5 +122,67 @@ describe('remainingPickUps', () => {
     // A thing put down where nothing was offered yet: the rules' one pick-up form.
     expect(remainingPickUps(rules, seen.slice(0, 4), actions, 'sofa 1')).toEqual(['take cellphone 1 from sofa 1']);
     expect(remainingPickUps({ ...rules, pickUp: new Set(['take {} from {}', 'grab {} from {}']) }, seen.slice(0, 4), actions, 'sofa 1')).toEqual([]);
+  });
+});
+
+describe('learnPutDownPickUps / withPutDownPickUps', () => {
+  /** Real steps of `episodes` household episodes of a split: the arrival rules they teach, every state's actions, and every step with the episode's actions before it. */
+  const household = (split: 'train' | 'test', seed: number) => {
+    const data = [...generateOfflineData(getEnvSpec('household'), { episodes: 120, seed, policy: 'noisy:0.5', split })];
+    const steps = data.flatMap((d) =>
+      d.trajectory.steps.slice(0, -1).map((s, i) => ({ before: d.trajectory.steps.slice(0, i).map((x) => x.action), state: s.observation, action: s.action, after: (d.trajectory.steps[i + 1] as typeof s).observation })),
+    );
+    const learned = learnArrivalRules(data.flatMap((d) => d.trajectory.steps.map((s) => s.observation.actions)), steps.map((s) => ({ before: s.state.actions, action: s.action, after: s.after.actions })));
+    return { rules: learned as ArrivalRules, states: data.flatMap((d) => d.trajectory.steps.map((s) => s.observation.actions)), steps };
+  };
+  const train = household('train', 5);
+  const test = household('test', 6);
+
+  it("learns the rule from household's put-downs, and no rule from data without them", () => {
+    const rule = learnPutDownPickUps(train.rules, train.states, train.steps);
+    expect(rule?.form).toBe('take {} from {}');
+    expect(rule?.pickable.has('pen')).toBe(true);
+    // A lamp is listed at places but never offered to pick up.
+    expect(rule?.pickable.has('desklamp')).toBe(false);
+    expect(learnPutDownPickUps(train.rules, train.states, train.steps.filter((s) => !s.action.startsWith('put ')))).toBeUndefined();
+  });
+
+  it("gives held-out put-downs the pick-ups the real place offered, from a neighbour's wrong ones", () => {
+    const rule = learnPutDownPickUps(train.rules, train.states, train.steps);
+    if (!rule) throw new Error('no rule learned');
+    // As sets: the neighbour's order of actions stays (a policy scores each candidate alike wherever it stands).
+    const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+    let putDowns = 0;
+    let right = 0;
+    let wrongBefore = 0;
+    for (const s of test.steps) {
+      if (!s.action.startsWith('put ') || !/Holding: nothing/.test(s.after.text)) continue;
+      putDowns++;
+      // A neighbour's next state: this text, with the pick-ups of another place's things.
+      const elsewhere = (s.after.actions.find((a) => a.startsWith('go to ')) as string).slice('go to '.length);
+      const neighbour = { text: s.after.text, actions: [...s.after.actions.filter((a) => !a.startsWith('take ')), `take cd 9 from ${elsewhere}`, `take pen 8 from ${elsewhere}`] };
+      if (!same(neighbour.actions, s.after.actions)) wrongBefore++;
+      const got = withPutDownPickUps(train.rules, rule, s.action, s.before, neighbour);
+      if (same(got.actions, s.after.actions)) right++;
+      // The real next state is left as it is.
+      expect(withPutDownPickUps(train.rules, rule, s.action, s.before, s.after)).toBe(s.after);
+    }
+    expect(putDowns).toBeGreaterThanOrEqual(20);
+    expect(wrongBefore).toBe(putDowns);
+    expect(right / putDowns).toBeGreaterThanOrEqual(0.95);
+  });
+
+  it('leaves every other step as it is: a pick-up, a move, a put-down with something still in hand', () => {
+    const rule = learnPutDownPickUps(train.rules, train.states, train.steps);
+    if (!rule) throw new Error('no rule learned');
+    const next = state('Your task is to: y\nYou put the pen 1 in/on the desk 1.\nLocation: desk 1; you see pen 1, cd 2. Holding: nothing.', ['take cd 7 from desk 1', 'go to shelf 1']);
+    expect(withPutDownPickUps(train.rules, rule, 'put pen 1 in/on desk 1', ['take pen 1 from shelf 1', 'go to desk 1'], next).actions).toEqual(['take pen 1 from desk 1', 'take cd 2 from desk 1', 'go to shelf 1']);
+    expect(withPutDownPickUps(train.rules, rule, 'take pen 1 from desk 1', [], next)).toBe(next);
+    expect(withPutDownPickUps(train.rules, rule, 'go to desk 1', [], next)).toBe(next);
+    // Two things taken, one put down: the hand is not empty, so no pick-up is offered for real.
+    expect(withPutDownPickUps(train.rules, rule, 'put pen 1 in/on desk 1', ['take pen 1 from shelf 1', 'take cd 3 from shelf 1'], next)).toBe(next);
+    // A text that does not list the thing put down says nothing of the place.
+    const unlisted = state('Your task is to: y\nYou put the pen 1 in/on the desk 1.\nLocation: desk 1; you see cd 2. Holding: nothing.', ['take cd 7 from desk 1']);
+    expect(withPutDownPickUps(train.rules, rule, 'put pen 1 in/on desk 1', ['take pen 1 from shelf 1'], unlisted)).toBe(unlisted);
   });
 });

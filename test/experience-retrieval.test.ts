@@ -229,6 +229,54 @@ describe('RetrievalExperienceModel', () => {
     expect(ended).toBe(0);
   });
 
+  it('household: putting a thing back where it was taken empties the hand, also where the data only saw such puts complete tasks', async () => {
+    // After every held-out take, the put back there (the real environment always offers it). Where
+    // the place is of the kind the instruction names ("take egg 1 from countertop 1" for "put a
+    // cool egg in countertop"), every recorded put like it completed a task, so the nearest
+    // neighbours had no next state and the state stayed: the egg still in hand, "You pick up the
+    // egg 1 ..." again, a free step for a policy inside the simulator that costs it the egg for real.
+    const spec = getEnvSpec('household');
+    const train = [
+      ...generateOfflineData(spec, { episodes: 200, seed: 41, policy: 'expert', split: 'train' }),
+      ...generateOfflineData(spec, { episodes: 20, seed: 42, policy: 'noisy:0.3', split: 'train' }),
+    ];
+    const held = [...generateOfflineData(spec, { episodes: 60, seed: 43, policy: 'expert', split: 'test' })];
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    let putsBack = 0;
+    let named = 0;
+    const stillHeld: string[] = [];
+    const wrongPickUps: string[] = [];
+    try {
+      for (const { task, trajectory } of held) {
+        const steps = trajectory.steps;
+        for (let i = 0; i + 1 < steps.length; i++) {
+          const take = /^take (.+) from (.+)$/.exec(steps[i]!.action);
+          if (!take) continue;
+          const after = steps[i + 1]!.observation;
+          const back = `put ${take[1]} in/on ${take[2]}`;
+          if (!after.actions.includes(back)) continue;
+          const history = steps.slice(0, i + 1).map((s) => ({ observation: s.observation, action: s.action }));
+          const next = await hh.step({ task, history, observation: after, action: back, demos: [] });
+          putsBack++;
+          if (task.instruction.includes(` ${take[2]!.replace(/ \d+$/, '')}.`)) named++;
+          if (next.done || !/Holding: nothing\./.test(next.observation.text)) stillHeld.push(`${task.instruction} ${back}`);
+          // And the place offers exactly what the real one does to pick up (the thing put back among it).
+          const pickUps = (o: Observation): string[] => o.actions.filter((a) => a.startsWith('take ')).sort();
+          const real = spec.create();
+          real.reset(task);
+          for (const s of steps.slice(0, i + 1)) real.step(s.action);
+          if (pickUps(next.observation).join() !== pickUps(real.step(back).observation).join()) wrongPickUps.push(`${task.instruction} ${back}`);
+        }
+      }
+    } finally {
+      hh.dispose();
+    }
+    expect(putsBack).toBeGreaterThanOrEqual(40);
+    expect(named).toBeGreaterThanOrEqual(5);
+    expect(stillHeld).toEqual([]);
+    expect(wrongPickUps.length / putsBack).toBeLessThanOrEqual(0.05);
+  });
+
   it('household: a walk keeps what the agent holds, and the place it reaches shows its own contents', async () => {
     // Walks of held-out noisy episodes from each of their states. Before, a neighbour whose text
     // had a line this state lacked was copied whole ("Holding: nothing." while holding a plate),

@@ -30,7 +30,7 @@
  */
 import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
 import { learnArrivalTexts, withArrivalText, type ArrivalTexts } from './arrival-texts.ts';
-import { carryStepOf, learnEmptyListWord, lineKey, remainingPickUps, replaceSentence, sentenceAt, sentenceKey, sentencesOf, withPlaceContents } from './carried-things.ts';
+import { carryStepOf, learnEmptyListWord, learnPutDownPickUps, lineKey, remainingPickUps, replaceSentence, sentenceAt, sentenceKey, sentencesOf, withPlaceContents, withPutDownPickUps, type PutDownPickUps } from './carried-things.ts';
 import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRules } from './named-things.ts';
 import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
@@ -300,6 +300,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly listings: ItemListings | null = null,
     /** What real arrivals say for what they reach (see ./arrival-texts.ts). */
     private readonly arrivalTexts: ArrivalTexts | null = null,
+    /** What a place offers an empty hand right after a put-down there (see ./carried-things.ts), when the data shows the rule. */
+    private readonly putDownPickUps: PutDownPickUps | undefined = undefined,
   ) {}
 
   /** Builds the model from real (offline) trajectories and their tasks (only their visible part is kept). */
@@ -462,7 +464,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
     const listings = cfg.rankListings ? ItemListings.learn(usable) : null;
     const arrivalTexts = arrival ? learnArrivalTexts(arrival.move, usable.flatMap((t) => (t.next && !t.done ? [{ instruction: t.task.instruction, action: t.action, next: t.next }] : []))) : null;
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord, listings, arrivalTexts);
+    const putDownPickUps = arrival ? learnPutDownPickUps(arrival, usable.map((t) => t.state.actions), usable.flatMap((t) => (t.next && !t.done ? [{ action: t.action, before: t.history, after: t.next }] : []))) : undefined;
+    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord, listings, arrivalTexts, putDownPickUps);
     if (!cfg.useRewardModel) return model;
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -470,7 +473,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (rewardExamples.length === 0) return model;
     const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord, listings, arrivalTexts);
+    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord, listings, arrivalTexts, putDownPickUps);
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -529,7 +532,10 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { reasoning: verdict.why, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: verdict.reward, done: true, valid: true };
     }
     const next = await this.nextState(task, history, observation, action);
-    return { reasoning: `${verdict.why} ${sentenceCase(next.why)}`, observation: withoutStaleActions(completeArrival(this.arrival, observation.actions, action, next.observation, history.map((h) => h.action))), reward: 0, done: false, valid: true };
+    const taken = history.map((h) => h.action);
+    const arrived = completeArrival(this.arrival, observation.actions, action, next.observation, taken);
+    const placed = this.arrival && this.putDownPickUps ? withPutDownPickUps(this.arrival, this.putDownPickUps, action, taken, arrived) : arrived;
+    return { reasoning: `${verdict.why} ${sentenceCase(next.why)}`, observation: withoutStaleActions(placed), reward: 0, done: false, valid: true };
   }
 
   /** Statistics of the most specific kind of `action` seen often enough (exact action, signature, template). */
@@ -1002,10 +1008,20 @@ export class RetrievalExperienceModel implements ExperienceModel {
     }
     const verb = this.verbs.get(actionVerb(action));
     if (!verb) return undefined;
-    let hits = this.safeSearch(verb.index, q, this.config.neighbourOrder === 'nearest' ? this.config.k : verb.rows.length);
-    if (this.config.neighbourOrder === 'farthest') hits = hits.reverse().slice(0, this.config.k);
+    const nearestFirst = this.config.neighbourOrder === 'nearest';
+    const continuingOf = (hits: readonly { seq: number }[]): RealTransition[] => hits.map((h) => this.transitions[verb.rows[h.seq] as number] as RealTransition).filter((t) => t.next);
+    let hits = this.safeSearch(verb.index, q, nearestFirst ? this.config.k : verb.rows.length);
+    if (!nearestFirst) hits = hits.reverse().slice(0, this.config.k);
+    let continuing = continuingOf(hits);
+    if (continuing.length === 0 && verb.rows.length > this.config.k) {
+      // The k nearest all ended their episodes (puts that completed tasks like this one): the
+      // nearest that went on. Without it the state stayed as it was, so a thing put down where a
+      // task wants it, unready, stayed in hand ("You pick up ..." again), a free step for a policy
+      // inside the simulator that costs the thing in the real environment.
+      const all = this.safeSearch(verb.index, q, verb.rows.length);
+      continuing = continuingOf(nearestFirst ? all : all.reverse()).slice(0, this.config.k);
+    }
     const template = actionTemplate(action).template;
-    const continuing = hits.map((h) => this.transitions[verb.rows[h.seq] as number] as RealTransition).filter((t) => t.next);
     return continuing.find((t) => actionTemplate(t.action).template === template) ?? continuing[0];
   }
 
