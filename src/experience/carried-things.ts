@@ -11,7 +11,8 @@
  * thing out of (or put it into) the same sentence. And a place the agent left with its hand full
  * is remembered without its pick-ups (one hand holds one thing); coming back empty-handed, it
  * offers again the pick-ups of the things the episode saw there and has not taken since (the
- * second pen of "put two pens").
+ * second pen of "put two pens"). Right after a put-down that empties the hand, the place offers
+ * the pick-ups of what its state lists, where the data shows that rule (`learnPutDownPickUps`).
  *
  * Nothing here knows an environment: what picks up and puts down comes from the arrival rules
  * (`take {} from {}`, `put {} in/on {}`), a text is lines of sentences (`sentencesOf`), and the
