@@ -173,7 +173,7 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
     for (let i = 0; i < running.length; i++) {
       const e = running[i]!;
       const action = actions[i]!;
-        const demos = options.demos ? await options.demos(e.observation, action) : [];
+      const demos = options.demos ? await options.demos(e.observation, action) : [];
       const r = await experience.step({ task: agentView(e.task), history: e.history.slice(), observation: e.observation, action, demos });
       e.history.push({ observation: e.observation, action });
       e.reward += r.reward;
