@@ -277,7 +277,8 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
  * experiment tables together took 29.7 minutes with two runs at once on a 2-core machine, and
  * 31.9 minutes in a later run on a slower day (the same work took 2-13% longer); 20.9 minutes
  * once the wasm backend's gather copied rows and acting reused the deduplicated action
- * embeddings (BENCHMARKS.md, "training").
+ * embeddings, 23.9 minutes on the thirtieth session's household simulator, whose synthetic
+ * put-downs now go on (BENCHMARKS.md, "training").
  */
 export const PRESETS = {
   quick: { iterations: 45, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
