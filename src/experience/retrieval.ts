@@ -140,6 +140,12 @@ export class RetrievalDataError extends Error {
   override name = 'RetrievalDataError';
 }
 
+/**
+ * The continuing steps of one verb: a step that ended its episode has no next state to give. Where
+ * the nearest recorded steps of an unseen put had all completed tasks like this one, keeping them
+ * kept the state as it was, so a thing put down unready stayed in hand ("You pick up ..." again): a
+ * free step inside the simulator that costs the thing in the real environment.
+ */
 interface VerbIndex {
   index: RetrievalIndex;
   /** Row seq -> transition position. */
@@ -345,9 +351,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
         const ta = taskActionKey(t.task.id, t.action);
         (byTaskAction.get(ta) ?? byTaskAction.set(ta, []).get(ta))?.push(i);
         (byAction.get(t.action) ?? byAction.set(t.action, []).get(t.action))?.push(i);
+        const verb = actionVerb(t.action);
+        (byVerb.get(verb) ?? byVerb.set(verb, []).get(verb))?.push(i);
       }
-      const verb = actionVerb(t.action);
-      (byVerb.get(verb) ?? byVerb.set(verb, []).get(verb))?.push(i);
       const step = t.history.length;
       for (const k of kindKeys(t.action, t.task.instruction)) {
         const s = kinds.get(k) ?? { count: 0, ends: 0, successes: 0, enders: new Map<string, number>(), returns: new Map<string, number>(), evidenceFloor: null, evidenceCeiling: null, unofferedCeiling: 0 };
@@ -1009,20 +1015,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const verb = this.verbs.get(actionVerb(action));
     if (!verb) return undefined;
     const nearestFirst = this.config.neighbourOrder === 'nearest';
-    const continuingOf = (hits: readonly { seq: number }[]): RealTransition[] => hits.map((h) => this.transitions[verb.rows[h.seq] as number] as RealTransition).filter((t) => t.next);
     let hits = this.safeSearch(verb.index, q, nearestFirst ? this.config.k : verb.rows.length);
     if (!nearestFirst) hits = hits.reverse().slice(0, this.config.k);
-    let continuing = continuingOf(hits);
-    if (continuing.length === 0 && verb.rows.length > this.config.k) {
-      // The k nearest all ended their episodes (puts that completed tasks like this one): the
-      // nearest that went on. Without it the state stayed as it was, so a thing put down where a
-      // task wants it, unready, stayed in hand ("You pick up ..." again), a free step for a policy
-      // inside the simulator that costs the thing in the real environment.
-      const all = this.safeSearch(verb.index, q, verb.rows.length);
-      continuing = continuingOf(nearestFirst ? all : all.reverse()).slice(0, this.config.k);
-    }
+    const neighbours = hits.map((h) => this.transitions[verb.rows[h.seq] as number] as RealTransition);
     const template = actionTemplate(action).template;
-    return continuing.find((t) => actionTemplate(t.action).template === template) ?? continuing[0];
+    return neighbours.find((t) => actionTemplate(t.action).template === template) ?? neighbours[0];
   }
 
   private safeSearch(index: RetrievalIndex, query: Float32Array, k: number): { seq: number; score: number }[] {

@@ -278,7 +278,8 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
  * 31.9 minutes in a later run on a slower day (the same work took 2-13% longer); 20.9 minutes
  * once the wasm backend's gather copied rows and acting reused the deduplicated action
  * embeddings, 23.9 minutes on the thirtieth session's household simulator, whose synthetic
- * put-downs now go on (BENCHMARKS.md, "training").
+ * put-downs now go on, 23.4 once its nearest steps of a verb were only those that went on
+ * (BENCHMARKS.md, "training").
  */
 export const PRESETS = {
   quick: { iterations: 45, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
