@@ -278,7 +278,7 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
  * 31.9 minutes in a later run on a slower day (the same work took 2-13% longer); 20.9 minutes
  * once the wasm backend's gather copied rows and acting reused the deduplicated action
  * embeddings, 23.9 minutes on the thirtieth session's household simulator, whose synthetic
- * put-downs now go on, 23.4 once its nearest steps of a verb were only those that went on
+ * put-downs now go on, and 23.4 on the thirty-first session's code, which gives the same tables
  * (BENCHMARKS.md, "training").
  */
 export const PRESETS = {
