@@ -141,10 +141,10 @@ export class RetrievalDataError extends Error {
 }
 
 /**
- * The continuing steps of one verb: a step that ended its episode has no next state to give. Where
- * the nearest recorded steps of an unseen put had all completed tasks like this one, keeping them
- * kept the state as it was, so a thing put down unready stayed in hand ("You pick up ..." again): a
- * free step inside the simulator that costs the thing in the real environment.
+ * The steps of one verb whose episode went on: a step that ended its episode has no next state to
+ * give. Where the nearest recorded steps of an unseen put had all completed tasks like this one,
+ * the state once stayed as it was, so a thing put down unready stayed in hand ("You pick up ..."
+ * again): a free step inside the simulator that costs the thing in the real environment.
  */
 interface VerbIndex {
   index: RetrievalIndex;
