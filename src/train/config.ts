@@ -274,12 +274,8 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
  * 3 seeds), and at 30 six of 12 seeds of `real` ended at 12% or below on held-out tasks
  * (22.5% over the 12). At 45 (3 seeds, held-out greedy; BENCHMARKS.md "training"): household `real` 20.0 ->
  * 32.7%, `dreamgym` 34.0% either way; shop `real` 56.0 -> 64.0%, `dreamgym` 53.3 -> 50.7%. Both
- * experiment tables together took 29.7 minutes with two runs at once on a 2-core machine, and
- * 31.9 minutes in a later run on a slower day (the same work took 2-13% longer); 20.9 minutes
- * once the wasm backend's gather copied rows and acting reused the deduplicated action
- * embeddings, 23.9 minutes on the thirtieth session's household simulator, whose synthetic
- * put-downs now go on, and 23.4 on the thirty-first session's code, which gives the same tables
- * (BENCHMARKS.md, "training").
+ * experiment tables together take 23.4 minutes with two runs at once on a 2-core machine
+ * (BENCHMARKS.md, "training", has the earlier times).
  */
 export const PRESETS = {
   quick: { iterations: 45, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
