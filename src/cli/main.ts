@@ -69,7 +69,7 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .addOption(new Option('--split <split>', 'task split').choices(['train', 'test']).default('train'))
     .requiredOption('--out <file>', 'output JSONL file (- for stdout)')
     .action(async (opts: { env?: string; envModule?: string; envTimeout?: number; episodes: number; seed: number; policy: string; split: 'train' | 'test'; out: string }) => {
-      const target = await resolveOutput(opts.out);
+      const target = await resolveOutput(opts.out, { inputs: [opts.envModule] });
       const env = chooseEnv(opts);
       const spec = env.spec;
       const started = performance.now();
@@ -145,7 +145,7 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
         if (opts.llmModel !== undefined && opts.llmUrl === undefined) throw new CliUsageError('--llm-model names a model of the server at --llm-url: give --llm-url URL too');
         if (opts.sim === 'llm' && opts.llmUrl === undefined) throw new CliUsageError('--sim llm needs an LLM: give --llm-url URL of an OpenAI-compatible server (llama.cpp, Ollama, vLLM), or use --sim retrieval');
         if (opts.sim !== 'llm' && opts.llmUrl !== undefined) throw new CliUsageError('--llm-url applies to --sim llm here');
-        const target = opts.out !== undefined ? await resolveOutput(opts.out) : null;
+        const target = opts.out !== undefined ? await resolveOutput(opts.out, { inputs: [opts.envModule] }) : null;
         const llm = opts.llmUrl !== undefined ? await connectLlm(opts.llmUrl, opts.llmModel) : null;
         const { llmUrl: _url, llmModel: _model, env: _env, envModule: _module, envTimeout: _timeout, ...rest } = opts;
         const env = chooseEnv(opts);
@@ -174,16 +174,19 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .command('doctor')
     .description(
       'Check every run of the run store: run.json, snapshot.json and the checkpoint it names, and the committed rollouts.jsonl ' +
-        'lines, one report line per problem. Removes only debris no command reads (a dead process\'s lock, rollouts after the ' +
-        'committed length, an unnamed checkpoint.next.bin, temporary files of dead processes); a damaged run is reported and left ' +
-        'in place. Runs a live process trains are not touched. Exit status 1 when a damaged run remains. (The page\'s IndexedDB ' +
-        'replay store has its own repair, repairStore in src/replay.)',
+        'lines, one report line per problem. From a run that reads back, removes only debris no command reads (a dead process\'s lock, ' +
+        'rollouts after the committed length, an unnamed checkpoint.next.bin, temporary files of dead processes); a damaged run is ' +
+        'reported and nothing of it is changed. A lost snapshot.json is damage: --rebuild commits the complete lines of rollouts.jsonl ' +
+        'again under a new snapshot.json (the original file kept when a line is left out), so the run can be listed, evaluated and ' +
+        'exported (not resumed). Runs a live process trains are not touched. Exit status 1 when a damaged run remains. (The page\'s ' +
+        'IndexedDB replay store has its own repair, repairStore in src/replay.)',
     )
     .showHelpAfterError(false)
     .addOption(new Option('--store <dir>', 'run store directory').default(DEFAULT_STORE_DIR))
     .option('--dry-run', 'list what would be removed; change nothing')
-    .action(async (opts: { store: string; dryRun?: boolean }) => {
-      const report = await doctorStore(opts.store, opts.dryRun === true);
+    .option('--rebuild [run]', 'rebuild this run (or, without an id, every run) whose snapshot.json is lost or unreadable')
+    .action(async (opts: { store: string; dryRun?: boolean; rebuild?: string | true }) => {
+      const report = await doctorStore(opts.store, opts.dryRun === true, opts.rebuild ?? null);
       out(printable(formatDoctor(report)));
       if (report.runs.some((r) => r.damaged.length > 0)) throw new CliExit(1);
     });
@@ -193,11 +196,12 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
 
 /**
  * Text safe to print on a terminal: control characters (escape sequences, bells, carriage
- * returns, C1 codes) and lone surrogates from a file's bytes are shown as `\xHH` / `\uHHHH`
- * escapes instead of being sent raw. Newlines and tabs stay.
+ * returns, C1 codes), bidirectional overrides and isolates (U+202E would show a name reversed) and
+ * lone surrogates from a file's bytes are shown as `\xHH` / `\uHHHH` escapes instead of being sent
+ * raw. Newlines and tabs stay.
  */
 export function printable(text: string): string {
-  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (c) => {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (c) => {
     const n = c.charCodeAt(0);
     return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
   });

@@ -21,7 +21,8 @@
  * deterministic for the run's config, so nothing else needs to be stored to resume.
  *
  * Crash safety. Every file except rollouts.jsonl is replaced atomically (temporary file, fsync,
- * rename). A resume point is written checkpoint first: the new checkpoint's bytes go to
+ * rename, fsync of the directory). Appended rollouts are synced before the snapshot that commits
+ * their length is written, so a committed length never covers bytes a crash lost. A resume point is written checkpoint first: the new checkpoint's bytes go to
  * `checkpoint.next.bin`, then `snapshot.json` (naming that checkpoint's SHA-256) replaces the old
  * one, then `checkpoint.next.bin` is renamed onto `checkpoint.bin`. A reader takes the checkpoint
  * whose hash the snapshot names, so a process killed between any two of these steps leaves a
@@ -29,13 +30,20 @@
  * and the snapshot records how many bytes of rollouts.jsonl it covers: readers stop there, and a
  * resumed run first cuts off what a killed iteration appended after its last snapshot.
  *
+ * A run that once had a resume point (run.json counts completed iterations or says done, or
+ * checkpoint.bin exists) and has no snapshot.json lost it: every reader reports the run as
+ * damaged and nothing of rollouts.jsonl is cut. {@link RunStore.rebuild} (`dreamgym doctor
+ * --rebuild`) makes it consistent again from run.json, the checkpoint and the complete lines of
+ * rollouts.jsonl; such a run can be listed, evaluated and exported, but not resumed (the
+ * curriculum's state is gone).
+ *
  * Reading (eval, runs, export, and the checks `train --resume` makes before it starts) never
  * modifies the store. Problems are typed: {@link UnknownRunError} lists the known runs,
  * {@link CorruptRunError} names the file and what is wrong with it.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, rmSync } from 'node:fs';
-import { appendFile, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { constants, createReadStream, rmSync } from 'node:fs';
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -47,7 +55,7 @@ import { TrainingConfigSchema, type TrainingConfig } from '../train/config.ts';
 import type { EvalResult } from '../train/evaluate.ts';
 import type { IterationMetrics, RunSnapshot } from '../train/loop.ts';
 import { decodeMetrics, decodeRunState, encodeRunState, RunStateSchema, StoredMetricsSchema, SyntheticValidationSchema } from '../train/run-state.ts';
-import { writeFileAtomic } from './output.ts';
+import { openOutput, syncDir, writeFileAtomic } from './output.ts';
 
 /** The store directory used when `--store` is not given. */
 export const DEFAULT_STORE_DIR = '.dreamgym';
@@ -188,6 +196,8 @@ const SnapshotFileSchema = z
     checkpoint: z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), bytes: z.number().int().min(0) }).strict(),
     /** Bytes of rollouts.jsonl this snapshot covers. */
     rolloutsBytes: z.number().int().min(0),
+    /** Set when `doctor --rebuild` wrote this snapshot after the run's own was lost: when, and from what. */
+    rebuilt: z.object({ at: z.iso.datetime(), from: z.string() }).strict().optional(),
   })
   .strict();
 
@@ -195,6 +205,22 @@ const SnapshotFileSchema = z
 export interface StoredSnapshot {
   snapshot: RunSnapshot;
   rolloutsBytes: number;
+  /** Present when the snapshot was rebuilt after a loss (see {@link RunStore.rebuild}): such a run cannot be resumed. */
+  rebuilt?: { at: string; from: string };
+}
+
+/** What {@link RunStore.rebuild} did. */
+export interface RebuildReport {
+  /** Complete, valid lines of rollouts.jsonl now committed, and their bytes. */
+  lines: number;
+  bytes: number;
+  tasks: number;
+  trajectories: number;
+  /** Lines left out (an incomplete last line included), each `line N: problem`; at most 20 listed. */
+  dropped: string[];
+  droppedCount: number;
+  /** The untouched original of rollouts.jsonl, when lines were left out (a file name in the run directory). */
+  original: string | null;
 }
 
 /** The first problem of a zod error, as `field: message`. */
@@ -291,7 +317,11 @@ export class RunStore {
     await this.checkId(id);
     const dir = this.runDir(id);
     const text = await this.readText(id, 'snapshot.json');
-    if (text === null) return null;
+    if (text === null) {
+      const lost = await this.lostSnapshot(id);
+      if (lost !== null) throw new CorruptRunError(id, join(dir, 'snapshot.json'), lost);
+      return null;
+    }
     const parsed = SnapshotFileSchema.safeParse(this.parseJson(id, 'snapshot.json', text));
     if (!parsed.success) throw new CorruptRunError(id, join(dir, 'snapshot.json'), zodProblem(parsed.error));
     const file = parsed.data;
@@ -321,7 +351,30 @@ export class RunStore {
       throw new CorruptRunError(id, cpFile, e instanceof CheckpointError ? e.message : reason(e));
     }
     const snapshot: RunSnapshot = { ...decodeRunState(file.snapshot), checkpoint };
-    return { snapshot, rolloutsBytes: file.rolloutsBytes };
+    return { snapshot, rolloutsBytes: file.rolloutsBytes, ...(file.rebuilt ? { rebuilt: file.rebuilt } : {}) };
+  }
+
+  /**
+   * Why a run without snapshot.json must have had one (so the file was lost, not yet written), as
+   * the problem to report; null for a run that never committed an iteration.
+   */
+  private async lostSnapshot(id: string): Promise<string | null> {
+    const dir = this.runDir(id);
+    const signs: string[] = [];
+    try {
+      const record = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8')) as { iteration?: unknown; status?: unknown };
+      if (typeof record.iteration === 'number' && record.iteration > 0) signs.push(`run.json records ${record.iteration} completed iterations`);
+      else if (record.status === 'done') signs.push('run.json says the run is done');
+    } catch {
+      // An unreadable run.json is reported on its own.
+    }
+    if (await stat(join(dir, 'checkpoint.bin')).then(() => true, () => false)) signs.push('checkpoint.bin exists');
+    if (signs.length === 0) return null;
+    const size = await stat(join(dir, 'rollouts.jsonl')).then((i) => i.size, () => null);
+    return (
+      `missing, though ${signs.join(' and ')}: the run's resume point is lost; rollouts.jsonl${size === null ? '' : ` (${size} bytes)`} is kept as it is, ` +
+      `and \`dreamgym doctor --store ${this.root} --rebuild ${id}\` recovers its complete lines into a consistent run`
+    );
   }
 
   /** Whether a live process on this host holds the run's lock (a `running` run without one was interrupted). */
@@ -341,7 +394,14 @@ export class RunStore {
     const out: RunListing[] = [];
     for (const id of await this.ids()) {
       try {
-        out.push({ id, record: await this.readRecord(id) });
+        const record = await this.readRecord(id);
+        // A lost snapshot.json makes the run unreadable for resume, eval and export: say so here too.
+        const snapshotFile = join(this.runDir(id), 'snapshot.json');
+        if (!(await stat(snapshotFile).then(() => true, () => false))) {
+          const lost = await this.lostSnapshot(id);
+          if (lost !== null) throw new CorruptRunError(id, snapshotFile, lost);
+        }
+        out.push({ id, record });
       } catch (e) {
         if (!(e instanceof RunStoreError)) throw e;
         out.push({ id, problem: e instanceof CorruptRunError ? `${e.file}: ${e.problem}` : e.message });
@@ -353,9 +413,10 @@ export class RunStore {
   /**
    * The run's committed rollouts (dreamgym JSONL lines, validated as they are read), in order:
    * the lines of rollouts.jsonl up to the length the snapshot records. Throws
-   * {@link CorruptRunError} naming the line of the first problem.
+   * {@link CorruptRunError} naming the line of the first problem; with `onBad`, a bad line is
+   * handed to it (`line N: problem`) and left out instead, and so is a trajectory of a task left out.
    */
-  async *rollouts(id: string): AsyncGenerator<{ type: 'task'; task: Task } | { type: 'trajectory'; trajectory: Trajectory }> {
+  async *rollouts(id: string, options: { onBad?: (problem: string) => void } = {}): AsyncGenerator<{ type: 'task'; task: Task } | { type: 'trajectory'; trajectory: Trajectory }> {
     const saved = await this.readSnapshot(id);
     const file = join(this.runDir(id), 'rollouts.jsonl');
     const limit = saved?.rolloutsBytes ?? 0;
@@ -373,22 +434,13 @@ export class RunStore {
     let n = 0;
     for await (const text of lines) {
       n++;
-      const record = parseJsonlLine(text, n);
-      if (record === null) continue;
-      if (Array.isArray(record)) throw new CorruptRunError(id, file, formatIssue(record[0] as (typeof record)[number]));
-      if (record.type === 'task') {
-        if (tasks.has(record.task.id)) throw new CorruptRunError(id, file, `line ${n}: task ${JSON.stringify(record.task.id)} appears twice`);
-        tasks.set(record.task.id, record.task);
-        yield record;
-      } else {
-        const t = record.trajectory;
-        const task = tasks.get(t.taskId);
-        if (!task) throw new CorruptRunError(id, file, `line ${n}: trajectory ${JSON.stringify(t.id)} refers to task ${JSON.stringify(t.taskId)}, which no earlier line defines`);
-        if (task.env !== t.env) throw new CorruptRunError(id, file, `line ${n}: trajectory ${JSON.stringify(t.id)} is a ${t.env} trajectory of a ${task.env} task`);
-        if (trajectories.has(t.id)) throw new CorruptRunError(id, file, `line ${n}: trajectory ${JSON.stringify(t.id)} appears twice`);
-        trajectories.add(t.id);
-        yield record;
+      const problem = checkRolloutLine(text, n, tasks, trajectories);
+      if (typeof problem === 'string') {
+        if (!options.onBad) throw new CorruptRunError(id, file, problem);
+        options.onBad(problem);
+        continue;
       }
+      if (problem !== null) yield problem;
     }
   }
 
@@ -437,11 +489,145 @@ export class RunStore {
     try {
       await writeFile(join(this.runDir(id), 'rollouts.jsonl'), '');
       await writer.saveRecord();
+      await syncDir(this.runsDir);
     } catch (e) {
       await writer.release();
       throw new RunStoreError(`cannot write run ${id} in ${this.root}: ${reason(e)}`);
     }
     return writer;
+  }
+
+  /**
+   * Makes a run whose snapshot.json is lost (or unreadable) consistent again, under its lock:
+   * rollouts.jsonl keeps its complete lines that read back (each task once, before its
+   * trajectories); when a line has to be left out, the original file is kept next to it first
+   * (`rollouts.before-rebuild-STAMP.jsonl`). A new snapshot.json then commits those lines, names
+   * the checkpoint that parses (checkpoint.bin, else checkpoint.next.bin) and carries run.json's
+   * iteration, metrics and counts, marked `rebuilt` (the curriculum's state is not recoverable,
+   * so the run cannot be resumed). A running run becomes stopped. Throws {@link RunStoreError}
+   * saying why when the run has its resume point or cannot be rebuilt; then nothing is changed.
+   */
+  async rebuild(id: string, now: Date = new Date()): Promise<RebuildReport> {
+    const record = await this.readRecord(id).catch((e: unknown) => {
+      throw new RunStoreError(`cannot rebuild run ${id}: ${e instanceof CorruptRunError ? `${e.file}: ${e.problem}` : reason(e)} (its configuration and counts come from run.json)`);
+    });
+    const writer = new RunWriter(this, id, record, new Set(), 0);
+    await writer.lock();
+    try {
+      const dir = this.runDir(id);
+      try {
+        await this.readSnapshot(id);
+        throw new RunStoreError(`run ${id} has its resume point (snapshot.json reads back): nothing to rebuild`);
+      } catch (e) {
+        if (!(e instanceof CorruptRunError) || e.file !== join(dir, 'snapshot.json')) {
+          if (e instanceof RunStoreError && !(e instanceof CorruptRunError)) throw e;
+          throw new RunStoreError(`cannot rebuild run ${id}: ${e instanceof CorruptRunError ? `${e.file}: ${e.problem}` : reason(e)}`);
+        }
+      }
+      let checkpoint: Uint8Array | null = null;
+      for (const name of ['checkpoint.bin', 'checkpoint.next.bin']) {
+        const bytes = await readFile(join(dir, name)).then((b) => new Uint8Array(b), () => null);
+        if (bytes === null) continue;
+        try {
+          parseCheckpoint(bytes);
+          checkpoint = bytes;
+          break;
+        } catch {
+          // try the other one
+        }
+      }
+      if (checkpoint === null) throw new RunStoreError(`cannot rebuild run ${id}: neither checkpoint.bin nor checkpoint.next.bin holds a checkpoint that reads back; nothing changed`);
+
+      // The complete lines that read back, in order.
+      const file = join(dir, 'rollouts.jsonl');
+      const tasks = new Map<string, Task>();
+      const trajectories = new Set<string>();
+      const kept: Buffer[] = [];
+      const report: RebuildReport = { lines: 0, bytes: 0, tasks: 0, trajectories: 0, dropped: [], droppedCount: 0, original: null };
+      const drop = (problem: string): void => {
+        report.droppedCount++;
+        if (report.dropped.length < 20) report.dropped.push(problem);
+      };
+      const decoder = new TextDecoder('utf-8', { fatal: true });
+      let n = 0;
+      const exists = await stat(file).then(() => true, () => false);
+      if (exists) {
+        for await (const { bytes, complete } of byteLines(file)) {
+          n++;
+          if (!complete) {
+            drop(`line ${n}: incomplete (no newline at its end: a write cut off)`);
+            continue;
+          }
+          let text: string;
+          try {
+            text = decoder.decode(bytes.subarray(0, bytes.length - 1));
+          } catch {
+            drop(`line ${n}: not valid UTF-8`);
+            continue;
+          }
+          const checked = checkRolloutLine(text.endsWith('\r') ? text.slice(0, -1) : text, n, tasks, trajectories);
+          if (typeof checked === 'string') {
+            drop(checked);
+            continue;
+          }
+          if (checked === null) continue;
+          kept.push(bytes);
+          report.lines++;
+          report.bytes += bytes.length;
+          if (checked.type === 'task') report.tasks++;
+          else report.trajectories++;
+        }
+      }
+      if (report.droppedCount > 0 || !exists) {
+        if (exists) {
+          // Every byte of the original stays, under a name of its own, before the file is replaced.
+          const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+          report.original = `rollouts.before-rebuild-${stamp}.jsonl`;
+          await copyFile(file, join(dir, report.original), constants.COPYFILE_EXCL);
+        }
+        const out = await openOutput({ kind: 'file', name: file, path: file });
+        try {
+          for (const bytes of kept) await out.write(bytes.toString('utf8'));
+          await out.commit();
+        } catch (e) {
+          await out.abort();
+          throw e;
+        }
+      }
+      const state = {
+        format: 'dreamgym-run',
+        version: 1,
+        config: record.config,
+        iteration: record.iteration,
+        pool: [...tasks.values()],
+        lastSeen: {},
+        metrics: record.metrics,
+        realTransitions: record.realTransitions,
+        realResets: record.realResets,
+        syntheticSteps: record.syntheticSteps,
+        wallMs: record.trainWallMs,
+        ...(record.validation ? { validation: record.validation } : {}),
+      };
+      const snapshotFile = SnapshotFileSchema.parse({
+        format: 'dreamgym-cli-snapshot',
+        version: 1,
+        runId: id,
+        snapshot: state,
+        checkpoint: { sha256: sha256(checkpoint), bytes: checkpoint.length },
+        rolloutsBytes: report.bytes,
+        rebuilt: { at: now.toISOString(), from: 'run.json, the checkpoint and the complete lines of rollouts.jsonl' },
+      });
+      const old = join(dir, 'snapshot.json');
+      if (await stat(old).then(() => true, () => false)) {
+        // An unreadable snapshot.json is kept too, next to the new one.
+        await rename(old, join(dir, `snapshot.before-rebuild-${now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}.json`));
+      }
+      await writeFileAtomic(old, `${JSON.stringify(snapshotFile)}\n`);
+      if (record.status === 'running') await writer.update({ status: 'stopped' });
+      return report;
+    } finally {
+      await writer.release();
+    }
   }
 
   /**
@@ -480,6 +666,46 @@ export class RunStore {
       throw e;
     }
   }
+}
+
+type RolloutRecord = { type: 'task'; task: Task } | { type: 'trajectory'; trajectory: Trajectory };
+
+/**
+ * Checks one line of rollouts.jsonl against the lines before it (`tasks` and `trajectories` are
+ * updated when it is good): the record, null for a blank line, or the problem as `line N: ...`.
+ */
+function checkRolloutLine(text: string, n: number, tasks: Map<string, Task>, trajectories: Set<string>): RolloutRecord | null | string {
+  const record = parseJsonlLine(text, n);
+  if (record === null) return null;
+  if (Array.isArray(record)) return formatIssue(record[0] as (typeof record)[number]);
+  if (record.type === 'task') {
+    if (tasks.has(record.task.id)) return `line ${n}: task ${JSON.stringify(record.task.id)} appears twice`;
+    tasks.set(record.task.id, record.task);
+    return record;
+  }
+  const t = record.trajectory;
+  const task = tasks.get(t.taskId);
+  if (!task) return `line ${n}: trajectory ${JSON.stringify(t.id)} refers to task ${JSON.stringify(t.taskId)}, which no earlier line defines`;
+  if (task.env !== t.env) return `line ${n}: trajectory ${JSON.stringify(t.id)} is a ${t.env} trajectory of a ${task.env} task`;
+  if (trajectories.has(t.id)) return `line ${n}: trajectory ${JSON.stringify(t.id)} appears twice`;
+  trajectories.add(t.id);
+  return record;
+}
+
+/** The complete lines (ending in a newline) of a file, as bytes, streamed; the incomplete tail last, flagged. */
+async function* byteLines(file: string): AsyncGenerator<{ bytes: Buffer; complete: boolean }> {
+  let pending: Buffer[] = [];
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let nl = chunk.indexOf(0x0a); nl >= 0; nl = chunk.indexOf(0x0a, start)) {
+      pending.push(chunk.subarray(start, nl + 1));
+      yield { bytes: Buffer.concat(pending), complete: true };
+      pending = [];
+      start = nl + 1;
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
+  }
+  if (pending.length > 0) yield { bytes: Buffer.concat(pending), complete: false };
 }
 
 /** Writes one run while its `train` process holds the lock. */
@@ -587,7 +813,14 @@ export class RunWriter {
     }
     if (lines.length === 0) return;
     const text = `${lines.join('\n')}\n`;
-    await appendFile(join(this.dir, 'rollouts.jsonl'), text, 'utf8');
+    // Synced before the snapshot that will commit these bytes is written.
+    const handle = await open(join(this.dir, 'rollouts.jsonl'), 'a');
+    try {
+      await handle.writeFile(text, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
     this.rolloutsBytes += Buffer.byteLength(text, 'utf8');
   }
 
@@ -606,6 +839,7 @@ export class RunWriter {
     };
     await writeFileAtomic(join(this.dir, 'snapshot.json'), `${JSON.stringify(file)}\n`);
     await rename(next, join(this.dir, 'checkpoint.bin'));
+    await syncDir(this.dir);
   }
 }
 

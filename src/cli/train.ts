@@ -350,6 +350,7 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
       );
     }
     expected = await store.readSnapshot(opts.resume);
+    if (expected?.rebuilt) throw new CliUsageError(`run ${record.id} was rebuilt after its snapshot.json was lost (${expected.rebuilt.at}): the curriculum's state it would continue from is gone, so it cannot be resumed; eval or export it, or train a new run`);
     config = expected?.snapshot.config ?? record.config;
     if (record.seedData !== undefined && opts.data === undefined) throw new CliUsageError(`run ${record.id} trained on seed data alone (${record.seedData.file}): resume it with --data FILE (the same data)`);
     if (record.seedData === undefined && opts.data !== undefined) throw new CliUsageError(`run ${record.id} did not train on seed data alone: drop --data`);
@@ -440,7 +441,7 @@ async function trainOnEnv(
   if (opts.stopAfter !== undefined && opts.stopAfter <= done) {
     throw new CliUsageError(`--stop-after ${opts.stopAfter} is not after the run's ${done} completed iterations`);
   }
-  const target = opts.out !== undefined ? await resolveOutput(opts.out) : null;
+  const target = opts.out !== undefined ? await resolveOutput(opts.out, { inputs: [opts.data, opts.envModule], forbiddenDir: storeRuns(store) }) : null;
 
   // The LLM server answers before the run is created, or nothing is written.
   const llm = opts.llmUrl !== undefined ? await connectLlm(opts.llmUrl, llmModel) : null;
@@ -552,6 +553,11 @@ async function trainOnEnv(
     prepared.dispose();
     await writer?.release();
   }
+}
+
+/** The store's runs/ as a place no `--out` may write into. */
+function storeRuns(store: RunStore): { path: string; what: string } {
+  return { path: store.runsDir, what: `the run store ${store.root}` };
 }
 
 /** A word as a POSIX shell reads it back (quoted when it has to be). */
@@ -803,7 +809,7 @@ async function exportCommand(opts: { store: string; run: string; format: 'jsonl'
   const store = new RunStore(opts.store);
   await store.readRecord(opts.run);
   await store.readSnapshot(opts.run);
-  const target: OutputTarget = await resolveOutput(opts.out);
+  const target: OutputTarget = await resolveOutput(opts.out, { forbiddenDir: storeRuns(store) });
   const writer = await openOutput(target);
   const tasks = new Map<string, Parameters<typeof trajectoryToChat>[0]>();
   let nTasks = 0;

@@ -112,10 +112,23 @@ async function* chunks(stream: JsonlStream | string | Blob): AsyncGenerator<stri
   throw new TypeError(`cannot read JSONL from ${Object.prototype.toString.call(stream)}`);
 }
 
-/** Splits a stream into lines (without `\n` or a trailing `\r`), counting bytes. */
+/**
+ * The most characters one JSONL line may have (16 Mi). A line is parsed whole, so without a
+ * bound one huge line would take memory several times its size; a record this long is no
+ * episode anyone recorded.
+ */
+export const MAX_JSONL_LINE_CHARS = 16 * 1024 * 1024;
+
+/**
+ * Splits a stream into lines (without `\n` or a trailing `\r`), counting bytes. Linear in the
+ * input: each chunk is searched once and a line's pieces are joined once. A line longer than
+ * {@link MAX_JSONL_LINE_CHARS} ends the read with a `JsonlError` naming it.
+ */
 async function* lines(stream: JsonlStream | string | Blob, onBytes: (n: number) => void): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8', { fatal: true });
-  let tail = '';
+  /** Pieces of the line being read, and their length. */
+  let parts: string[] = [];
+  let pending = 0;
   let lineNo = 0;
   const decode = (bytes: Uint8Array | undefined, final: boolean): string => {
     try {
@@ -124,8 +137,22 @@ async function* lines(stream: JsonlStream | string | Blob, onBytes: (n: number) 
       const bad = bytes ? firstInvalidUtf8(bytes) : 0;
       let before = 0;
       for (let i = 0; bytes && i < bad; i++) if (bytes[i] === 0x0a) before++;
-      throw new JsonlError([{ line: lineNo + 1 + countNewlines(tail) + before, message: 'not valid UTF-8' }]);
+      throw new JsonlError([{ line: lineNo + 1 + before, message: 'not valid UTF-8' }]);
     }
+  };
+  const tooLong = (): JsonlError => new JsonlError([{ line: lineNo + 1, message: `longer than ${MAX_JSONL_LINE_CHARS} characters, the most a line may have` }]);
+  const take = (piece: string): void => {
+    if (piece === '') return;
+    pending += piece.length;
+    if (pending > MAX_JSONL_LINE_CHARS) throw tooLong();
+    parts.push(piece);
+  };
+  const finish = (): string => {
+    const raw = parts.length === 1 ? (parts[0] as string) : parts.join('');
+    parts = [];
+    pending = 0;
+    lineNo++;
+    return raw.endsWith('\r') ? raw.slice(0, -1) : raw;
   };
   let first = true;
   for await (const chunk of chunks(stream)) {
@@ -136,18 +163,16 @@ async function* lines(stream: JsonlStream | string | Blob, onBytes: (n: number) 
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       first = false;
     }
-    tail += text;
     let start = 0;
-    for (let nl = tail.indexOf('\n', start); nl >= 0; nl = tail.indexOf('\n', start)) {
-      const raw = tail.slice(start, nl);
-      lineNo++;
-      yield raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+      take(text.slice(start, nl));
+      yield finish();
       start = nl + 1;
     }
-    tail = tail.slice(start);
+    take(text.slice(start));
   }
-  tail += decode(undefined, true);
-  if (tail !== '') yield tail.endsWith('\r') ? tail.slice(0, -1) : tail;
+  take(decode(undefined, true));
+  if (pending > 0) yield finish();
 }
 
 /** Offset of the first byte that cannot start or continue a UTF-8 sequence (0 when none is found: the fault lies before). */
@@ -163,12 +188,6 @@ function firstInvalidUtf8(b: Uint8Array): number {
     i += n + 1;
   }
   return 0;
-}
-
-function countNewlines(s: string): number {
-  let n = 0;
-  for (let i = s.indexOf('\n'); i >= 0; i = s.indexOf('\n', i + 1)) n++;
-  return n;
 }
 
 interface Located<T> {
