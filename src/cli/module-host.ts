@@ -9,6 +9,12 @@
  * synchronous (the loop, the evaluation and offline data use it unchanged), and a call that does
  * not return within the limit gets the worker terminated and an {@link EnvModuleError} naming the
  * export and the task. After that the module is dead: every later call fails at once.
+ *
+ * While this thread blocks, Node cannot run a signal listener, so a call that takes longer than a
+ * moment runs with SIGINT and SIGTERM at their default: Ctrl-C ends the process at once instead of
+ * after the call's time limit (a run stays resumable from its last snapshot, as after a kill). An
+ * observation, step result or expert action bigger than {@link MAX_OBSERVATION_CHARS} characters of
+ * JSON is refused in the worker, before it is copied here.
  */
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -36,13 +42,19 @@ export interface LoadedEnvModule {
 }
 
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+
+/** The most characters of JSON one reply of `reset`, `step` or `expertAction` may have (1 Mi): an observation is text for a policy, not a file. */
+export const MAX_OBSERVATION_CHARS = 1024 * 1024;
+
+/** How long a call may block with the signal listeners in place (a signal then waits this long at most). */
+const SIGNAL_GRACE_MS = 100;
 export const DEFAULT_LOAD_TIMEOUT_MS = 30_000;
 
 // The worker: imports the module, describes its exports, then answers one request at a time. Plain
 // JavaScript, evaluated as a script, so that it needs no TypeScript loader of its own.
 const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads');
-const { port, flag, url, tsxApi } = workerData;
+const { port, flag, url, tsxApi, maxObservationChars } = workerData;
 let mod = null;
 const envs = new Map();
 let nextEnv = 1;
@@ -106,6 +118,14 @@ port.on('message', (req) => {
     send({ ok: false, error: 'returned a Promise: environment calls must be synchronous' });
     return;
   }
+  if (req.op === 'reset' || req.op === 'step' || req.op === 'expertAction') {
+    let size = 0;
+    try { size = (JSON.stringify(value) || '').length; } catch { size = 0; }
+    if (size > maxObservationChars) {
+      send({ ok: false, error: 'returned ' + size + ' characters of JSON, more than the ' + maxObservationChars + ' one reply may have' });
+      return;
+    }
+  }
   send({ ok: true, value });
 });
 load();
@@ -130,6 +150,24 @@ export function waitForFlag(flag: Int32Array, timeoutMs: number): boolean {
   return true;
 }
 
+/**
+ * {@link waitForFlag}, with SIGINT and SIGTERM at their default disposition once the wait has
+ * lasted {@link SIGNAL_GRACE_MS}: no listener can run while this thread blocks, so a signal would
+ * otherwise wait for the call's whole time limit. The listeners are put back afterwards.
+ */
+function waitWithSignalsLive(flag: Int32Array, timeoutMs: number): boolean {
+  if (waitForFlag(flag, Math.min(timeoutMs, SIGNAL_GRACE_MS))) return true;
+  if (timeoutMs <= SIGNAL_GRACE_MS) return false;
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const saved = signals.map((signal) => [signal, process.rawListeners(signal) as ((...args: unknown[]) => void)[]] as const);
+  for (const signal of signals) process.removeAllListeners(signal);
+  try {
+    return waitForFlag(flag, timeoutMs - SIGNAL_GRACE_MS);
+  } finally {
+    for (const [signal, listeners] of saved) for (const listener of listeners) process.on(signal, listener);
+  }
+}
+
 /** The worker and its synchronous request channel. */
 class ModuleWorker {
   private readonly worker: Worker;
@@ -145,7 +183,7 @@ class ModuleWorker {
   ) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.flag, url, tsxApi }, transferList: [port2], stdout: true, stderr: false });
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.flag, url, tsxApi, maxObservationChars: MAX_OBSERVATION_CHARS }, transferList: [port2], stdout: true, stderr: false });
     // What the module prints goes to stderr: stdout may be the data itself (`data --out -`).
     this.worker.stdout.on('data', (chunk: Buffer) => void process.stderr.write(chunk));
     // A loaded module never keeps the process alive by itself.
@@ -161,7 +199,7 @@ class ModuleWorker {
 
   /** Waits for one reply; `what` names the call for the timeout message. */
   private await(what: string, timeoutMs: number): Reply {
-    if (!waitForFlag(this.flag, timeoutMs)) {
+    if (!waitWithSignalsLive(this.flag, timeoutMs)) {
       this.dead = `${what} did not return within ${timeoutMs} ms, so the module was stopped`;
       void this.worker.terminate();
       throw new EnvModuleError(`environment module ${this.where}: ${this.dead}`);

@@ -403,14 +403,15 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
 
 /** Reads, validates (every line, as `validate` does) and splits a seed-data file; errors name what is missing. */
 async function readSeedData(file: string, seed: number): Promise<SeedDataPlan> {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (e) {
     throw new CliUsageError(`cannot read ${file}: ${fsReason(e)}`);
   }
-  await validateJsonl(text);
-  const data = parseJsonl(text);
+  // The bytes go through validate's own decoder (strict UTF-8): what validate refuses, train refuses.
+  await validateJsonl([bytes]);
+  const data = parseJsonl(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
   try {
     return planSeedData(data.tasks, data.trajectories, seed);
   } catch (e) {
@@ -713,6 +714,9 @@ async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEn
     } catch (e) {
       throw new CliUsageError(`${file}: ${e instanceof CheckpointError ? e.message : String(e)}`);
     }
+    if (checkpoint.env !== undefined && checkpoint.env !== chosen) {
+      throw new CliUsageError(`${file} is a policy trained in ${JSON.stringify(checkpoint.env)}, not ${JSON.stringify(chosen)}: evaluate it with ${isBuiltinEnv(checkpoint.env) ? `--env ${checkpoint.env}` : 'the --env-module of that environment'}`);
+    }
     env = chosen;
     prior = opts.prior;
     repeatPenalty = opts.repeatPenalty;
@@ -805,7 +809,7 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
 // ---------------------------------------------------------------------------------------------
 // export
 
-async function exportCommand(opts: { store: string; run: string; format: 'jsonl' | 'chat'; out: string }, out: Out, err: Out): Promise<void> {
+async function exportCommand(opts: { store: string; run: string; format: 'jsonl' | 'chat'; out: string; skipBad?: boolean }, out: Out, err: Out): Promise<void> {
   const store = new RunStore(opts.store);
   await store.readRecord(opts.run);
   await store.readSnapshot(opts.run);
@@ -815,6 +819,7 @@ async function exportCommand(opts: { store: string; run: string; format: 'jsonl'
   let nTasks = 0;
   let nTrajectories = 0;
   let skipped = 0;
+  const bad: string[] = [];
   const controller = new AbortController();
   const removeSignals = onStopSignals(controller, () => {}, () => {});
   try {
@@ -823,7 +828,7 @@ async function exportCommand(opts: { store: string; run: string; format: 'jsonl'
       if (chunk.length > 0) await writer.write(chunk);
       chunk = '';
     };
-    for await (const record of store.rollouts(opts.run)) {
+    for await (const record of store.rollouts(opts.run, opts.skipBad ? { onBad: (problem) => bad.push(problem) } : {})) {
       if (controller.signal.aborted) throw new CliExit(exitCodeOf(controller.signal.reason as StopReason), 'dreamgym: export stopped; nothing written');
       if (record.type === 'task') {
         if (opts.format === 'jsonl') chunk += `${JSON.stringify(record)}\n`;
@@ -851,7 +856,11 @@ async function exportCommand(opts: { store: string; run: string; format: 'jsonl'
   }
   const line =
     `exported run ${opts.run}: ${opts.format === 'jsonl' ? `${nTasks} tasks, ` : ''}${nTrajectories} trajectories as ${opts.format} to ${opts.out}` +
-    (skipped > 0 ? ` (skipped ${skipped} without steps)` : '');
+    (skipped > 0 ? ` (skipped ${skipped} without steps)` : '') +
+    (bad.length > 0 ? `; left out ${bad.length} bad line${bad.length === 1 ? '' : 's'} of rollouts.jsonl (--skip-bad)` : '');
+  // Each line left out, so that the report says what is missing (on stderr: stdout may be the data).
+  for (const problem of bad.slice(0, 50)) err(`dreamgym: export: skipped ${problem}\n`);
+  if (bad.length > 50) err(`dreamgym: export: and ${bad.length - 50} more lines skipped\n`);
   (target.kind === 'stdout' ? err : out)(`${line}\n`);
 }
 
@@ -1037,7 +1046,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .requiredOption('--run <id>', 'a run in the store')
     .addOption(new Option('--format <format>', 'output format').choices(['jsonl', 'chat']).makeOptionMandatory())
     .requiredOption('--out <file>', 'output file (- for stdout)')
-    .action(async (opts: { store: string; run: string; format: 'jsonl' | 'chat'; out: string }) => exportCommand(opts, out, err));
+    .option('--skip-bad', 'leave out committed lines of rollouts.jsonl that do not read back (and trajectories of a task left out), listing each on stderr, instead of refusing the export')
+    .action(async (opts: { store: string; run: string; format: 'jsonl' | 'chat'; out: string; skipBad?: boolean }) => exportCommand(opts, out, err));
 
   program
     .command('experiment')

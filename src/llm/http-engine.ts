@@ -19,6 +19,9 @@
 import type { ChatCompletion, ChatCompletionRequestNonStreaming, ChatEngine, CreateEmbeddingResponse, EmbeddingCreateParams, EmbeddingEngine } from './engine.ts';
 import { LLMConfigError, LLMServerError } from './errors.ts';
 
+/** The most bytes of one reply body read from a server (32 MiB): a reply is a few kilobytes of text, never a stream without end. */
+export const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+
 /** How a `{type: 'grammar'}` response format is sent. */
 export type GrammarDialect = 'llama.cpp' | 'drop';
 
@@ -315,10 +318,44 @@ export class HttpChatEngine implements ChatEngine, EmbeddingEngine {
       ...(body === null ? {} : { body: JSON.stringify(body) }),
       signal,
     });
-    const text = await response.text();
+    const text = await this.readBody(response, url);
     const header = response.headers.get('retry-after');
     const seconds = header !== null && /^\d+(?:\.\d+)?$/.test(header.trim()) ? Number(header) : Number.NaN;
     return { status: response.status, text, retryAfterMs: Number.isFinite(seconds) ? seconds * 1000 : null };
+  }
+
+  /** The body as text, read until {@link MAX_REPLY_BYTES}: a bigger one is refused, not buffered. */
+  private async readBody(response: Response, url: string): Promise<string> {
+    const tooBig = (): LLMServerError => {
+      this.stats.failures++;
+      return new LLMServerError('malformed-reply', `the LLM server at ${this.server} sent a reply body of more than ${MAX_REPLY_BYTES} bytes for ${new URL(url).pathname}; refused`);
+    };
+    const declared = Number(response.headers.get('content-length'));
+    if (Number.isFinite(declared) && declared > MAX_REPLY_BYTES) {
+      await response.body?.cancel().catch(() => {});
+      throw tooBig();
+    }
+    if (!response.body) return '';
+    const reader = response.body.getReader();
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_REPLY_BYTES) {
+        await reader.cancel().catch(() => {});
+        throw tooBig();
+      }
+      parts.push(value);
+    }
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (const p of parts) {
+      bytes.set(p, at);
+      at += p.byteLength;
+    }
+    return new TextDecoder().decode(bytes);
   }
 
   private statusError(exchange: Exchange, path: string, attempts: number): LLMServerError {

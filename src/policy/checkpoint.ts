@@ -5,8 +5,8 @@
  * File layout (little-endian):
  *   bytes 0..7   magic "DGCKPT\r\n"
  *   bytes 8..11  uint32 header length H
- *   bytes 12..   H bytes of UTF-8 JSON header: format, version, iteration, config, the tensor
- *                table (name, shape, dtype, byte offset, length) and an FNV-1a checksum of the data
+ *   bytes 12..   H bytes of UTF-8 JSON header: format, version, iteration, the environment (when
+ *                known), config, the tensor table (name, shape, dtype, byte offset, length) and an FNV-1a checksum of the data
  *   then zero padding to a multiple of 4, then the float32 data of every tensor in table order.
  *
  * Sinks: {@link MemoryCheckpointSink} here, and `ReplayCheckpointSink` (./replay-sink.ts) over the
@@ -38,6 +38,8 @@ export interface Checkpoint {
   version: 1;
   /** Number of completed updates. */
   iteration: number;
+  /** The environment (domain) the policy was trained in, when known: evaluating it in another is refused. */
+  env?: string;
   /** The trainer configuration the weights belong to (JSON). */
   config: { [key: string]: CheckpointJson };
   weights: TensorRecord[];
@@ -103,6 +105,7 @@ const HeaderSchema = z
     format: z.literal('dreamgym-checkpoint'),
     version: z.number().int(),
     iteration: z.number().int().min(0),
+    env: z.string().min(1).optional(),
     config: z.record(z.string(), z.json()),
     weights: z.array(TableEntrySchema),
     optimizer: z.object({ kind: z.literal('adam'), step: z.number().int().min(0), slots: z.array(TableEntrySchema) }).strict(),
@@ -138,6 +141,7 @@ export function validateCheckpoint(cp: Checkpoint): void {
   if (cp.format !== 'dreamgym-checkpoint') throw new CheckpointError('incompatible', `format is ${JSON.stringify(cp.format)}, expected "dreamgym-checkpoint"`);
   if (cp.version !== 1) throw new CheckpointError('incompatible', `version ${JSON.stringify(cp.version)} is not supported (this build reads version 1)`);
   if (!Number.isInteger(cp.iteration) || cp.iteration < 0) throw new CheckpointError('corrupt', `iteration must be an integer >= 0, got ${cp.iteration}`);
+  if (cp.env !== undefined && (typeof cp.env !== 'string' || cp.env === '')) throw new CheckpointError('corrupt', `env must be a non-empty string, got ${JSON.stringify(cp.env)}`);
   if (cp.optimizer?.kind !== 'adam') throw new CheckpointError('incompatible', `optimizer kind ${JSON.stringify(cp.optimizer?.kind)} is not supported`);
   if (!Number.isInteger(cp.optimizer.step) || cp.optimizer.step < 0) throw new CheckpointError('corrupt', `optimizer step must be an integer >= 0, got ${cp.optimizer.step}`);
   for (const [where, records] of [
@@ -178,6 +182,7 @@ export function serializeCheckpoint(cp: Checkpoint): Uint8Array {
     format: cp.format,
     version: cp.version,
     iteration: cp.iteration,
+    ...(cp.env !== undefined ? { env: cp.env } : {}),
     config: cp.config,
     weights,
     optimizer: { kind: cp.optimizer.kind, step: cp.optimizer.step, slots },
@@ -243,6 +248,7 @@ export function parseCheckpoint(file: Uint8Array | ArrayBuffer): Checkpoint {
     format: header.format,
     version: 1,
     iteration: header.iteration,
+    ...(header.env !== undefined ? { env: header.env } : {}),
     config: header.config as Checkpoint['config'],
     weights: header.weights.map(read),
     optimizer: { kind: header.optimizer.kind, step: header.optimizer.step, slots: header.optimizer.slots.map(read) },

@@ -602,7 +602,8 @@ export class ReplayStore {
       let records: TaskRecord[];
       if (ids) records = (await Promise.all(ids.map((id) => store.get([runId, id])))).filter((r): r is TaskRecord => r !== undefined);
       else if (filter.origin !== undefined) records = await store.index('by-run-origin').getAll([runId, filter.origin]);
-      else records = await store.index('by-run-seq').getAll(runRange(runId));
+      // The store itself, not its seq index: a record whose seq is damaged is missing from the index and would vanish unreported.
+      else records = await store.getAll(runRange(runId));
       records = valid(records, 'tasks', (r) => [runId, r.id], taskProblem, options);
       if (filter.origin !== undefined) records = records.filter((r) => r.origin === filter.origin);
       return records.sort((a, b) => a.seq - b.seq);
@@ -1067,7 +1068,8 @@ export class ReplayStore {
     if (ids) headers = (await Promise.all(ids.map((id) => store.get([runId, id])))).filter((h): h is TrajectoryRecord => h !== undefined);
     else if (taskIds) headers = (await Promise.all(taskIds.map((id) => store.index('by-run-task').getAll([runId, id])))).flat();
     else if (sources) headers = (await Promise.all(sources.map((s) => store.index('by-run-source').getAll([runId, s])))).flat();
-    else headers = await store.index('by-run-seq').getAll(runRange(runId));
+    // The store itself, not its seq index: a header whose seq is damaged is missing from the index and would vanish unreported.
+    else headers = await store.getAll(runRange(runId));
     headers = valid(headers, 'trajectories', (h) => [runId, h.id], trajectoryProblem, options);
     if (sources) headers = headers.filter((h) => sources.includes(h.source));
     if (taskIds) headers = headers.filter((h) => taskIds.includes(h.taskId));

@@ -323,7 +323,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     realTransitions: counter.steps,
     realResets: counter.resets,
     syntheticSteps,
-    checkpoint: await trainer.checkpoint(),
+    checkpoint: { ...(await trainer.checkpoint()), env: config.env },
     wallMs: wall(),
     ...(deps.generator?.saveState ? { generatorState: deps.generator.saveState() } : {}),
     ...(validation ? { validation: { ...validation } } : {}),
