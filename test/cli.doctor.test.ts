@@ -3,7 +3,7 @@
  * file-backed run store by file, removes only debris no command reads, leaves damaged runs and
  * runs a live process trains in place, and says what it did.
  */
-import { appendFile, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -14,7 +14,7 @@ import type { Checkpoint } from '../src/policy/checkpoint.ts';
 import { RunStore } from '../src/cli/run-store.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import type { RunSnapshot } from '../src/train/loop.ts';
-import { cli } from './fixtures/cli.ts';
+import { cli, tree } from './fixtures/cli.ts';
 
 const config = parseTrainingConfig({ env: 'shop', mode: 'dreamgym', iterations: 3 });
 const DEAD_PID = 2147483646;
@@ -98,7 +98,7 @@ describe('dreamgym doctor', () => {
     expect(dry.out).toMatch(new RegExp(`${badRecord.id}: damaged: .*run\\.json: not valid JSON`));
     expect(dry.out).toMatch(new RegExp(`${badRollouts.id}: damaged: .*rollouts\\.jsonl: line \\d+`));
     expect(dry.out).toMatch(new RegExp(`${badCheckpoint.id}: damaged: .*checkpoint\\.bin: missing, or not the checkpoint`));
-    expect(dry.out).toContain(`${badRecord.id}: left in place`);
+    expect(dry.out).toContain(`${badRecord.id}: left as it is (nothing of it changed)`);
     expect(dry.out).toMatch(/5 runs, 2 usable, 3 damaged, 0 not checked; dry run/);
     expect(await Promise.all([debris, badRecord, badRollouts, badCheckpoint].map((r) => files(r.dir)))).toEqual(before);
     expect((await stat(join(debris.dir, 'rollouts.jsonl'))).size).toBeGreaterThan(committed);
@@ -128,5 +128,71 @@ describe('dreamgym doctor', () => {
     const missing = await cli('doctor', '--store', join(dir, 'nope'));
     expect(missing.code).toBe(1);
     expect(missing.err).toMatch(/no run store at .*nope/);
+  });
+
+  it('changes nothing of a damaged run, not even what would be debris in a sound one', async () => {
+    const store = new RunStore(dir);
+    const run = await makeRun(store, 1);
+    await writeFile(join(run.dir, 'lock'), JSON.stringify({ pid: DEAD_PID, host: hostname(), since: 'x' }));
+    await appendFile(join(run.dir, 'rollouts.jsonl'), '{"v":1,"type":"tra');
+    await writeFile(join(run.dir, `run.json.partial-${DEAD_PID}-1`), '{');
+    await writeFile(join(run.dir, 'run.json'), '{"format": "dreamgym-cli-run", ');
+    const before = await tree(run.dir);
+    const r = await cli('doctor', '--store', dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(new RegExp(`${run.id}: damaged: .*run\\.json: not valid JSON`));
+    expect(r.out).toContain(`${run.id}: left as it is (nothing of it changed)`);
+    expect(r.out).not.toMatch(new RegExp(`${run.id}: (removed|cut|renamed)`));
+    expect(await tree(run.dir)).toEqual(before);
+  });
+
+  it('a lost snapshot.json is damage: every byte of rollouts.jsonl stays, no command reads the run as empty, and --rebuild recovers its complete lines', async () => {
+    const store = new RunStore(dir);
+    const run = await makeRun(store, 1);
+    const rolloutsFile = join(run.dir, 'rollouts.jsonl');
+    const committed = await readFile(rolloutsFile, 'utf8');
+    // A write cut off after the last snapshot, then the snapshot lost.
+    await appendFile(rolloutsFile, '{"v":1,"type":"trajectory","traj');
+    await rm(join(run.dir, 'snapshot.json'));
+    const before = await tree(run.dir);
+
+    const r = await cli('doctor', '--store', dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(new RegExp(`${run.id}: damaged: .*snapshot\\.json: missing, though run\\.json records 1 completed iterations and checkpoint\\.bin exists`));
+    expect(r.out).toContain('--rebuild');
+    expect(await tree(run.dir)).toEqual(before);
+    const resume = await cli('train', '--store', dir, '--resume', run.id);
+    expect(resume.code).toBe(1);
+    expect(resume.err).toMatch(/snapshot\.json: missing/);
+    const exported = await cli('export', '--store', dir, '--run', run.id, '--format', 'jsonl', '--out', join(dir, 'out.jsonl'));
+    expect(exported.code).toBe(1);
+    expect(exported.err).toMatch(/snapshot\.json: missing/);
+    const runs = await cli('runs', '--store', dir);
+    expect(runs.out).toMatch(new RegExp(`${run.id}\\s+-\\s+-\\s+corrupt\\s+-\\s+.*snapshot\\.json: missing`));
+    expect(await tree(run.dir)).toEqual(before);
+
+    // --dry-run says what --rebuild would do and changes nothing.
+    const dry = await cli('doctor', '--store', dir, '--rebuild', run.id, '--dry-run');
+    expect(dry.out).toContain(`${run.id}: would rebuild its snapshot.json`);
+    expect(await tree(run.dir)).toEqual(before);
+
+    const rebuilt = await cli('doctor', '--store', dir, '--rebuild', run.id);
+    expect(rebuilt.code, rebuilt.out).toBe(0);
+    expect(rebuilt.out).toMatch(new RegExp(`${run.id}: rebuilt snapshot\\.json: 2 tasks and 2 trajectories \\(${Buffer.byteLength(committed)} bytes of rollouts\\.jsonl\\) committed; left out 1 line \\(line 5: incomplete`));
+    // The original, incomplete line included, is kept byte for byte.
+    const kept = (await readdir(run.dir)).find((f) => f.startsWith('rollouts.before-rebuild-'));
+    expect(kept).toBeDefined();
+    expect(await readFile(join(run.dir, kept as string), 'utf8')).toBe(`${committed}{"v":1,"type":"trajectory","traj`);
+    expect(await readFile(rolloutsFile, 'utf8')).toBe(committed);
+    // A consistent run: doctor finds it ok, export reads every committed line, runs lists it; resuming is refused with why.
+    expect((await cli('doctor', '--store', dir)).out).toContain(`${run.id}: ok`);
+    const out = join(dir, 'export.jsonl');
+    const ex = await cli('export', '--store', dir, '--run', run.id, '--format', 'jsonl', '--out', out);
+    expect(ex.code, ex.err).toBe(0);
+    expect(await readFile(out, 'utf8')).toBe(committed);
+    expect((await cli('runs', '--store', dir)).out).toMatch(new RegExp(`${run.id}\\s+shop\\s+dreamgym\\s+running|${run.id}\\s+shop\\s+dreamgym\\s+stopped`));
+    const again = await cli('train', '--store', dir, '--resume', run.id);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/was rebuilt after its snapshot\.json was lost/);
   });
 });
