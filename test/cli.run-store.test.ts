@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rename, stat, symlink, writeFile } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
+import { mkdir, mkdtemp, open, readdir, readFile, realpath, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Task, Trajectory } from '../src/core/types.ts';
 import { parseJsonl } from '../src/core/jsonl.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
@@ -216,5 +217,73 @@ describe('RunStore', () => {
     const { writer: taken } = await store.resume(writer.id, expected);
     expect(JSON.parse(await readFile(join(store.runDir(writer.id), 'lock'), 'utf8'))).toMatchObject({ pid: process.pid });
     await taken.release();
+  });
+
+  it('syncs appended rollouts before the snapshot that commits them, and the directory after each rename', async () => {
+    const store = new RunStore(join(dir, 'store'));
+    const writer = await store.create(config, 3, new Date('2025-01-02T03:04:05Z'));
+    const runDir = await realpath(store.runDir(writer.id));
+    const { tasks, trajectories } = data(2);
+    // Which file each sync reaches, in order (the descriptor's path, read from /proc).
+    const probe = await open(join(dir, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void>; datasync: () => Promise<void> };
+    await probe.close();
+    const synced: string[] = [];
+    const record = function (this: { fd: number }): void {
+      synced.push(readlinkSync(`/proc/self/fd/${this.fd}`));
+    };
+    const realSync = proto.sync;
+    const realDatasync = proto.datasync;
+    const sync = vi.spyOn(proto, 'sync').mockImplementation(function (this: { fd: number }) {
+      record.call(this);
+      return realSync.call(this);
+    });
+    const datasync = vi.spyOn(proto, 'datasync').mockImplementation(function (this: { fd: number }) {
+      record.call(this);
+      return realDatasync.call(this);
+    });
+    try {
+      await writer.appendRollouts(trajectories, tasks);
+      await writer.persist(snapshot(1, tasks));
+    } finally {
+      sync.mockRestore();
+      datasync.mockRestore();
+      await writer.release();
+    }
+    const rollouts = synced.indexOf(join(runDir, 'rollouts.jsonl'));
+    const snapshotTemp = synced.findIndex((p) => p.startsWith(join(runDir, 'snapshot.json.partial-')));
+    expect(rollouts, synced.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(snapshotTemp).toBeGreaterThan(rollouts);
+    // The run directory is synced after the snapshot's rename and after the checkpoint's.
+    const dirSyncs = synced.map((p, i) => (p === runDir ? i : -1)).filter((i) => i >= 0);
+    expect(dirSyncs.some((i) => i > snapshotTemp)).toBe(true);
+    expect(synced.at(-1)).toBe(runDir);
+  });
+
+  it('a run without snapshot.json that committed iterations has lost it: readers throw, resume cuts nothing; a run that never committed has none yet', async () => {
+    const store = new RunStore(join(dir, 'store'));
+    const fresh = await store.create(config, 3, new Date('2025-01-02T03:04:05Z'));
+    await fresh.appendRollouts(data(1).trajectories, data(1).tasks);
+    await fresh.release();
+    // Killed before its first snapshot: no resume point yet, and the uncommitted rollouts are not committed.
+    expect(await store.readSnapshot(fresh.id)).toBeNull();
+    expect((await store.list())[0]?.record).toBeDefined();
+
+    const { writer } = await runWithTwoIterations(store);
+    await writer.update({ iteration: 2 });
+    await writer.release();
+    const file = join(store.runDir(writer.id), 'rollouts.jsonl');
+    const bytes = await readFile(file);
+    await rm(join(store.runDir(writer.id), 'snapshot.json'));
+    await expect(store.readSnapshot(writer.id)).rejects.toThrow(CorruptRunError);
+    await expect(store.readSnapshot(writer.id)).rejects.toThrow(/snapshot\.json: missing, though run\.json records 2 completed iterations/);
+    await expect((async () => {
+      for await (const _ of store.rollouts(writer.id)) {
+        // reading
+      }
+    })()).rejects.toThrow(/snapshot\.json: missing/);
+    await expect(store.resume(writer.id, null)).rejects.toThrow(/snapshot\.json: missing/);
+    expect((await store.list()).find((l) => l.id === writer.id)?.problem).toMatch(/snapshot\.json: missing/);
+    expect(await readFile(file)).toEqual(bytes);
   });
 });
