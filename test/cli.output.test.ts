@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { lstat, mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, open, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { cleanupSync, openOutput, OutputPathError, pendingTemporaryFiles, resolveOutput, resolveOutputs, writeOutput } from '../src/cli/output.ts';
 import { activeProgressCount, createProgress } from '../src/cli/progress.ts';
+import { cli } from './fixtures/cli.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -136,4 +137,96 @@ describe('cleanup on exit', () => {
     expect(screen.lastIndexOf('\x1b[?25h')).toBeGreaterThan(screen.lastIndexOf('\x1b[?25l'));
     await writer.abort();
   });
+});
+
+describe('outputs of the commands', () => {
+  /** A tiny environment module (the contract of src/envs/module.ts) as a plain .mjs file. */
+  async function counterModule(): Promise<string> {
+    const path = join(dir, 'counter.mjs');
+    await writeFile(
+      path,
+      [
+        "export const name = 'counter';",
+        "export const description = 'a counter';",
+        'export const maxSteps = 5;',
+        "export function create() { return { reset() { this.n = 0; return { text: 'count 0', actions: ['go', 'wait'] }; }, step(a) { this.n += a === 'go' ? 1 : 0; const done = this.n >= 2; return { observation: { text: 'count ' + this.n, actions: ['go', 'wait'] }, reward: done ? 1 : 0, done, info: { success: done } }; }, expertAction() { return 'go'; } }; }",
+        "export function tasks({ split, count, seed }) { return Array.from({ length: count }, (_, i) => ({ id: `counter-${split}-${seed}-${i}`, instruction: 'press go twice', goal: { n: 2 } })); }",
+        'export function validateTask() { return { ok: true }; }',
+      ].join('\n'),
+    );
+    return path;
+  }
+
+  it('refuses an output that is an input file (links followed), before anything is written', async () => {
+    const module = await counterModule();
+    const before = await readFile(module, 'utf8');
+    const link = join(dir, 'link.mjs');
+    await symlink(module, link);
+    for (const out of [module, link]) {
+      const r = await cli('data', '--env-module', module, '--episodes', '2', '--out', out);
+      expect(r.code, r.err).toBe(1);
+      expect(r.err).toContain(`cannot write ${out}: it is the input ${module}`);
+    }
+    expect(await readFile(module, 'utf8')).toBe(before);
+    expect((await readdir(dir)).sort()).toEqual(['counter.mjs', 'link.mjs']);
+  });
+
+  it('/dev/fd/N writes through the open descriptor: what the file held stays', async () => {
+    const file = join(dir, 'log.jsonl');
+    await writeFile(file, 'earlier line\n');
+    const handle = await open(file, 'a');
+    try {
+      const r = await cli('data', '--env', 'shop', '--episodes', '2', '--out', `/dev/fd/${handle.fd}`);
+      expect(r.code, r.err).toBe(0);
+    } finally {
+      await handle.close();
+    }
+    const lines = (await readFile(file, 'utf8')).trim().split('\n');
+    expect(lines[0]).toBe('earlier line');
+    expect(lines.slice(1).map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['task', 'trajectory', 'task', 'trajectory']);
+    const closed = await cli('data', '--env', 'shop', '--episodes', '1', '--out', '/dev/fd/987');
+    expect(closed.code).toBe(1);
+    expect(closed.err).toMatch(/cannot write \/dev\/fd\/987: descriptor 987 is not open/);
+  });
+
+  it('--out /dev/stdout with stdout appended to a file (>>) keeps the earlier lines', async () => {
+    const file = join(dir, 'appended.jsonl');
+    await writeFile(file, 'earlier line\n');
+    const handle = await open(file, 'a');
+    const code = await new Promise<number | null>((done) => {
+      const child = spawn(process.execPath, ['src/cli/bin.mjs', 'data', '--env', 'shop', '--episodes', '2', '--out', '/dev/stdout'], { stdio: ['ignore', handle.fd, 'ignore'] });
+      child.on('exit', (c) => done(c));
+    });
+    await handle.close();
+    expect(code).toBe(0);
+    const lines = (await readFile(file, 'utf8')).trim().split('\n');
+    expect(lines[0]).toBe('earlier line');
+    expect(lines).toHaveLength(5);
+  }, 60_000);
+
+  it('overwriting a file keeps its mode; temporary files of dead processes next to it are removed, a live one\'s kept', async () => {
+    const out = join(dir, 'private.jsonl');
+    await writeFile(out, 'old', { mode: 0o600 });
+    await chmod(out, 0o600);
+    const dead = `${out}.partial-2147483646-7`;
+    const live = `${out}.partial-${process.pid}-99999`;
+    await writeFile(dead, 'left by a SIGKILL');
+    await writeFile(live, 'being written');
+    const r = await cli('data', '--env', 'shop', '--episodes', '1', '--out', out);
+    expect(r.code, r.err).toBe(0);
+    expect((await stat(out)).mode & 0o777).toBe(0o600);
+    expect((await readdir(dir)).sort()).toEqual(['private.jsonl', `private.jsonl.partial-${process.pid}-99999`]);
+  });
+
+  it('a reader that closes the pipe early ends the command quietly (no stack trace)', async () => {
+    const result = await new Promise<{ code: number | null; err: string }>((done) => {
+      const child = spawn(process.execPath, ['src/cli/bin.mjs', 'data', '--env', 'shop', '--episodes', '20000', '--out', '-'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      child.stdout.once('data', () => child.stdout.destroy());
+      child.on('exit', (code) => done({ code, err }));
+    });
+    expect(result.err).not.toMatch(/EPIPE|Error|\n\s+at /);
+    expect(result.code).toBe(141);
+  }, 60_000);
 });
