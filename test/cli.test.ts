@@ -143,6 +143,32 @@ describe('validate reads what data writes, as import does', () => {
     expect(res.err).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
     expect(res.err).toMatch(/81 problems, the first 50 listed/);
   });
+
+  it('shows bidirectional controls (U+202E) escaped, never raw', async () => {
+    const named = join(dir, 'v-\u202egnp.jsonl');
+    await cli('data', '--env', 'shop', '--episodes', '1', '--out', named);
+    const res = await cli('validate', named);
+    expect(res.code, res.err).toBe(0);
+    expect(res.out).toBe(`${join(dir, 'v-')}\\u202egnp.jsonl: valid, 1 tasks, 1 trajectories\n`);
+    expect(res.out).not.toMatch(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
+  });
+
+  /** The stated cap on a line (16 Mi characters; MAX_JSONL_LINE_CHARS in src/replay/jsonl-io.ts). */
+  const MAX_JSONL_LINE_CHARS = 16 * 1024 * 1024;
+
+  it(`refuses a line longer than ${MAX_JSONL_LINE_CHARS} characters by its number, before holding it whole`, async () => {
+    const long = join(dir, 'v-long.jsonl');
+    await cli('data', '--env', 'shop', '--episodes', '1', '--out', long);
+    const good = (await readFile(long, 'utf8')).split('\n')[0] as string;
+    await writeFile(long, `${good}\n${'x'.repeat(MAX_JSONL_LINE_CHARS + 1)}\n${good}\n`);
+    const res = await cli('validate', long);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(new RegExp(`line 2: longer than ${MAX_JSONL_LINE_CHARS} characters, the most a line may have`));
+    // A line of exactly the cap is read (and judged on its content).
+    await writeFile(long, `${good}\n${'x'.repeat(MAX_JSONL_LINE_CHARS)}\n`);
+    const at = await cli('validate', long);
+    expect(at.err).toMatch(/line 2: not valid JSON/);
+  }, 60_000);
 });
 
 describe('output files and counts', () => {
