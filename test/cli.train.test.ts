@@ -7,6 +7,11 @@ import { parseJsonl } from '../src/core/jsonl.ts';
 import { cli, tree } from './fixtures/cli.ts';
 import { closedPort, scriptedModel, startLlmServer } from './fixtures/llm-server.ts';
 import { parseChatJsonl } from '../src/train/chat.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+import { generateOfflineData } from '../src/envs/offline.ts';
+import { parseCheckpoint } from '../src/policy/checkpoint.ts';
+import { RunStore } from '../src/cli/run-store.ts';
+import { parseTrainingConfig } from '../src/train/config.ts';
 
 let dir: string;
 let store: string;
@@ -89,6 +94,12 @@ describe('dreamgym train', () => {
     const file = await cli('eval', '--checkpoint', join(store, 'runs', runId, 'checkpoint.bin'), '--env', 'shop', '--episodes', '4', '--json');
     expect(file.code).toBe(0);
     expect((JSON.parse(file.out) as Summary['evaluation']).perTask).toEqual(summary.evaluation.perTask);
+    // The checkpoint names its environment: evaluating it in another is refused.
+    const cpFile = join(store, 'runs', runId, 'checkpoint.bin');
+    expect(parseCheckpoint(new Uint8Array(await readFile(cpFile))).env).toBe('shop');
+    const other = await cli('eval', '--checkpoint', cpFile, '--env', 'household', '--episodes', '2');
+    expect(other.code).toBe(1);
+    expect(other.err).toContain(`${cpFile} is a policy trained in "shop", not "household": evaluate it with --env shop`);
   });
 
   it('runs lists the run', async () => {
@@ -492,5 +503,76 @@ describe('dreamgym train --data: seed data alone, no environment', () => {
     const both = await cli('train', '--data', data, '--env', 'shop', '--mode', 'dreamgym', '--store', s);
     expect(both.err).toMatch(/--data trains on seed data alone, with no environment: drop --env/);
     expect(await readdir(ddir)).not.toContain('bad-store');
+  });
+
+  it('refuses seed data that is not valid UTF-8, as validate does, and an --out that is the data file', async () => {
+    const s = join(ddir, 'utf8-store');
+    const text = await readFile(data, 'utf8');
+    const bad = join(ddir, 'latin1.jsonl');
+    // One instruction with a Latin-1 byte (0xe9) where UTF-8 needs two.
+    const at = text.indexOf('"instruction":"') + '"instruction":"'.length;
+    await writeFile(bad, Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from([0xe9]), Buffer.from(text.slice(at))]));
+    expect((await cli('validate', bad)).err).toMatch(/line 1: not valid UTF-8/);
+    const res = await cli('train', '--data', bad, '--mode', 'dreamgym', '--store', s);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(/line 1: not valid UTF-8/);
+    const same = await cli('train', '--data', data, '--mode', 'dreamgym', '--iterations', '1', ...TINY, '--store', s, '--out', data);
+    expect(same.code).toBe(1);
+    expect(same.err).toContain(`cannot write ${data}: it is the input ${data}`);
+    expect(await readFile(data, 'utf8')).toBe(text);
+    expect(await readdir(ddir)).not.toContain('utf8-store');
+  });
+});
+
+describe('dreamgym export on the run store', () => {
+  const config = parseTrainingConfig({ env: 'shop', mode: 'dreamgym', iterations: 3 });
+
+  /** A run with one committed iteration (three tasks and their trajectories); returns its id and directory. */
+  async function makeRun(root: string): Promise<{ id: string; dir: string }> {
+    const s = new RunStore(root);
+    const writer = await s.create(config, 3, new Date(Date.UTC(2025, 0, 1)));
+    const pairs = [...generateOfflineData(getEnvSpec('shop'), { episodes: 3, seed: 1, policy: 'expert', split: 'train' })];
+    const tasks = pairs.map((p) => p.task);
+    await writer.appendRollouts(pairs.map((p) => p.trajectory), tasks);
+    const checkpoint = { format: 'dreamgym-checkpoint' as const, version: 1 as const, iteration: 1, config: {}, weights: [{ name: 'w', shape: [1], dtype: 'float32' as const, data: new Float32Array([1]) }], optimizer: { kind: 'adam' as const, step: 1, slots: [] } };
+    await writer.persist({ format: 'dreamgym-run', version: 1, config, iteration: 1, pool: tasks, lastSeen: {}, metrics: [], realTransitions: 0, realResets: 0, syntheticSteps: 0, checkpoint, wallMs: 1 });
+    await writer.update({ iteration: 1, status: 'stopped' });
+    await writer.release();
+    return { id: writer.id, dir: s.runDir(writer.id) };
+  }
+
+  it('refuses an --out inside a run directory of the store, before anything is created', async () => {
+    const root = join(dir, 'guard-store');
+    const run = await makeRun(root);
+    const before = await tree(root);
+    for (const out of [join(run.dir, 'rollouts.jsonl'), join(run.dir, 'run.json'), join(run.dir, 'new.jsonl'), join(root, 'runs', 'x.jsonl')]) {
+      const res = await cli('export', '--store', root, '--run', run.id, '--format', 'jsonl', '--out', out);
+      expect(res.code, out).toBe(1);
+      expect(res.err, out).toContain(`cannot write ${out}: it is inside the run store ${root}`);
+    }
+    const train = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '1', ...TINY, '--store', root, '--out', join(run.dir, 'run.json'));
+    expect(train.code).toBe(1);
+    expect(train.err).toContain('it is inside the run store');
+    expect(await tree(root)).toEqual(before);
+  });
+
+  it('one bad committed line refuses the export; --skip-bad exports the rest and lists what it left out', async () => {
+    const root = join(dir, 'bad-line-store');
+    const run = await makeRun(root);
+    const file = join(run.dir, 'rollouts.jsonl');
+    const lines = (await readFile(file, 'utf8')).split('\n');
+    // Line 5 is the second trajectory: a damaged byte in its type.
+    expect(lines[4]).toContain('"type":"trajectory"');
+    lines[4] = (lines[4] as string).replace('"type":"trajectory"', '"type":"trajectorx"');
+    await writeFile(file, lines.join('\n'));
+    const out = join(dir, 'skip.jsonl');
+    const refused = await cli('export', '--store', root, '--run', run.id, '--format', 'jsonl', '--out', out);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/rollouts\.jsonl: line 5/);
+    const res = await cli('export', '--store', root, '--run', run.id, '--format', 'jsonl', '--out', out, '--skip-bad');
+    expect(res.code, res.err).toBe(0);
+    expect(res.err).toMatch(/^dreamgym: export: skipped line 5, field type: /);
+    expect(res.out).toMatch(/3 tasks, 2 trajectories as jsonl to .*; left out 1 bad line of rollouts\.jsonl \(--skip-bad\)/);
+    expect((await cli('validate', out)).out).toMatch(/valid, 3 tasks, 2 trajectories/);
   });
 });
