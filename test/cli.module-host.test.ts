@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -174,6 +175,33 @@ describe('loadEnvModule: a broken module gets an error naming the export and the
     expect(() => m.spec.tasks({ split: 'train', count: 1, seed: 0 })).toThrow(/cannot call tasks.*did not return within 300 ms/);
     expect(performance.now() - started).toBeLessThan(100);
   });
+
+  it('an observation bigger than 1 Mi characters of JSON is refused in the worker, naming the call', async () => {
+    const m = load(await writeModule('huge-obs.mjs', { reset: 'reset() { return { text: "x".repeat(2 * 1024 * 1024), actions: ["go"] }; }' }));
+    expect(String(playExpert(m).error)).toMatch(/create\(\)\.reset\(\) on task "counter-train-0-0" returned \d+ characters of JSON, more than the 1048576 one reply may have/);
+    const ok = load(await writeModule('big-obs.mjs', { reset: 'reset(task) { this.n = 0; this.goal = task.goal.n; return { text: "x".repeat(1000 * 1000), actions: ["go", "wait"] }; }' }));
+    expect(playExpert(ok).error).toBeNull();
+  });
+
+  it('Ctrl-C during a call that hangs ends the command at once, not after the call limit', async () => {
+    const mark = join(dir, 'in-step');
+    const path = await writeModule('hangs-for-sigint.mjs', {
+      head: "import { writeFileSync } from 'node:fs';",
+      step: `step() { writeFileSync(${JSON.stringify(mark)}, 'x'); for (;;) {} }`,
+    });
+    const child = spawn(process.execPath, ['src/cli/bin.mjs', 'data', '--env-module', path, '--env-timeout', '60000', '--episodes', '1', '--out', join(dir, 'sigint.jsonl')], { stdio: 'ignore' });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.on('exit', (code, signal) => done({ code, signal })));
+    for (let i = 0; i < 300 && !existsSync(mark); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(existsSync(mark)).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    const sent = performance.now();
+    child.kill('SIGINT');
+    const result = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
+    if (result === null) child.kill('SIGKILL');
+    expect(result, 'still running 10 s after SIGINT').not.toBeNull();
+    expect(result?.signal === 'SIGINT' || result?.code === 130).toBe(true);
+    expect(performance.now() - sent).toBeLessThan(10_000);
+  }, 60_000);
 
   it('top-level code that hangs: loading stops after the load limit', async () => {
     const path = await writeModule('hangs-at-load.mjs', { head: 'for (;;) {}' });

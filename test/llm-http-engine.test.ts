@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LLMConfigError, LLMRequestError, LLMServerError } from '../src/llm/errors.ts';
 import { apiBase, HttpChatEngine, serverRequest } from '../src/llm/http-engine.ts';
@@ -127,6 +129,42 @@ describe('HttpChatEngine against a scripted server on 127.0.0.1', () => {
     expect(e.reason).toBe('malformed-reply');
     expect(e.message).toMatch(/not JSON/);
     expect(s.requests).toHaveLength(1);
+  });
+
+  it('a reply body over 32 MiB is refused, with or without a declared length, not retried', async () => {
+    const big = 32 * 1024 * 1024 + 1;
+    const s = await serve(() => ({ text: 'x'.repeat(big) }));
+    const e = await failure(new HttpChatEngine(s.url, FAST).chatCompletion(ask));
+    expect(e.reason).toBe('malformed-reply');
+    expect(e.message).toMatch(/reply body of more than 33554432 bytes for \/v1\/chat\/completions; refused/);
+    expect(s.requests).toHaveLength(1);
+    // Chunked, with no length announced: the read stops at the cap.
+    let sent = 0;
+    const raw = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(1 << 20, 0x20);
+      const more = (): void => {
+        while (sent < 64 * (1 << 20)) {
+          sent += chunk.length;
+          if (!res.write(chunk)) {
+            res.once('drain', more);
+            return;
+          }
+        }
+        res.end();
+      };
+      more();
+    });
+    await new Promise<void>((done) => raw.listen(0, '127.0.0.1', done));
+    try {
+      const port = (raw.address() as AddressInfo).port;
+      const chunked = await failure(new HttpChatEngine(`http://127.0.0.1:${port}`, FAST).chatCompletion(ask));
+      expect(chunked.reason).toBe('malformed-reply');
+      expect(chunked.message).toMatch(/more than 33554432 bytes/);
+    } finally {
+      raw.closeAllConnections();
+      await new Promise((done) => raw.close(done));
+    }
   });
 
   it('JSON that is not a chat completion is a malformed-reply error', async () => {

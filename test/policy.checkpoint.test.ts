@@ -65,6 +65,13 @@ describe('checkpoint file', () => {
     expect(parseCheckpoint(padded.subarray(5, 5 + bytes.length)).weights[0]?.data[2]).toBe(3.5);
   });
 
+  it('carries the environment it was trained in when it names one; an older file without it still reads', () => {
+    const named = parseCheckpoint(serializeCheckpoint({ ...sample(), env: 'household' }));
+    expect(named.env).toBe('household');
+    expect('env' in parseCheckpoint(serializeCheckpoint(sample()))).toBe(false);
+    expect(() => serializeCheckpoint({ ...sample(), env: '' })).toThrow(/env must be a non-empty string/);
+  });
+
   it('refuses a file that is not a checkpoint, truncated, or altered', () => {
     const bytes = serializeCheckpoint(sample());
     expectCorrupt(new TextEncoder().encode('{"format":"dreamgym-checkpoint"}'), /bad magic/);

@@ -116,6 +116,21 @@ describe('whole-run operations skip and count corrupt records', () => {
     expect(await validateJsonl(parts.join(''))).toEqual({ tasks: 2, trajectories: 2, lines: 4 });
   });
 
+  it('a trajectory or task record without its seq is reported by export, not dropped silently', async () => {
+    const { factory, name } = await setup();
+    await editRecord(factory, name, 'trajectories', ['run', 'b'], ({ seq: _, ...rest }) => rest);
+    await editRecord(factory, name, 'tasks', ['run', 't1'], ({ seq: _, ...rest }) => rest);
+    const store = await reopen(factory, name);
+    const records: SkippedRecord[] = [];
+    const trajectories: string[] = [];
+    const parts: string[] = [];
+    for await (const line of exportJsonl(store, 'run', { onSkipRecord: (r) => records.push(r), onSkip: (id) => trajectories.push(id) })) parts.push(line);
+    expect(records.map((r) => [r.store, r.key])).toEqual([['tasks', ['run', 't1']], ['trajectories', ['run', 'b']]]);
+    expect(records.every((r) => /seq/.test(r.problem))).toBe(true);
+    expect(trajectories).toContain('b');
+    expect(await validateJsonl(parts.join(''))).toEqual({ tasks: 1, trajectories: 2, lines: 3 });
+  });
+
   it('a wrong trajectory length: sampleTransitions reports it and samples the rest (it returned [] silently)', async () => {
     const { factory, name } = await setup();
     await editRecord(factory, name, 'trajectories', ['run', 'a'], (r) => ({ ...r, length: 1000 }));
