@@ -14,7 +14,9 @@ import { fileError, writeOfflineData } from './data.ts';
 import { doctorStore, formatDoctor } from './doctor.ts';
 import { DEFAULT_STORE_DIR } from './run-store.ts';
 import { formatFidelity, runFidelity } from './fidelity.ts';
-import { installExitCleanup, resolveOutput, writeOutput } from './output.ts';
+import { installExitCleanup, printable, resolveOutput, writeOutput } from './output.ts';
+
+export { printable };
 import { addTrainingCommands, CliExit, CliUsageError, connectLlm, countArg, seedArg } from './train.ts';
 
 /** The most episodes one command generates: bounded so a typo cannot run for days. */
@@ -192,19 +194,6 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     });
 
   return program;
-}
-
-/**
- * Text safe to print on a terminal: control characters (escape sequences, bells, carriage
- * returns, C1 codes), bidirectional overrides and isolates (U+202E would show a name reversed) and
- * lone surrogates from a file's bytes are shown as `\xHH` / `\uHHHH` escapes instead of being sent
- * raw. Newlines and tabs stay.
- */
-export function printable(text: string): string {
-  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (c) => {
-    const n = c.charCodeAt(0);
-    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
-  });
 }
 
 /** Runs the CLI; returns the process exit code. */

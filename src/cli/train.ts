@@ -39,7 +39,7 @@ import type { ExperienceModel } from '../experience/types.ts';
 import { parseJsonl } from '../core/jsonl.ts';
 import { validateJsonl } from '../replay/jsonl-io.ts';
 import { createProgress, type Progress } from './progress.ts';
-import { openOutput, resolveOutput, writeFileAtomic, writeOutput, type OutputTarget } from './output.ts';
+import { openOutput, printable, resolveOutput, writeFileAtomic, writeOutput, type OutputTarget } from './output.ts';
 import {
   DEFAULT_STORE_DIR,
   RunStore,
@@ -859,7 +859,7 @@ async function exportCommand(opts: { store: string; run: string; format: 'jsonl'
     (skipped > 0 ? ` (skipped ${skipped} without steps)` : '') +
     (bad.length > 0 ? `; left out ${bad.length} bad line${bad.length === 1 ? '' : 's'} of rollouts.jsonl (--skip-bad)` : '');
   // Each line left out, so that the report says what is missing (on stderr: stdout may be the data).
-  for (const problem of bad.slice(0, 50)) err(`dreamgym: export: skipped ${problem}\n`);
+  for (const problem of bad.slice(0, 50)) err(`dreamgym: export: skipped ${printable(problem)}\n`);
   if (bad.length > 50) err(`dreamgym: export: and ${bad.length - 50} more lines skipped\n`);
   (target.kind === 'stdout' ? err : out)(`${line}\n`);
 }
