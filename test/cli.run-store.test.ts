@@ -286,4 +286,26 @@ describe('RunStore', () => {
     expect((await store.list()).find((l) => l.id === writer.id)?.problem).toMatch(/snapshot\.json: missing/);
     expect(await readFile(file)).toEqual(bytes);
   });
+
+  it('rebuild commits every complete line of a run whose snapshot.json is lost, leaves the file as it is, and marks the snapshot', async () => {
+    const store = new RunStore(join(dir, 'store'));
+    const { writer } = await runWithTwoIterations(store);
+    await writer.update({ iteration: 2 });
+    await writer.release();
+    const file = join(store.runDir(writer.id), 'rollouts.jsonl');
+    // A blank line between committed lines reads as nothing and must stay inside the committed length.
+    const text = (await readFile(file, 'utf8')).replace('\n', '\n\n');
+    await writeFile(file, text);
+    await rm(join(store.runDir(writer.id), 'snapshot.json'));
+    await expect(store.rebuild(writer.id, new Date('2025-02-03T04:05:06Z'))).resolves.toMatchObject({ tasks: 3, trajectories: 5, bytes: Buffer.byteLength(text), droppedCount: 0, original: null });
+    expect(await readFile(file, 'utf8')).toBe(text);
+    const saved = await store.readSnapshot(writer.id);
+    expect(saved).toMatchObject({ rolloutsBytes: Buffer.byteLength(text), rebuilt: { at: '2025-02-03T04:05:06.000Z' } });
+    expect(saved?.snapshot.iteration).toBe(2);
+    let read = 0;
+    for await (const _ of store.rollouts(writer.id)) read++;
+    expect(read).toBe(8);
+    expect((await store.readRecord(writer.id)).status).toBe('stopped');
+    await expect(store.rebuild(writer.id)).rejects.toThrow(/has its resume point \(snapshot\.json reads back\): nothing to rebuild/);
+  });
 });

@@ -22,7 +22,8 @@
  *
  * Crash safety. Every file except rollouts.jsonl is replaced atomically (temporary file, fsync,
  * rename, fsync of the directory). Appended rollouts are synced before the snapshot that commits
- * their length is written, so a committed length never covers bytes a crash lost. A resume point is written checkpoint first: the new checkpoint's bytes go to
+ * their length is written, so a committed length never covers bytes a crash lost. A resume point
+ * is written checkpoint first: the new checkpoint's bytes go to
  * `checkpoint.next.bin`, then `snapshot.json` (naming that checkpoint's SHA-256) replaces the old
  * one, then `checkpoint.next.bin` is renamed onto `checkpoint.bin`. A reader takes the checkpoint
  * whose hash the snapshot names, so a process killed between any two of these steps leaves a
@@ -542,7 +543,6 @@ export class RunStore {
       const file = join(dir, 'rollouts.jsonl');
       const tasks = new Map<string, Task>();
       const trajectories = new Set<string>();
-      const kept: Buffer[] = [];
       const report: RebuildReport = { lines: 0, bytes: 0, tasks: 0, trajectories: 0, dropped: [], droppedCount: 0, original: null };
       const drop = (problem: string): void => {
         report.droppedCount++;
@@ -551,48 +551,50 @@ export class RunStore {
       const decoder = new TextDecoder('utf-8', { fatal: true });
       let n = 0;
       const exists = await stat(file).then(() => true, () => false);
-      if (exists) {
-        for await (const { bytes, complete } of byteLines(file)) {
-          n++;
-          if (!complete) {
-            drop(`line ${n}: incomplete (no newline at its end: a write cut off)`);
-            continue;
-          }
-          let text: string;
-          try {
-            text = decoder.decode(bytes.subarray(0, bytes.length - 1));
-          } catch {
-            drop(`line ${n}: not valid UTF-8`);
-            continue;
-          }
-          const checked = checkRolloutLine(text.endsWith('\r') ? text.slice(0, -1) : text, n, tasks, trajectories);
-          if (typeof checked === 'string') {
-            drop(checked);
-            continue;
-          }
-          if (checked === null) continue;
-          kept.push(bytes);
-          report.lines++;
-          report.bytes += bytes.length;
-          if (checked.type === 'task') report.tasks++;
-          else report.trajectories++;
-        }
-      }
-      if (report.droppedCount > 0 || !exists) {
+      // The kept lines stream into a temporary file, which replaces rollouts.jsonl only when a line was left out.
+      const out = await openOutput({ kind: 'file', name: file, path: file });
+      try {
         if (exists) {
-          // Every byte of the original stays, under a name of its own, before the file is replaced.
-          const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-          report.original = `rollouts.before-rebuild-${stamp}.jsonl`;
-          await copyFile(file, join(dir, report.original), constants.COPYFILE_EXCL);
+          for await (const { bytes, complete } of byteLines(file)) {
+            n++;
+            if (!complete) {
+              drop(`line ${n}: incomplete (no newline at its end: a write cut off)`);
+              continue;
+            }
+            let text: string;
+            try {
+              text = decoder.decode(bytes.subarray(0, bytes.length - 1));
+            } catch {
+              drop(`line ${n}: not valid UTF-8`);
+              continue;
+            }
+            const checked = checkRolloutLine(text.endsWith('\r') ? text.slice(0, -1) : text, n, tasks, trajectories);
+            if (typeof checked === 'string') {
+              drop(checked);
+              continue;
+            }
+            // A blank line is kept too: the committed length must end where the kept lines do.
+            await out.write(bytes.toString('utf8'));
+            report.bytes += bytes.length;
+            if (checked === null) continue;
+            report.lines++;
+            if (checked.type === 'task') report.tasks++;
+            else report.trajectories++;
+          }
         }
-        const out = await openOutput({ kind: 'file', name: file, path: file });
-        try {
-          for (const bytes of kept) await out.write(bytes.toString('utf8'));
+        if (report.droppedCount > 0 || !exists) {
+          if (exists) {
+            // Every byte of the original stays, under a name of its own, before the file is replaced.
+            report.original = `rollouts.before-rebuild-${stamp(now)}.jsonl`;
+            await copyFile(file, join(dir, report.original), constants.COPYFILE_EXCL);
+          }
           await out.commit();
-        } catch (e) {
+        } else {
           await out.abort();
-          throw e;
         }
+      } catch (e) {
+        await out.abort();
+        throw e;
       }
       const state = {
         format: 'dreamgym-run',
@@ -620,7 +622,7 @@ export class RunStore {
       const old = join(dir, 'snapshot.json');
       if (await stat(old).then(() => true, () => false)) {
         // An unreadable snapshot.json is kept too, next to the new one.
-        await rename(old, join(dir, `snapshot.before-rebuild-${now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}.json`));
+        await rename(old, join(dir, `snapshot.before-rebuild-${stamp(now)}.json`));
       }
       await writeFileAtomic(old, `${JSON.stringify(snapshotFile)}\n`);
       if (record.status === 'running') await writer.update({ status: 'stopped' });
@@ -666,6 +668,11 @@ export class RunStore {
       throw e;
     }
   }
+}
+
+/** `20250102-030405`: a time as part of a file name. */
+function stamp(now: Date): string {
+  return now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
 }
 
 type RolloutRecord = { type: 'task'; task: Task } | { type: 'trajectory'; trajectory: Trajectory };
