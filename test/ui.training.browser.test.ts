@@ -82,6 +82,24 @@ describe('training page (browser)', () => {
     expect(page.store.state.value.metrics.map((m) => m.phase)).toEqual(['synthetic', 'synthetic', 'synthetic']);
   });
 
+  it('trains household with the page’s defaults (warm start from behaviour cloning) past its second iteration', async () => {
+    const { page, byTestId } = mount(storage());
+    await page.ready;
+    // Only the environment changes: every other field keeps the value the page opens with.
+    await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-env'), 'household');
+    expect(byTestId<HTMLInputElement>('setup-warm-start').checked).toBe(true);
+    await userEvent.click(byTestId('train-start'));
+    // A failure ends the wait at once.
+    await expect.poll(() => page.store.state.value.status === 'failed' || page.store.state.value.iteration >= 2, { timeout: 150_000, interval: 200 }).toBe(true);
+    const state = page.store.state.value;
+    expect(state.error).toBeNull();
+    expect(state.iteration).toBeGreaterThanOrEqual(2);
+    expect(state.record?.config).toMatchObject({ env: 'household', mode: 'dreamgym', warmStart: 'sft' });
+    expect(state.metrics.slice(0, 2).map((m) => m.phase)).toEqual(['sft', 'sft']);
+    await userEvent.click(byTestId('train-pause'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 60_000, interval: 100 }).toBe('paused');
+  }, 240_000);
+
   it('the iteration axis ticks whole iterations, even over two points', async () => {
     const host = document.createElement('div');
     document.body.appendChild(host);
