@@ -208,7 +208,7 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
       <details class="advanced" data-testid="setup-advanced">
         <summary>Advanced settings (blank: the preset’s value)</summary>
         <div class="setup-grid">
-          {ADVANCED_FIELDS.map(({ key, label }) => (
+          {ADVANCED_FIELDS.map(({ key, label, min, max }) => (
             <div class="field" key={key}>
               <label for={`setup-${key}`}>{label}</label>
               <input
@@ -221,8 +221,12 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
                 placeholder={String(presetValue(form.preset, key, form.env, form.sim))}
                 value={form.advanced[key] ?? ''}
                 aria-invalid={error?.field === key}
+                aria-describedby={`setup-${key}-range`}
                 onInput={(e) => setAdvanced(key, (e.currentTarget as HTMLInputElement).value)}
               />
+              <span class="help" id={`setup-${key}-range`} data-testid={`advanced-${key}-range`}>
+                {`${min.toLocaleString('en-US')} to at most ${max.toLocaleString('en-US')}`}
+              </span>
             </div>
           ))}
         </div>
