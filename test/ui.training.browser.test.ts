@@ -11,7 +11,7 @@ import uPlot from 'uplot';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
 import { asinhRange, asinhSplits, chartData, ITERATION_AXIS, yAxis, yScale } from '../src/ui/charts/MetricChart.tsx';
-import type { StorageNames } from '../workers/training.protocol.ts';
+import type { StorageNames, TrainingCommand, TrainingEvent } from '../workers/training.protocol.ts';
 import { wrapTrainingWorker } from '../workers/training.client.ts';
 import { setUpTinyRun } from './fixtures/training-page.ts';
 import { toJsonl } from '../src/core/jsonl.ts';
@@ -19,7 +19,16 @@ import { getEnvSpec } from '../src/envs/registry.ts';
 import { openReplayStore } from '../src/replay/index.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import { offlineSeedData } from '../src/train/setup.ts';
-import { RunIndex } from '../src/ui/runs/records.ts';
+import { RunIndex, type PageRunRecord } from '../src/ui/runs/records.ts';
+
+async function readRecord(names: StorageNames, runId: string): Promise<PageRunRecord | undefined> {
+  const index = await RunIndex.open({ name: names.index as string });
+  try {
+    return await index.get(runId);
+  } finally {
+    index.close();
+  }
+}
 
 const mounted: TrainingPageHandle[] = [];
 const hosts: HTMLElement[] = [];
@@ -99,6 +108,93 @@ describe('training page (browser)', () => {
     await userEvent.click(byTestId('train-pause'));
     await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 60_000, interval: 100 }).toBe('paused');
   }, 240_000);
+
+  it('refuses a huge size with “at most N”; Stop ends a run stuck making its seed data, which then rests and stays put on reload', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 3, { noisyEpisodes: '99999999999' });
+    expect(first.byTestId('advanced-noisyEpisodes-range').textContent).toContain('at most 1,000,000');
+    await userEvent.click(first.byTestId('train-start'));
+    expect(first.byTestId('setup-error').textContent).toMatch(/Offline noisy episodes: at most 1,000,000, got "99999999999"/);
+    expect(first.page.store.state.value.status).toBe('idle');
+
+    // The largest value allowed: generating a million episodes keeps the worker busy far longer than the test.
+    await userEvent.fill(first.byTestId<HTMLInputElement>('advanced-noisyEpisodes'), '1000000');
+    await userEvent.click(first.byTestId('train-start'));
+    const runId = first.page.store.state.value.runId as string;
+    expect(runId).not.toBeNull();
+    // Until the worker has written the run down there is nothing to stop.
+    await expect.poll(async () => (await readRecord(names, runId))?.status, { timeout: 20_000, interval: 100 }).toBe('seeding');
+    await userEvent.click(first.byTestId('train-stop'));
+    await expect.poll(() => first.byTestId('train-status').dataset['state'], { timeout: 5_000, interval: 50 }).toBe('paused');
+    expect(first.byTestId('train-status').textContent).toMatch(/Stopped while the run was starting/);
+    expect(first.byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+    expect(first.byTestId<HTMLButtonElement>('train-resume').disabled).toBe(false);
+    expect(first.byTestId<HTMLButtonElement>('delete-run').disabled).toBe(false);
+    expect(first.byTestId<HTMLButtonElement>('clear-storage').disabled).toBe(false);
+    expect(await readRecord(names, runId)).toMatchObject({ status: 'paused' });
+    first.page.destroy();
+    mounted.splice(mounted.indexOf(first.page), 1);
+
+    // A reload shows the run at rest instead of starting it again.
+    const second = mount(names);
+    await second.page.ready;
+    expect(second.page.store.state.value).toMatchObject({ runId, status: 'paused' });
+    expect(second.byTestId('train-status').textContent).toMatch(/Stopped while the run was starting/);
+    await userEvent.click(second.byTestId('delete-run'));
+    await userEvent.click(second.byTestId('confirm-yes'));
+    await expect.poll(async () => readRecord(names, runId), { timeout: 10_000, interval: 100 }).toBeUndefined();
+  });
+
+  it('Stop inside an iteration that does not end: the page ends the worker after its wait and the run rests at its last iteration', async () => {
+    const names = storage();
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    hosts.push(host);
+    let terminated = 0;
+    // A worker whose first iteration never ends, and which never reads its messages.
+    const stuckWorker = async () => {
+      let listener: (event: TrainingEvent) => void = () => undefined;
+      return {
+        send(command: TrainingCommand) {
+          if (command.kind !== 'start') return;
+          void (async () => {
+            const now = Date.now();
+            const record: PageRunRecord = { id: command.runId, createdAt: now, updatedAt: now, config: command.config, status: 'running', iteration: 0, totalIterations: 3, realTransitions: 0, offlineTransitions: 0, trainWallMs: 0 };
+            const index = await RunIndex.open({ name: names.index as string });
+            await index.put(record);
+            index.close();
+            listener({ kind: 'started', record, metrics: [] });
+            listener({ kind: 'iteration-start', runId: command.runId, iteration: 0, totalIterations: 3, phase: 'synthetic' });
+          })();
+        },
+        onEvent(l: (event: TrainingEvent) => void) {
+          listener = l;
+          return () => undefined;
+        },
+        terminate() {
+          terminated++;
+        },
+      };
+    };
+    const page = mountTrainingPage(host, { storage: names, startWorker: stuckWorker, stopWaitMs: 300 });
+    mounted.push(page);
+    await page.ready;
+    const byTestId = <T extends HTMLElement = HTMLElement>(id: string): T => host.querySelector<T>(`[data-testid="${id}"]`) as T;
+    await setUpTinyRun(byTestId, 3);
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => page.store.state.value.status, { timeout: 10_000, interval: 20 }).toBe('running');
+    const runId = page.store.state.value.runId as string;
+    await userEvent.click(byTestId('train-stop'));
+    expect(page.store.state.value.status).toBe('stopping');
+    await expect.poll(() => page.store.state.value.status, { timeout: 5_000, interval: 20 }).toBe('paused');
+    expect(terminated).toBe(1);
+    expect(byTestId('train-status').textContent).toMatch(/Stopped inside iteration 1, which had not ended 0.3 s later: the run rests at iteration 0/);
+    expect(await readRecord(names, runId)).toMatchObject({ status: 'paused', iteration: 0 });
+    expect(byTestId<HTMLButtonElement>('delete-run').disabled).toBe(false);
+    expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+  });
 
   it('the iteration axis ticks whole iterations, even over two points', async () => {
     const host = document.createElement('div');

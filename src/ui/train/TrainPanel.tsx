@@ -35,7 +35,8 @@ export function statusText(s: TrainingViewState): string {
     case 'pausing':
       return 'Pausing after this iteration…';
     case 'paused':
-      return `Paused after iteration ${s.iteration} of ${s.totalIterations}. Resume continues from there.`;
+      // A run the page had to halt says why, and what is left of it.
+      return s.error ?? `Paused after iteration ${s.iteration} of ${s.totalIterations}. Resume continues from there.`;
     case 'stopping':
       return 'Stopping after this iteration, then evaluating…';
     case 'evaluating':

@@ -21,11 +21,11 @@ import type { LLMLink, StorageNames, TrainingCommand } from '../../../workers/tr
 import type { LLMClient } from '../../llm/client.ts';
 import type { LLMController } from '../llm/controller.ts';
 import type { LLMSelection } from '../state/llm-state.ts';
-import { newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
+import { isUnfinished, newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
 import { metricsFromValues } from '../runs/snapshot.ts';
 import { openLiveChannel, type LiveChannel } from './live-channel.ts';
 import type { TrainingStore } from '../state/store.ts';
-import { isActive } from '../state/training-state.ts';
+import { isActive, type TrainingViewState } from '../state/training-state.ts';
 
 /** Options of {@link TrainingController}. */
 export interface TrainingControllerOptions {
@@ -37,6 +37,11 @@ export interface TrainingControllerOptions {
   backend?: BackendPreference;
   /** The page's local LLM, for runs that use one. */
   llm?: LLMController;
+  /**
+   * How long Stop or Pause waits for the run to reach the end of its iteration before the page
+   * ends the worker and leaves the run paused at its last stored iteration (default 10 s).
+   */
+  stopWaitMs?: number;
 }
 
 /** What a start may add to the run's configuration. */
@@ -54,6 +59,9 @@ const LOCK_CHECKS = 8;
 const LOCK_CHECK_MS = 200;
 /** How often a read-only tab checks whether the tab training the run let go of its lock. */
 const LOCK_WATCH_MS = 500;
+
+/** Default of {@link TrainingControllerOptions.stopWaitMs}. */
+export const STOP_WAIT_MS = 10_000;
 
 const defaultStartWorker = async (): Promise<TrainingWorkerHandle> => (await import('../../../workers/training.client.ts')).startTrainingWorker();
 
@@ -197,17 +205,65 @@ export class TrainingController {
     }
   }
 
-  /** Pauses at the end of the current iteration. */
+  /** Pauses at the end of the current iteration (see {@link TrainingControllerOptions.stopWaitMs}). */
   pause(): void {
+    const before = this.store.state.value;
     this.store.dispatch({ kind: 'request', what: 'pause' });
     // Through send: a worker still starting gets it after the start it is starting for.
     if (this.worker || this.workerStarting) void this.send({ kind: 'pause' });
+    this.haltIfStuck(before, 'pause');
   }
 
-  /** Ends training at the end of the current iteration and evaluates. */
+  /** Ends training at the end of the current iteration and evaluates (see {@link TrainingControllerOptions.stopWaitMs}). */
   stop(): void {
+    const before = this.store.state.value;
     this.store.dispatch({ kind: 'request', what: 'stop' });
     if (this.worker || this.workerStarting) void this.send({ kind: 'stop' });
+    this.haltIfStuck(before, 'stop');
+  }
+
+  /**
+   * The way out of a run that does not come to an iteration boundary: one still starting or
+   * seeding (its seed data is made in one piece of work the worker cannot interrupt) is halted at
+   * once; one inside an iteration, when that iteration has not ended `stopWaitMs` later.
+   */
+  private haltIfStuck(before: TrainingViewState, what: 'pause' | 'stop'): void {
+    const runId = before.runId;
+    if (runId === null || before.readOnly || !isActive(before.status) || before.status === 'evaluating') return;
+    const asked = what === 'stop' ? 'Stopped' : 'Paused';
+    if (before.status === 'starting' || before.status === 'seeding') {
+      void this.halt(runId, `${asked} while the run was starting: it rests at iteration ${before.iteration}; Resume starts it again, or delete it.`);
+      return;
+    }
+    const wait = this.options.stopWaitMs ?? STOP_WAIT_MS;
+    setTimeout(() => {
+      const s = this.store.state.value;
+      if (this.destroyed || s.runId !== runId || (s.status !== 'stopping' && s.status !== 'pausing') || s.iteration !== before.iteration) return;
+      void this.halt(runId, `${asked} inside iteration ${s.iteration + 1}, which had not ended ${wait / 1000} s later: the run rests at iteration ${s.iteration}; Resume continues from there, or delete it.`);
+    }, wait);
+  }
+
+  /** Ends the worker training `runId` at once and leaves the run paused at its last stored iteration. */
+  private async halt(runId: string, message: string): Promise<void> {
+    const worker = this.worker ?? (await this.workerStarting?.catch(() => null)) ?? null;
+    if (worker) this.dropWorker(worker);
+    this.options.llm?.closeLinks();
+    let record: PageRunRecord | undefined;
+    try {
+      const index = await this.openIndex();
+      try {
+        const stored = await index.get(runId);
+        if (stored && isUnfinished(stored)) record = await index.update(runId, { status: 'paused', error: message });
+        else record = stored;
+      } finally {
+        index.close();
+      }
+    } catch {
+      // The view still comes to rest; the stored record stays as the worker left it.
+    }
+    if (this.destroyed) return;
+    this.store.dispatch({ kind: 'halted', runId, message, ...(record ? { record } : {}) });
+    if (record) this.live.publish({ kind: 'paused', record });
   }
 
   /** Ends the worker (a run in progress stays resumable from its last stored iteration). */
