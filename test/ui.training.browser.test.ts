@@ -196,6 +196,46 @@ describe('training page (browser)', () => {
     expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
   });
 
+  it('reopens on the latest finished run with its charts, result and exports, and switches runs from the list', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    expect(() => first.byTestId('train-run')).toThrow();
+    await setUpTinyRun(first.byTestId, 2);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
+    const older = first.page.store.state.value.runId as string;
+    const olderResult = first.byTestId('evaluation').textContent;
+    await setUpTinyRun(first.byTestId, 3);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.runId !== older && first.byTestId('train-status').dataset['state'] === 'done', { timeout: 50_000, interval: 100 }).toBe(true);
+    const latest = first.page.store.state.value.runId as string;
+    const latestResult = first.byTestId('evaluation').textContent;
+    first.page.destroy();
+    mounted.splice(mounted.indexOf(first.page), 1);
+
+    // As a reload: the latest run is on show, as it ended.
+    const second = mount(names);
+    await second.page.ready;
+    expect(second.page.store.state.value).toMatchObject({ runId: latest, status: 'done', iteration: 3 });
+    expect(second.byTestId('train-status').textContent).toMatch(/^Done: shop dreamgym, 3 iterations\.$/);
+    for (const chart of CHARTS) expect(points(second.byTestId, chart.id), chart.id).toBe(3);
+    expect(second.byTestId('evaluation').textContent).toBe(latestResult);
+    expect(second.byTestId('data-run').textContent).toBe(`Run: ${latest}`);
+    for (const kind of ['checkpoint', 'dataset', 'chat', 'report']) expect(second.byTestId<HTMLButtonElement>(`export-${kind}`).disabled, kind).toBe(false);
+    const list = second.byTestId<HTMLSelectElement>('train-run');
+    expect([...list.options].map((o) => o.value)).toEqual([latest, older]);
+    expect(list.value).toBe(latest);
+
+    await userEvent.selectOptions(list, older);
+    await expect.poll(() => second.page.store.state.value.runId, { timeout: 10_000, interval: 50 }).toBe(older);
+    expect(second.page.store.state.value.status).toBe('done');
+    await expect.poll(() => points(second.byTestId, 'loss'), { timeout: 5_000 }).toBe(2);
+    expect(second.byTestId('evaluation').textContent).toBe(olderResult);
+    expect(second.byTestId('iteration-count').textContent).toBe('2 / 2');
+    await expect.poll(() => second.byTestId('data-run').textContent, { timeout: 5_000 }).toBe(`Run: ${older}`);
+  });
+
   it('the iteration axis ticks whole iterations, even over two points', async () => {
     const host = document.createElement('div');
     document.body.appendChild(host);

@@ -62,6 +62,8 @@ export type TrainingAction =
   | { kind: 'watch'; runId: string }
   /** The tab that trained `runId` let go of it without a last event (closed or crashed): it rests here, resumable. */
   | { kind: 'released'; runId: string }
+  /** A stored run at rest, shown with its metrics, result and exports (on load, or chosen from the list of runs). */
+  | { kind: 'show'; record: PageRunRecord; metrics: IterationMetrics[] }
   /** The page ended the worker of `runId`, which did not stop by itself; `record`: the run as it now rests. */
   | { kind: 'halted'; runId: string; message: string; record?: PageRunRecord };
 
@@ -125,6 +127,31 @@ function reduceEvent(state: TrainingViewState, action: TrainingAction): Training
     case 'watch':
       if (action.runId !== state.runId) return state;
       return { ...state, status: 'running', readOnly: true, error: null };
+    case 'show': {
+      // Only between runs: a run in progress stays on show.
+      if (isActive(state.status)) return state;
+      const r = action.record;
+      // A run left unfinished by a closed tab rests here until Resume.
+      const status: TrainingStatus = r.status === 'done' ? 'done' : r.status === 'failed' ? 'failed' : 'paused';
+      return {
+        ...state,
+        status,
+        runId: r.id,
+        record: r,
+        metrics: action.metrics.slice(),
+        iteration: r.iteration,
+        totalIterations: r.totalIterations,
+        phase: null,
+        seed: null,
+        validating: null,
+        evaluating: null,
+        evaluation: r.status === 'done' ? (r.evaluation ?? null) : null,
+        resumed: false,
+        readOnly: false,
+        error: r.status === 'failed' || r.status === 'paused' ? (r.error ?? null) : null,
+        runs: upsert(state.runs, r),
+      };
+    }
     case 'halted': {
       const runs = action.record ? upsert(state.runs, action.record) : state.runs;
       if (action.runId !== state.runId) return { ...state, runs };

@@ -109,7 +109,12 @@ export class TrainingController {
     }
     if (this.destroyed) return;
     this.store.dispatch({ kind: 'runs', runs });
-    if (!unfinished) return;
+    if (!unfinished) {
+      // The latest run, as it ended: its charts, result and exports.
+      const latest = runs.at(-1);
+      if (latest) await this.show(latest.id);
+      return;
+    }
     const { metrics, locked } = await this.storedState(unfinished.id);
     if (this.destroyed) return;
     this.store.dispatch({ kind: 'found', record: unfinished, metrics });
@@ -194,6 +199,19 @@ export class TrainingController {
     }
     this.store.dispatch({ kind: 'request', what: 'resume', runId });
     await this.send({ kind: 'resume', runId, ...this.common(), ...(link ? { llm: link } : {}) });
+  }
+
+  /**
+   * Shows the stored run `runId` (its record, metrics and result) while no run is in progress
+   * here; an unfinished one rests as paused, for Resume.
+   */
+  async show(runId: string): Promise<void> {
+    if (isActive(this.store.state.value.status)) return;
+    const record = await this.readRecord(runId);
+    if (!record || this.destroyed) return;
+    const metrics = await this.storedMetrics(runId);
+    if (this.destroyed) return;
+    this.store.dispatch({ kind: 'show', record, metrics });
   }
 
   private async readRecord(runId: string): Promise<PageRunRecord | undefined> {
@@ -334,6 +352,19 @@ export class TrainingController {
 
   private openIndex(): Promise<RunIndex> {
     return RunIndex.open(this.options.storage?.index !== undefined ? { name: this.options.storage.index } : {});
+  }
+
+  /** The metrics a run stored (none when they cannot be read: they only cost the charts). */
+  private async storedMetrics(runId: string): Promise<IterationMetrics[]> {
+    const replay = await openReplayStore({ ...(this.options.storage?.replay !== undefined ? { name: this.options.storage.replay } : {}), broadcast: false });
+    try {
+      if (!(await replay.getRun(runId))) return [];
+      return (await replay.readMetrics(runId)).map((r) => metricsFromValues(r.values));
+    } catch {
+      return [];
+    } finally {
+      await replay.close();
+    }
   }
 
   /** The metrics a run stored so far (shown while it resumes), and whether some context holds its lock. */
