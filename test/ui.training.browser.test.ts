@@ -81,6 +81,8 @@ describe('training page (browser)', () => {
     const metrics = page.store.state.value.metrics;
     expect(chartData(vtau as (typeof CHARTS)[number], metrics)).toEqual([[1, 2, 3], metrics.map((x) => x.vTauMean), metrics.map((x) => x.vTauMax)]);
     expect(byTestId('chart-vtau').querySelector('.u-legend')?.textContent).toMatch(/mean.*max/s);
+    // The legend names the lines; it has no cursor value to show ("--").
+    expect(byTestId('chart-vtau').querySelector('.u-legend')?.textContent).not.toContain('--');
     expect(byTestId('iteration-count').textContent).toBe('3 / 3');
     expect(byTestId('evaluation').textContent).toMatch(/Held-out success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 3 test tasks/);
     const rows = byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]');
@@ -105,6 +107,10 @@ describe('training page (browser)', () => {
     expect(state.iteration).toBeGreaterThanOrEqual(2);
     expect(state.record?.config).toMatchObject({ env: 'household', mode: 'dreamgym', warmStart: 'sft' });
     expect(state.metrics.slice(0, 2).map((m) => m.phase)).toEqual(['sft', 'sft']);
+    // Behaviour cloning has no rollouts: no mean reward (not 0) beside its accuracy.
+    const reward = CHARTS.find((c) => c.id === 'reward') as (typeof CHARTS)[number];
+    expect(chartData(reward, state.metrics.slice(0, 2))[1]).toEqual([null, null]);
+    expect(byTestId('chart-reward').querySelector('figcaption')?.textContent).toMatch(/none while behaviour cloning/);
     await userEvent.click(byTestId('train-pause'));
     await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 60_000, interval: 100 }).toBe('paused');
   }, 240_000);

@@ -135,6 +135,31 @@ export function configFromForm(form: SetupForm): TrainingConfig {
   return parseTrainingConfig(input, form.preset);
 }
 
+/**
+ * How many iterations the form's run counts, said as the README says it: a warm start's (or the
+ * `sft` mode's) behaviour-cloning epochs are iterations too, before the RL ones. As
+ * `plannedIterations` (src/train/loop.ts) counts them, without loading the training loop here.
+ */
+export function iterationSummary(form: SetupForm): string {
+  let c: TrainingConfig;
+  try {
+    c = configFromForm(form);
+  } catch {
+    // A field being typed: the preset's figures, with the form's mode and warm start.
+    c = parseTrainingConfig({ env: form.env, mode: form.mode, ...(form.warmStart && isRlMode(form.mode) ? { warmStart: 'sft' as const } : {}) }, form.preset);
+  }
+  const sft = c.mode === 'sft' || (c.warmStart === 'sft' && c.mode !== 'zero-shot') ? c.sft.epochs : 0;
+  const rl = isRlMode(c.mode) ? c.iterations : 0;
+  const real = c.mode === 's2r' ? c.iterations : 0;
+  const parts = [
+    ...(sft > 0 ? [`${sft} behaviour-cloning epoch${sft === 1 ? '' : 's'}`] : []),
+    ...(rl > 0 ? [c.mode === 's2r' ? `${rl} synthetic and up to ${real} real RL iterations` : `${rl} RL iteration${rl === 1 ? '' : 's'}`] : []),
+  ];
+  const total = sft + rl + real;
+  if (parts.length === 0) return 'No training: the policy is evaluated as it starts.';
+  return `${parts.join(', then ')}: ${total} iteration${total === 1 ? '' : 's'} in all.`;
+}
+
 /** A chosen model of `kind`, checked against the catalogue; throws {@link SetupFormError} on `field`. */
 function checkedModel(models: readonly ModelView[], id: string, kind: 'chat' | 'embedding', field: string): string {
   const what = kind === 'chat' ? 'an LLM' : 'an embedding model';
