@@ -60,6 +60,8 @@ const LOCK_CHECK_MS = 200;
 /** How often a read-only tab checks whether the tab training the run let go of its lock. */
 const LOCK_WATCH_MS = 500;
 
+/** How long a halt waits for the ended worker's lock on the run to go. */
+const LOCK_RELEASE_WAIT_MS = 5_000;
 /** Default of {@link TrainingControllerOptions.stopWaitMs}. */
 export const STOP_WAIT_MS = 10_000;
 
@@ -266,6 +268,9 @@ export class TrainingController {
     const worker = this.worker ?? (await this.workerStarting?.catch(() => null)) ?? null;
     if (worker) this.dropWorker(worker);
     this.options.llm?.closeLinks();
+    // The ended worker's lock on the run goes a moment later: wait for it, so that the run is at
+    // rest for Resume, Delete and a reload (which would otherwise follow it as another tab's).
+    await this.lockLetGo(runId).catch(() => undefined);
     let record: PageRunRecord | undefined;
     try {
       const index = await this.openIndex();
@@ -352,6 +357,17 @@ export class TrainingController {
 
   private openIndex(): Promise<RunIndex> {
     return RunIndex.open(this.options.storage?.index !== undefined ? { name: this.options.storage.index } : {});
+  }
+
+  /** Resolves once no context holds `runId`'s lock, or after {@link LOCK_RELEASE_WAIT_MS}. */
+  private async lockLetGo(runId: string): Promise<void> {
+    const replay = await openReplayStore({ ...(this.options.storage?.replay !== undefined ? { name: this.options.storage.replay } : {}), broadcast: false });
+    try {
+      const deadline = Date.now() + LOCK_RELEASE_WAIT_MS;
+      while ((await replay.isRunLocked(runId)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      await replay.close();
+    }
   }
 
   /** The metrics a run stored (none when they cannot be read: they only cost the charts). */
