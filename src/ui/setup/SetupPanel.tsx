@@ -170,14 +170,14 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
         </fieldset>
         <div class="field">
           <label for="setup-preset">Preset</label>
-          <select id="setup-preset" data-testid="setup-preset" value={form.preset} aria-describedby="setup-iterations" onChange={(e) => update({ preset: (e.currentTarget as HTMLSelectElement).value as PresetName })}>
+          <select id="setup-preset" data-testid="setup-preset" value={form.preset} aria-describedby="setup-preset-iterations" onChange={(e) => update({ preset: (e.currentTarget as HTMLSelectElement).value as PresetName })}>
             {(Object.keys(PRESETS) as PresetName[]).map((p) => (
               <option value={p} key={p}>
                 {p}
               </option>
             ))}
           </select>
-          <span class="help" id="setup-iterations" data-testid="setup-iterations">
+          <span class="help" id="setup-preset-iterations" data-testid="setup-iterations">
             {iterationSummary(form)}
           </span>
         </div>
