@@ -1,7 +1,7 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
 import { ENV_PRESETS, PRESETS, VALIDATION_EVERY, VALIDATION_TASKS } from '../src/train/config.ts';
-import { configFromForm, defaultSetupForm, llmSelectionFromForm, presetValue, SetupFormError } from '../src/ui/setup/form.ts';
+import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, SetupFormError, type AdvancedField } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 
 const model = (modelId: string, patch: Partial<ModelView> = {}): ModelView => ({
@@ -51,6 +51,40 @@ describe('setup form', () => {
     expect((e2 as SetupFormError).field).toBe('groupSize');
     expect((e2 as Error).message).toMatch(/Rollouts per task \(G\): expected a whole number of at least 2, got "1"/);
     expect(configFromForm({ ...defaultSetupForm(), seed: '-3' }).seed).toBe(-3);
+  });
+
+  it('refuses a size above its stated maximum with “at most N”, and takes the maximum itself', () => {
+    const huge: Partial<Record<AdvancedField, string>> = { evalEpisodes: '99999999', noisyEpisodes: '99999999999', tasksPerIteration: '100000000', groupSize: '1'.padEnd(40, '0') };
+    for (const [key, text] of Object.entries(huge) as [AdvancedField, string][]) {
+      const field = ADVANCED_FIELDS.find((f) => f.key === key) as (typeof ADVANCED_FIELDS)[number];
+      let error: unknown = null;
+      try {
+        configFromForm({ ...defaultSetupForm(), advanced: { [key]: text } });
+      } catch (e) {
+        error = e;
+      }
+      expect(error, key).toBeInstanceOf(SetupFormError);
+      expect((error as SetupFormError).field).toBe(key);
+      expect((error as Error).message).toContain(`at most ${field.max.toLocaleString('en-US')}`);
+      expect((error as Error).message).toContain(text);
+    }
+    // The CLI's bounds: 100,000 held-out tasks, 1,000,000 offline episodes, 100,000 tasks per iteration.
+    expect(ADVANCED_FIELDS.find((f) => f.key === 'evalEpisodes')?.max).toBe(100_000);
+    expect(ADVANCED_FIELDS.find((f) => f.key === 'noisyEpisodes')?.max).toBe(1_000_000);
+    expect(ADVANCED_FIELDS.find((f) => f.key === 'tasksPerIteration')?.max).toBe(100_000);
+    for (const field of ADVANCED_FIELDS) expect(field.max, field.key).toBeGreaterThan(field.min);
+    expect(configFromForm({ ...defaultSetupForm(), advanced: { evalEpisodes: '100000' } }).evalEpisodes).toBe(100_000);
+  });
+
+  it('says how many iterations a run counts, behaviour-cloning epochs included, as the README does', () => {
+    // The first form: quick, warm-started dreamgym.
+    expect(iterationSummary(defaultSetupForm())).toBe('20 behaviour-cloning epochs, then 45 RL iterations: 65 iterations in all.');
+    expect(iterationSummary({ ...defaultSetupForm(), warmStart: false })).toBe('45 RL iterations: 45 iterations in all.');
+    expect(iterationSummary({ ...defaultSetupForm(), mode: 'sft', advanced: { sftEpochs: '3' } })).toBe('3 behaviour-cloning epochs: 3 iterations in all.');
+    expect(iterationSummary({ ...defaultSetupForm(), mode: 's2r', warmStart: false, advanced: { iterations: '4' } })).toBe('4 synthetic and up to 4 real RL iterations: 8 iterations in all.');
+    expect(iterationSummary({ ...defaultSetupForm(), mode: 'zero-shot' })).toMatch(/^No training/);
+    // A field being typed falls back on the preset.
+    expect(iterationSummary({ ...defaultSetupForm(), advanced: { iterations: '4x' } })).toBe('20 behaviour-cloning epochs, then 45 RL iterations: 65 iterations in all.');
   });
 
   it('shows the preset values as the placeholders of blank fields', () => {

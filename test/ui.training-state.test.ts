@@ -86,6 +86,25 @@ describe('training view reducer', () => {
     expect(run([{ kind: 'request', what: 'stop' }], p).status).toBe('paused');
   });
 
+  it('shows a stored run at rest with its result, never over a run in progress; a halted run rests paused with why', () => {
+    const shown = run([{ kind: 'show', record: record('a', { status: 'done', iteration: 3, evaluation }), metrics: [m(0), m(1), m(2)] }]);
+    expect(shown).toMatchObject({ status: 'done', runId: 'a', iteration: 3, totalIterations: 3, evaluation });
+    expect(shown.metrics).toHaveLength(3);
+    // A run another tab left unfinished rests, for Resume; a failed one says why.
+    expect(run([{ kind: 'show', record: record('b', { status: 'running', iteration: 1 }), metrics: [m(0)] }], shown)).toMatchObject({ status: 'paused', runId: 'b', evaluation: null });
+    expect(run([{ kind: 'show', record: record('c', { status: 'failed', error: 'boom' }), metrics: [] }], shown)).toMatchObject({ status: 'failed', error: 'boom' });
+    const training = run([{ kind: 'request', what: 'start', runId: 'd' }], shown);
+    expect(run([{ kind: 'show', record: record('a', { status: 'done', evaluation }), metrics: [] }], training)).toBe(training);
+
+    const stopping = run([{ kind: 'started', record: record('d'), metrics: [] }, { kind: 'request', what: 'stop' }], training);
+    expect(stopping.status).toBe('stopping');
+    const halted = run([{ kind: 'halted', runId: 'd', message: 'Stopped inside iteration 1', record: record('d', { status: 'paused' }) }], stopping);
+    expect(halted).toMatchObject({ status: 'paused', error: 'Stopped inside iteration 1', phase: null });
+    expect(isActive(halted.status)).toBe(false);
+    // Halted before the run was written down: nothing to resume.
+    expect(run([{ kind: 'halted', runId: 'd', message: 'Stopped' }], stopping)).toMatchObject({ status: 'failed', error: 'Stopped' });
+  });
+
   it('shows an unfinished run found in storage, and failures', () => {
     const found = run([{ kind: 'found', record: record('b', { status: 'paused', iteration: 2 }), metrics: [m(0), m(1)] }]);
     expect(found).toMatchObject({ status: 'paused', runId: 'b', iteration: 2 });

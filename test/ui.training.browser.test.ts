@@ -11,7 +11,7 @@ import uPlot from 'uplot';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
 import { asinhRange, asinhSplits, chartData, ITERATION_AXIS, yAxis, yScale } from '../src/ui/charts/MetricChart.tsx';
-import type { StorageNames } from '../workers/training.protocol.ts';
+import type { StorageNames, TrainingCommand, TrainingEvent } from '../workers/training.protocol.ts';
 import { wrapTrainingWorker } from '../workers/training.client.ts';
 import { setUpTinyRun } from './fixtures/training-page.ts';
 import { toJsonl } from '../src/core/jsonl.ts';
@@ -19,7 +19,16 @@ import { getEnvSpec } from '../src/envs/registry.ts';
 import { openReplayStore } from '../src/replay/index.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import { offlineSeedData } from '../src/train/setup.ts';
-import { RunIndex } from '../src/ui/runs/records.ts';
+import { RunIndex, type PageRunRecord } from '../src/ui/runs/records.ts';
+
+async function readRecord(names: StorageNames, runId: string): Promise<PageRunRecord | undefined> {
+  const index = await RunIndex.open({ name: names.index as string });
+  try {
+    return await index.get(runId);
+  } finally {
+    index.close();
+  }
+}
 
 const mounted: TrainingPageHandle[] = [];
 const hosts: HTMLElement[] = [];
@@ -72,6 +81,8 @@ describe('training page (browser)', () => {
     const metrics = page.store.state.value.metrics;
     expect(chartData(vtau as (typeof CHARTS)[number], metrics)).toEqual([[1, 2, 3], metrics.map((x) => x.vTauMean), metrics.map((x) => x.vTauMax)]);
     expect(byTestId('chart-vtau').querySelector('.u-legend')?.textContent).toMatch(/mean.*max/s);
+    // The legend names the lines; it has no cursor value to show ("--").
+    expect(byTestId('chart-vtau').querySelector('.u-legend')?.textContent).not.toContain('--');
     expect(byTestId('iteration-count').textContent).toBe('3 / 3');
     expect(byTestId('evaluation').textContent).toMatch(/Held-out success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 3 test tasks/);
     const rows = byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]');
@@ -80,6 +91,155 @@ describe('training page (browser)', () => {
     // Synthetic-only training: no real transitions.
     expect(rows[0]?.querySelectorAll('td')[6]?.textContent).toBe('0');
     expect(page.store.state.value.metrics.map((m) => m.phase)).toEqual(['synthetic', 'synthetic', 'synthetic']);
+  });
+
+  it('trains household with the page’s defaults (warm start from behaviour cloning) past its second iteration', async () => {
+    const { page, byTestId } = mount(storage());
+    await page.ready;
+    // Only the environment changes: every other field keeps the value the page opens with.
+    await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-env'), 'household');
+    expect(byTestId<HTMLInputElement>('setup-warm-start').checked).toBe(true);
+    await userEvent.click(byTestId('train-start'));
+    // A failure ends the wait at once.
+    await expect.poll(() => page.store.state.value.status === 'failed' || page.store.state.value.iteration >= 2, { timeout: 150_000, interval: 200 }).toBe(true);
+    const state = page.store.state.value;
+    expect(state.error).toBeNull();
+    expect(state.iteration).toBeGreaterThanOrEqual(2);
+    expect(state.record?.config).toMatchObject({ env: 'household', mode: 'dreamgym', warmStart: 'sft' });
+    expect(state.metrics.slice(0, 2).map((m) => m.phase)).toEqual(['sft', 'sft']);
+    // Behaviour cloning has no rollouts: no mean reward (not 0) beside its accuracy.
+    const reward = CHARTS.find((c) => c.id === 'reward') as (typeof CHARTS)[number];
+    expect(chartData(reward, state.metrics.slice(0, 2))[1]).toEqual([null, null]);
+    expect(byTestId('chart-reward').querySelector('figcaption')?.textContent).toMatch(/none while behaviour cloning/);
+    await userEvent.click(byTestId('train-pause'));
+    await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 60_000, interval: 100 }).toBe('paused');
+  }, 240_000);
+
+  it('refuses a huge size with “at most N”; Stop ends a run stuck making its seed data, which then rests and stays put on reload', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    await setUpTinyRun(first.byTestId, 3, { noisyEpisodes: '99999999999' });
+    expect(first.byTestId('advanced-noisyEpisodes-range').textContent).toContain('at most 1,000,000');
+    await userEvent.click(first.byTestId('train-start'));
+    expect(first.byTestId('setup-error').textContent).toMatch(/Offline noisy episodes: at most 1,000,000, got "99999999999"/);
+    expect(first.page.store.state.value.status).toBe('idle');
+
+    // The largest value allowed: generating a million episodes keeps the worker busy far longer than the test.
+    await userEvent.fill(first.byTestId<HTMLInputElement>('advanced-noisyEpisodes'), '1000000');
+    await userEvent.click(first.byTestId('train-start'));
+    const runId = first.page.store.state.value.runId as string;
+    expect(runId).not.toBeNull();
+    // Until the worker has written the run down there is nothing to stop.
+    await expect.poll(async () => (await readRecord(names, runId))?.status, { timeout: 20_000, interval: 100 }).toBe('seeding');
+    await userEvent.click(first.byTestId('train-stop'));
+    await expect.poll(() => first.byTestId('train-status').dataset['state'], { timeout: 5_000, interval: 50 }).toBe('paused');
+    expect(first.byTestId('train-status').textContent).toMatch(/Stopped while the run was starting/);
+    expect(first.byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+    expect(first.byTestId<HTMLButtonElement>('train-resume').disabled).toBe(false);
+    expect(first.byTestId<HTMLButtonElement>('delete-run').disabled).toBe(false);
+    expect(first.byTestId<HTMLButtonElement>('clear-storage').disabled).toBe(false);
+    expect(await readRecord(names, runId)).toMatchObject({ status: 'paused' });
+    first.page.destroy();
+    mounted.splice(mounted.indexOf(first.page), 1);
+
+    // A reload shows the run at rest instead of starting it again.
+    const second = mount(names);
+    await second.page.ready;
+    expect(second.page.store.state.value).toMatchObject({ runId, status: 'paused' });
+    expect(second.byTestId('train-status').textContent).toMatch(/Stopped while the run was starting/);
+    await userEvent.click(second.byTestId('delete-run'));
+    await userEvent.click(second.byTestId('confirm-yes'));
+    await expect.poll(async () => readRecord(names, runId), { timeout: 10_000, interval: 100 }).toBeUndefined();
+  });
+
+  it('Stop inside an iteration that does not end: the page ends the worker after its wait and the run rests at its last iteration', async () => {
+    const names = storage();
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    hosts.push(host);
+    let terminated = 0;
+    // A worker whose first iteration never ends, and which never reads its messages.
+    const stuckWorker = async () => {
+      let listener: (event: TrainingEvent) => void = () => undefined;
+      return {
+        send(command: TrainingCommand) {
+          if (command.kind !== 'start') return;
+          void (async () => {
+            const now = Date.now();
+            const record: PageRunRecord = { id: command.runId, createdAt: now, updatedAt: now, config: command.config, status: 'running', iteration: 0, totalIterations: 3, realTransitions: 0, offlineTransitions: 0, trainWallMs: 0 };
+            const index = await RunIndex.open({ name: names.index as string });
+            await index.put(record);
+            index.close();
+            listener({ kind: 'started', record, metrics: [] });
+            listener({ kind: 'iteration-start', runId: command.runId, iteration: 0, totalIterations: 3, phase: 'synthetic' });
+          })();
+        },
+        onEvent(l: (event: TrainingEvent) => void) {
+          listener = l;
+          return () => undefined;
+        },
+        terminate() {
+          terminated++;
+        },
+      };
+    };
+    const page = mountTrainingPage(host, { storage: names, startWorker: stuckWorker, stopWaitMs: 300 });
+    mounted.push(page);
+    await page.ready;
+    const byTestId = <T extends HTMLElement = HTMLElement>(id: string): T => host.querySelector<T>(`[data-testid="${id}"]`) as T;
+    await setUpTinyRun(byTestId, 3);
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => page.store.state.value.status, { timeout: 10_000, interval: 20 }).toBe('running');
+    const runId = page.store.state.value.runId as string;
+    await userEvent.click(byTestId('train-stop'));
+    expect(page.store.state.value.status).toBe('stopping');
+    await expect.poll(() => page.store.state.value.status, { timeout: 5_000, interval: 20 }).toBe('paused');
+    expect(terminated).toBe(1);
+    expect(byTestId('train-status').textContent).toMatch(/Stopped inside iteration 1, which had not ended 0.3 s later: the run rests at iteration 0/);
+    expect(await readRecord(names, runId)).toMatchObject({ status: 'paused', iteration: 0 });
+    expect(byTestId<HTMLButtonElement>('delete-run').disabled).toBe(false);
+    expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+  });
+
+  it('reopens on the latest finished run with its charts, result and exports, and switches runs from the list', async () => {
+    const names = storage();
+    const first = mount(names);
+    await first.page.ready;
+    expect(() => first.byTestId('train-run')).toThrow();
+    await setUpTinyRun(first.byTestId, 2);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
+    const older = first.page.store.state.value.runId as string;
+    const olderResult = first.byTestId('evaluation').textContent;
+    await setUpTinyRun(first.byTestId, 3);
+    await userEvent.click(first.byTestId('train-start'));
+    await expect.poll(() => first.page.store.state.value.runId !== older && first.byTestId('train-status').dataset['state'] === 'done', { timeout: 50_000, interval: 100 }).toBe(true);
+    const latest = first.page.store.state.value.runId as string;
+    const latestResult = first.byTestId('evaluation').textContent;
+    first.page.destroy();
+    mounted.splice(mounted.indexOf(first.page), 1);
+
+    // As a reload: the latest run is on show, as it ended.
+    const second = mount(names);
+    await second.page.ready;
+    expect(second.page.store.state.value).toMatchObject({ runId: latest, status: 'done', iteration: 3 });
+    expect(second.byTestId('train-status').textContent).toMatch(/^Done: shop dreamgym, 3 iterations\.$/);
+    for (const chart of CHARTS) expect(points(second.byTestId, chart.id), chart.id).toBe(3);
+    expect(second.byTestId('evaluation').textContent).toBe(latestResult);
+    expect(second.byTestId('data-run').textContent).toBe(`Run: ${latest}`);
+    for (const kind of ['checkpoint', 'dataset', 'chat', 'report']) expect(second.byTestId<HTMLButtonElement>(`export-${kind}`).disabled, kind).toBe(false);
+    const list = second.byTestId<HTMLSelectElement>('train-run');
+    expect([...list.options].map((o) => o.value)).toEqual([latest, older]);
+    expect(list.value).toBe(latest);
+
+    await userEvent.selectOptions(list, older);
+    await expect.poll(() => second.page.store.state.value.runId, { timeout: 10_000, interval: 50 }).toBe(older);
+    expect(second.page.store.state.value.status).toBe('done');
+    await expect.poll(() => points(second.byTestId, 'loss'), { timeout: 5_000 }).toBe(2);
+    expect(second.byTestId('evaluation').textContent).toBe(olderResult);
+    expect(second.byTestId('iteration-count').textContent).toBe('2 / 2');
+    await expect.poll(() => second.byTestId('data-run').textContent, { timeout: 5_000 }).toBe(`Run: ${older}`);
   });
 
   it('the iteration axis ticks whole iterations, even over two points', async () => {

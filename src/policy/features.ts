@@ -314,7 +314,9 @@ export class Featurizer {
     const actionSlot = (this.options.candidateSlot ?? 'action') === 'action';
     const texts = [...contexts.map((c) => clean(c.instruction)), ...contexts.map((c) => clean(this.options.situation === false ? stateText(c, this.options) : situationText(c, this.options))), ...raw.flat().map(clean)];
     const total = raw.reduce((a, r) => a + r.length, 0);
-    if (actionSlot) texts.push(...contexts.flatMap((c) => c.observation.actions.map(clean)));
+    // A loop, not push(...all): behaviour cloning featurizes every candidate of the offline data at
+    // once (household: about 90k), more arguments than a worker's stack holds.
+    if (actionSlot) for (const c of contexts) for (const a of c.observation.actions) texts.push(clean(a));
     const vectors = await this.embed(texts);
     const d = this.dim;
     const f = this.matchDim;

@@ -40,11 +40,13 @@ export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, '
   const tasks: Task[] = [];
   const trajectories: Trajectory[] = [];
   const expertIds = new Set<string>();
+  const taskIds = new Set<string>();
   const add = (episodes: number, policy: string, salt: number, expert: boolean): void => {
     if (episodes <= 0) return;
     for (const { task, trajectory } of generateOfflineData(spec, { episodes, seed: config.seed * 7919 + salt, policy, split: 'train' })) {
       // Task ids derive from the generator's seed; keep them unique across the three sets.
-      if (tasks.some((t) => t.id === task.id)) continue;
+      if (taskIds.has(task.id)) continue;
+      taskIds.add(task.id);
       tasks.push(task);
       trajectories.push(trajectory);
       if (expert) expertIds.add(trajectory.id);

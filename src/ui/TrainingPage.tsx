@@ -36,6 +36,8 @@ export function TrainingPage({ store, controller, data, llm }: TrainingPageProps
   // Stable props, so that the memoised panels skip the re-render of each worker event that does not concern them.
   const onStart = useCallback((config: TrainingConfig, extras?: StartOptions) => void controller.start(config, extras), [controller]);
   const onEvaluateCheckpoint = useCallback((config: TrainingConfig, file: File, selection?: LLMSelection) => void controller.evaluateCheckpoint(config, file, selection), [controller]);
+  // The inspector and exports follow the run shown.
+  const onShow = useCallback((runId: string) => void controller.show(runId).then(() => data.select(null)), [controller, data]);
   const llmActions = useMemo<SetupLLMActions>(
     () => ({
       check: () => void llm.checkCatalogue(),
@@ -50,7 +52,7 @@ export function TrainingPage({ store, controller, data, llm }: TrainingPageProps
   return (
     <div class="training-page" data-testid="training-page">
       <SetupPanel busy={isActive(state.status)} backend={controller.backendPreference} onStart={onStart} onEvaluateCheckpoint={onEvaluateCheckpoint} llm={llmState} llmActions={llmActions} />
-      <TrainPanel state={state} llm={llmState} onPause={() => controller.pause()} onResume={() => void controller.resume()} onStop={() => controller.stop()} />
+      <TrainPanel state={state} llm={llmState} onPause={() => controller.pause()} onResume={() => void controller.resume()} onStop={() => controller.stop()} onShow={onShow} />
       <ChartsPanel metrics={state.metrics} />
       <ResultsPanel evaluation={state.evaluation} runs={state.runs} />
       <InspectPanel shownRunId={state.runId} status={state.status} runs={state.runs} data={dataState} controller={data} />

@@ -186,6 +186,8 @@ export function mountPlayPanel(root: HTMLElement, options: PlayPanelOptions): Pl
   const observationView = el('pre', {
     class: 'observation',
     'data-testid': 'observation',
+    // A named, focusable region (it scrolls): a plain pre may not carry a name.
+    role: 'region',
     'aria-labelledby': observationHeadingId,
     tabindex: 0,
   });

@@ -7,8 +7,9 @@ import { MetricChart, type ChartSpec } from './MetricChart.tsx';
 
 /** The charted metrics, in display order. */
 export const CHARTS: readonly ChartSpec[] = [
-  { id: 'success', title: 'Success rate (rollouts)', value: (m) => m.successRate, range: [0, 1] },
-  { id: 'reward', title: 'Mean reward', value: (m) => m.meanReward, range: [0, 1] },
+  // Behaviour cloning has no rollouts: its success is the accuracy on the demonstrations' decisions, and it has no reward.
+  { id: 'success', title: 'Success rate (rollouts; behaviour cloning: accuracy on the demonstrations)', value: (m) => m.successRate, range: [0, 1] },
+  { id: 'reward', title: 'Mean reward (rollouts)', value: (m) => (m.phase === 'sft' ? null : m.meanReward), missing: 'none while behaviour cloning', range: [0, 1] },
   { id: 'loss', title: 'Loss', value: (m) => m.loss, scale: 'asinh' },
   { id: 'kl', title: 'KL to reference', value: (m) => m.kl, scale: 'asinh' },
   { id: 'entropy', title: 'Entropy', value: (m) => m.entropy },

@@ -16,7 +16,10 @@ import { chartRedraws } from './redraw-queue.ts';
 export interface ChartSpec {
   id: string;
   title: string;
-  value: (m: IterationMetrics) => number;
+  /** The figure of an iteration; null where the iteration has none (a gap in the line). */
+  value: (m: IterationMetrics) => number | null;
+  /** What the caption says for an iteration without the figure. */
+  missing?: string;
   /** Axis range hint, e.g. [0, 1] for rates. */
   range?: [number, number];
   /** Further lines on the same axes (e.g. the max next to the mean), with a legend. */
@@ -94,7 +97,7 @@ export interface MetricChartProps {
 export const ITERATION_AXIS: Readonly<uPlot.Axis> = { label: 'iteration', size: 36, incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000] };
 
 /** x: the iteration number (1-based, as completed), y: the metric, then the further lines. */
-export function chartData(spec: ChartSpec, metrics: readonly IterationMetrics[]): number[][] {
+export function chartData(spec: ChartSpec, metrics: readonly IterationMetrics[]): (number | null)[][] {
   return [metrics.map((m) => m.iteration + 1), metrics.map((m) => spec.value(m)), ...(spec.more ?? []).map((line) => metrics.map((m) => line.value(m)))];
 }
 
@@ -114,7 +117,8 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
       {
         width,
         height,
-        legend: { show: (spec.more?.length ?? 0) > 0 },
+        // Not live: without a cursor a live legend has no value to show and reads "--".
+        legend: { show: (spec.more?.length ?? 0) > 0, live: false },
         cursor: { show: false },
         scales: { x: { time: false }, y: yScale(spec) },
         axes: [{ ...ITERATION_AXIS }, yAxis(spec)],
@@ -128,6 +132,8 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
       target,
     );
     target.dataset['drawnPoints'] = String(latest.current.length);
+    // The legend is a picture of the lines' colours; the figure's title already names them.
+    target.querySelector('.u-legend')?.setAttribute('aria-hidden', 'true');
     const key = plot.current;
     const Observer = (globalThis as { IntersectionObserver?: typeof IntersectionObserver }).IntersectionObserver;
     const observer = Observer
@@ -165,14 +171,15 @@ export function MetricChart({ spec, metrics, width = 320, height = 160 }: Metric
     <figure class="chart" data-testid={`chart-${spec.id}`} data-points={metrics.length}>
       <figcaption>
         {spec.title}
-        {last ? <span class="chart-last">: {formatValue(spec.value(last))}</span> : null}
+        {last ? <span class="chart-last">: {formatValue(spec.value(last), spec.missing)}</span> : null}
       </figcaption>
       <div ref={host} role="img" aria-label={`${spec.title} per iteration, ${metrics.length} point${metrics.length === 1 ? '' : 's'}`} />
     </figure>
   );
 }
 
-function formatValue(x: number): string {
+function formatValue(x: number | null, missing = 'none'): string {
+  if (x === null) return missing;
   if (!Number.isFinite(x)) return String(x);
   if (Math.abs(x) >= 100) return x.toFixed(0);
   return String(Math.round(x * 1000) / 1000);

@@ -8,6 +8,7 @@ import { memo } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
 import type { TrajectorySource } from '../../core/types.ts';
 import type { DataController } from '../data/controller.ts';
+import { readablePlaceholders } from './placeholders.ts';
 import type { OutcomeFilter } from '../data/run-data.ts';
 import type { DataViewState } from '../state/data-state.ts';
 import { isActive, type TrainingStatus, type TrainingViewState } from '../state/training-state.ts';
@@ -185,7 +186,7 @@ export const InspectPanel = memo(function InspectPanel({ shownRunId, status, run
                       <>
                         <p class="step-label">Experience model’s reasoning</p>
                         <pre class="reasoning" data-field="reasoning">
-                          {step.reasoning}
+                          {readablePlaceholders(step.reasoning)}
                         </pre>
                       </>
                     )}

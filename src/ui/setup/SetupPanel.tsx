@@ -11,7 +11,7 @@ import { PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type Tra
 import type { BackendPreference } from '../../policy/backend-preference.ts';
 import { BACKEND_NAMES } from '../../policy/backend-preference.ts';
 import type { StartOptions } from '../train/controller.ts';
-import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, llmSelectionFromForm, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
+import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, iterationSummary, llmSelectionFromForm, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
 import { initialLLMState, type LLMSelection, type LLMViewState } from '../state/llm-state.ts';
 import { defaultModel } from '../llm/models.ts';
 import { LLMLoadStatus, LLMModelChoice } from './LLMChoice.tsx';
@@ -170,13 +170,16 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
         </fieldset>
         <div class="field">
           <label for="setup-preset">Preset</label>
-          <select id="setup-preset" data-testid="setup-preset" value={form.preset} onChange={(e) => update({ preset: (e.currentTarget as HTMLSelectElement).value as PresetName })}>
+          <select id="setup-preset" data-testid="setup-preset" value={form.preset} aria-describedby="setup-preset-iterations" onChange={(e) => update({ preset: (e.currentTarget as HTMLSelectElement).value as PresetName })}>
             {(Object.keys(PRESETS) as PresetName[]).map((p) => (
               <option value={p} key={p}>
                 {p}
               </option>
             ))}
           </select>
+          <span class="help" id="setup-preset-iterations" data-testid="setup-iterations">
+            {iterationSummary(form)}
+          </span>
         </div>
         <div class="field">
           <label for="setup-seed">Seed</label>
@@ -208,7 +211,7 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
       <details class="advanced" data-testid="setup-advanced">
         <summary>Advanced settings (blank: the preset’s value)</summary>
         <div class="setup-grid">
-          {ADVANCED_FIELDS.map(({ key, label }) => (
+          {ADVANCED_FIELDS.map(({ key, label, min, max }) => (
             <div class="field" key={key}>
               <label for={`setup-${key}`}>{label}</label>
               <input
@@ -221,8 +224,12 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
                 placeholder={String(presetValue(form.preset, key, form.env, form.sim))}
                 value={form.advanced[key] ?? ''}
                 aria-invalid={error?.field === key}
+                aria-describedby={`setup-${key}-range`}
                 onInput={(e) => setAdvanced(key, (e.currentTarget as HTMLInputElement).value)}
               />
+              <span class="help" id={`setup-${key}-range`} data-testid={`advanced-${key}-range`}>
+                {`${min.toLocaleString('en-US')} to at most ${max.toLocaleString('en-US')}`}
+              </span>
             </div>
           ))}
         </div>

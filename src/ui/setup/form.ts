@@ -7,19 +7,24 @@ import { ENV_NAMES, type EnvName } from '../../core/types.ts';
 import { parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
 import type { LLMSelection, ModelView } from '../state/llm-state.ts';
 
-/** The advanced fields: each a whole number, blank for the preset's value. */
+/**
+ * The advanced fields: each a whole number from `min` to `max`, blank for the preset's value. The
+ * maxima are the `dreamgym train` options' bounds (src/cli/train.ts; extra tasks, which the CLI
+ * does not take, that of the offline episodes), so that a typo of a few digits is refused rather
+ * than left seeding or iterating for days.
+ */
 export const ADVANCED_FIELDS = [
-  { key: 'iterations', label: 'RL iterations', min: 0 },
-  { key: 'tasksPerIteration', label: 'Tasks per iteration (B)', min: 1 },
-  { key: 'groupSize', label: 'Rollouts per task (G)', min: 2 },
-  { key: 'maxSteps', label: 'Steps per episode (0: the environment’s)', min: 0 },
-  { key: 'expertEpisodes', label: 'Offline demonstrations', min: 1 },
-  { key: 'noisyEpisodes', label: 'Offline noisy episodes', min: 0 },
-  { key: 'extraTasks', label: 'Extra seed tasks without episodes', min: 0 },
-  { key: 'sftEpochs', label: 'Behaviour-cloning epochs', min: 1 },
-  { key: 'evalEpisodes', label: 'Held-out evaluation tasks', min: 1 },
-  { key: 'validationTasks', label: 'Simulator validation tasks (0: none)', min: 0 },
-  { key: 'validationEvery', label: 'Synthetic iterations between validations (0: start and end only)', min: 0 },
+  { key: 'iterations', label: 'RL iterations', min: 0, max: 1_000_000_000 },
+  { key: 'tasksPerIteration', label: 'Tasks per iteration (B)', min: 1, max: 100_000 },
+  { key: 'groupSize', label: 'Rollouts per task (G)', min: 2, max: 10_000 },
+  { key: 'maxSteps', label: 'Steps per episode (0: the environment’s)', min: 0, max: 100_000 },
+  { key: 'expertEpisodes', label: 'Offline demonstrations', min: 1, max: 1_000_000 },
+  { key: 'noisyEpisodes', label: 'Offline noisy episodes', min: 0, max: 1_000_000 },
+  { key: 'extraTasks', label: 'Extra seed tasks without episodes', min: 0, max: 1_000_000 },
+  { key: 'sftEpochs', label: 'Behaviour-cloning epochs', min: 1, max: 100_000 },
+  { key: 'evalEpisodes', label: 'Held-out evaluation tasks', min: 1, max: 100_000 },
+  { key: 'validationTasks', label: 'Simulator validation tasks (0: none)', min: 0, max: 100_000 },
+  { key: 'validationEvery', label: 'Synthetic iterations between validations (0: start and end only)', min: 0, max: 100_000 },
 ] as const;
 
 export type AdvancedField = (typeof ADVANCED_FIELDS)[number]['key'];
@@ -92,9 +97,12 @@ export function presetValue(preset: PresetName, key: AdvancedField, env: string 
   }
 }
 
-function wholeNumber(field: string, label: string, text: string, min?: number): number {
+function wholeNumber(field: string, label: string, text: string, min?: number, max?: number): number {
   const t = text.trim();
   const n = /^-?\d+$/.test(t) ? Number(t) : Number.NaN;
+  if (max !== undefined && /^\d+$/.test(t) && (!Number.isSafeInteger(n) || n > max)) {
+    throw new SetupFormError(field, `${label}: at most ${max.toLocaleString('en-US')}, got ${JSON.stringify(text)}`);
+  }
   if (!Number.isSafeInteger(n) || (min !== undefined && n < min)) {
     throw new SetupFormError(field, `${label}: expected a whole number${min !== undefined ? ` of at least ${min}` : ''}, got ${JSON.stringify(text)}`);
   }
@@ -112,10 +120,10 @@ export function configFromForm(form: SetupForm): TrainingConfig {
   if (form.warmStart && isRlMode(form.mode)) input.warmStart = 'sft';
   const offline: NonNullable<TrainingConfigInput['offline']> = {};
   const validation: NonNullable<TrainingConfigInput['validation']> = {};
-  for (const { key, label, min } of ADVANCED_FIELDS) {
+  for (const { key, label, min, max } of ADVANCED_FIELDS) {
     const text = form.advanced[key];
     if (text === undefined || text.trim() === '') continue;
-    const n = wholeNumber(key, label, text, min);
+    const n = wholeNumber(key, label, text, min, max);
     if (key === 'expertEpisodes' || key === 'noisyEpisodes' || key === 'extraTasks') offline[key] = n;
     else if (key === 'sftEpochs') input.sft = { epochs: n };
     else if (key === 'validationTasks') validation.tasks = n;
@@ -125,6 +133,31 @@ export function configFromForm(form: SetupForm): TrainingConfig {
   if (Object.keys(offline).length > 0) input.offline = offline;
   if (Object.keys(validation).length > 0) input.validation = validation;
   return parseTrainingConfig(input, form.preset);
+}
+
+/**
+ * How many iterations the form's run counts, said as the README says it: a warm start's (or the
+ * `sft` mode's) behaviour-cloning epochs are iterations too, before the RL ones. As
+ * `plannedIterations` (src/train/loop.ts) counts them, without loading the training loop here.
+ */
+export function iterationSummary(form: SetupForm): string {
+  let c: TrainingConfig;
+  try {
+    c = configFromForm(form);
+  } catch {
+    // A field being typed: the preset's figures, with the form's mode and warm start.
+    c = parseTrainingConfig({ env: form.env, mode: form.mode, ...(form.warmStart && isRlMode(form.mode) ? { warmStart: 'sft' as const } : {}) }, form.preset);
+  }
+  const sft = c.mode === 'sft' || (c.warmStart === 'sft' && c.mode !== 'zero-shot') ? c.sft.epochs : 0;
+  const rl = isRlMode(c.mode) ? c.iterations : 0;
+  const real = c.mode === 's2r' ? c.iterations : 0;
+  const parts = [
+    ...(sft > 0 ? [`${sft} behaviour-cloning epoch${sft === 1 ? '' : 's'}`] : []),
+    ...(rl > 0 ? [c.mode === 's2r' ? `${rl} synthetic and up to ${real} real RL iterations` : `${rl} RL iteration${rl === 1 ? '' : 's'}`] : []),
+  ];
+  const total = sft + rl + real;
+  if (parts.length === 0) return 'No training: the policy is evaluated as it starts.';
+  return `${parts.join(', then ')}: ${total} iteration${total === 1 ? '' : 's'} in all.`;
 }
 
 /** A chosen model of `kind`, checked against the catalogue; throws {@link SetupFormError} on `field`. */

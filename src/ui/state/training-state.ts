@@ -61,7 +61,11 @@ export type TrainingAction =
   /** Another tab trains the shown run `runId`: follow it read-only. */
   | { kind: 'watch'; runId: string }
   /** The tab that trained `runId` let go of it without a last event (closed or crashed): it rests here, resumable. */
-  | { kind: 'released'; runId: string };
+  | { kind: 'released'; runId: string }
+  /** A stored run at rest, shown with its metrics, result and exports (on load, or chosen from the list of runs). */
+  | { kind: 'show'; record: PageRunRecord; metrics: IterationMetrics[] }
+  /** The page ended the worker of `runId`, which did not stop by itself; `record`: the run as it now rests. */
+  | { kind: 'halted'; runId: string; message: string; record?: PageRunRecord };
 
 /** The state of a page that has not trained yet. */
 export function initialTrainingState(): TrainingViewState {
@@ -123,6 +127,37 @@ function reduceEvent(state: TrainingViewState, action: TrainingAction): Training
     case 'watch':
       if (action.runId !== state.runId) return state;
       return { ...state, status: 'running', readOnly: true, error: null };
+    case 'show': {
+      // Only between runs: a run in progress stays on show.
+      if (isActive(state.status)) return state;
+      const r = action.record;
+      // A run left unfinished by a closed tab rests here until Resume.
+      const status: TrainingStatus = r.status === 'done' ? 'done' : r.status === 'failed' ? 'failed' : 'paused';
+      return {
+        ...state,
+        status,
+        runId: r.id,
+        record: r,
+        metrics: action.metrics.slice(),
+        iteration: r.iteration,
+        totalIterations: r.totalIterations,
+        phase: null,
+        seed: null,
+        validating: null,
+        evaluating: null,
+        evaluation: r.status === 'done' ? (r.evaluation ?? null) : null,
+        resumed: false,
+        readOnly: false,
+        error: r.status === 'failed' || r.status === 'paused' ? (r.error ?? null) : null,
+        runs: upsert(state.runs, r),
+      };
+    }
+    case 'halted': {
+      const runs = action.record ? upsert(state.runs, action.record) : state.runs;
+      if (action.runId !== state.runId) return { ...state, runs };
+      const rest = action.record?.status === 'paused' ? ('paused' as const) : ('failed' as const);
+      return { ...state, status: rest, phase: null, seed: null, error: action.message, runs, ...(action.record ? { record: action.record, iteration: action.record.iteration } : {}) };
+    }
     case 'released':
       if (action.runId !== state.runId || !state.readOnly) return state;
       return { ...state, status: 'paused', phase: null, readOnly: false };
@@ -155,6 +190,8 @@ function reduceEvent(state: TrainingViewState, action: TrainingAction): Training
       return {
         ...state,
         status: action.record.status === 'paused' ? 'paused' : state.status,
+        // A paused run the page had to halt keeps saying why.
+        ...(action.record.status === 'paused' ? { error: action.record.error ?? null } : {}),
         runId: action.record.id,
         record: action.record,
         metrics: action.metrics.slice(),
@@ -198,7 +235,7 @@ function reduceEvent(state: TrainingViewState, action: TrainingAction): Training
       return { ...state, status: 'done', phase: null, record: action.record, evaluation: action.evaluation, iteration: action.record.iteration, runs: upsert(state.runs, action.record) };
     case 'paused':
       if (action.record.id !== state.runId) return { ...state, runs: upsert(state.runs, action.record) };
-      return { ...state, status: 'paused', phase: null, record: action.record, iteration: action.record.iteration, runs: upsert(state.runs, action.record) };
+      return { ...state, status: 'paused', phase: null, error: null, record: action.record, iteration: action.record.iteration, runs: upsert(state.runs, action.record) };
     case 'failed': {
       const runs = action.record ? upsert(state.runs, action.record) : state.runs;
       // A failure of an unrelated run (or a crashed worker, runId '') still stops what is shown.

@@ -6,7 +6,7 @@
 import type { LLMViewState } from '../state/llm-state.ts';
 import type { TrainingViewState } from '../state/training-state.ts';
 import { isActive } from '../state/training-state.ts';
-import { isUnfinished } from '../runs/records.ts';
+import { isUnfinished, type PageRunRecord } from '../runs/records.ts';
 
 /** Props of {@link TrainPanel}. */
 export interface TrainPanelProps {
@@ -16,6 +16,13 @@ export interface TrainPanelProps {
   onPause: () => void;
   onResume: () => void;
   onStop: () => void;
+  /** Shows another stored run (the list of runs; only while none is in progress). */
+  onShow?: (runId: string) => void;
+}
+
+/** A run as the list of runs names it. */
+export function runLabel(r: Pick<PageRunRecord, 'id' | 'status' | 'iteration' | 'totalIterations'>): string {
+  return `${r.id} (${r.status}, ${r.iteration}/${r.totalIterations})`;
 }
 
 /** One sentence on where the run stands. */
@@ -35,7 +42,8 @@ export function statusText(s: TrainingViewState): string {
     case 'pausing':
       return 'Pausing after this iteration…';
     case 'paused':
-      return `Paused after iteration ${s.iteration} of ${s.totalIterations}. Resume continues from there.`;
+      // A run the page had to halt says why, and what is left of it.
+      return s.error ?? `Paused after iteration ${s.iteration} of ${s.totalIterations}. Resume continues from there.`;
     case 'stopping':
       return 'Stopping after this iteration, then evaluating…';
     case 'evaluating':
@@ -48,7 +56,7 @@ export function statusText(s: TrainingViewState): string {
 }
 
 /** The training panel. */
-export function TrainPanel({ state, llm, onPause, onResume, onStop }: TrainPanelProps) {
+export function TrainPanel({ state, llm, onPause, onResume, onStop, onShow }: TrainPanelProps) {
   const active = isActive(state.status);
   const llmLoading = llm?.load.status === 'loading';
   const runLLM = state.record?.llm;
@@ -61,6 +69,28 @@ export function TrainPanel({ state, llm, onPause, onResume, onStop }: TrainPanel
   return (
     <section class="card train-panel" aria-labelledby="train-heading" data-testid="train-panel">
       <h2 id="train-heading">Training</h2>
+      {state.runs.length > 0 && (
+        <div class="field run-choice">
+          <label for="train-run">Run shown</label>
+          <select
+            id="train-run"
+            data-testid="train-run"
+            value={state.runId ?? ''}
+            disabled={active || state.readOnly || !onShow}
+            onChange={(e) => onShow?.((e.currentTarget as HTMLSelectElement).value)}
+          >
+            {state.runId === null && <option value="">No run shown</option>}
+            {state.runs
+              .slice()
+              .reverse()
+              .map((r) => (
+                <option key={r.id} value={r.id}>
+                  {runLabel(r)}
+                </option>
+              ))}
+          </select>
+        </div>
+      )}
       <p class="status" role="status" aria-live="polite" data-testid="train-status" data-state={state.status}>
         {statusText(state)}
       </p>

@@ -21,11 +21,11 @@ import type { LLMLink, StorageNames, TrainingCommand } from '../../../workers/tr
 import type { LLMClient } from '../../llm/client.ts';
 import type { LLMController } from '../llm/controller.ts';
 import type { LLMSelection } from '../state/llm-state.ts';
-import { newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
+import { isUnfinished, newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
 import { metricsFromValues } from '../runs/snapshot.ts';
 import { openLiveChannel, type LiveChannel } from './live-channel.ts';
 import type { TrainingStore } from '../state/store.ts';
-import { isActive } from '../state/training-state.ts';
+import { isActive, type TrainingViewState } from '../state/training-state.ts';
 
 /** Options of {@link TrainingController}. */
 export interface TrainingControllerOptions {
@@ -37,6 +37,11 @@ export interface TrainingControllerOptions {
   backend?: BackendPreference;
   /** The page's local LLM, for runs that use one. */
   llm?: LLMController;
+  /**
+   * How long Stop or Pause waits for the run to reach the end of its iteration before the page
+   * ends the worker and leaves the run paused at its last stored iteration (default 10 s).
+   */
+  stopWaitMs?: number;
 }
 
 /** What a start may add to the run's configuration. */
@@ -54,6 +59,11 @@ const LOCK_CHECKS = 8;
 const LOCK_CHECK_MS = 200;
 /** How often a read-only tab checks whether the tab training the run let go of its lock. */
 const LOCK_WATCH_MS = 500;
+
+/** How long a halt waits for the ended worker's lock on the run to go. */
+const LOCK_RELEASE_WAIT_MS = 5_000;
+/** Default of {@link TrainingControllerOptions.stopWaitMs}. */
+export const STOP_WAIT_MS = 10_000;
 
 const defaultStartWorker = async (): Promise<TrainingWorkerHandle> => (await import('../../../workers/training.client.ts')).startTrainingWorker();
 
@@ -101,7 +111,12 @@ export class TrainingController {
     }
     if (this.destroyed) return;
     this.store.dispatch({ kind: 'runs', runs });
-    if (!unfinished) return;
+    if (!unfinished) {
+      // The latest run, as it ended: its charts, result and exports.
+      const latest = runs.at(-1);
+      if (latest) await this.show(latest.id);
+      return;
+    }
     const { metrics, locked } = await this.storedState(unfinished.id);
     if (this.destroyed) return;
     this.store.dispatch({ kind: 'found', record: unfinished, metrics });
@@ -188,6 +203,19 @@ export class TrainingController {
     await this.send({ kind: 'resume', runId, ...this.common(), ...(link ? { llm: link } : {}) });
   }
 
+  /**
+   * Shows the stored run `runId` (its record, metrics and result) while no run is in progress
+   * here; an unfinished one rests as paused, for Resume.
+   */
+  async show(runId: string): Promise<void> {
+    if (isActive(this.store.state.value.status)) return;
+    const record = await this.readRecord(runId);
+    if (!record || this.destroyed) return;
+    const metrics = await this.storedMetrics(runId);
+    if (this.destroyed) return;
+    this.store.dispatch({ kind: 'show', record, metrics });
+  }
+
   private async readRecord(runId: string): Promise<PageRunRecord | undefined> {
     const index = await this.openIndex();
     try {
@@ -197,17 +225,68 @@ export class TrainingController {
     }
   }
 
-  /** Pauses at the end of the current iteration. */
+  /** Pauses at the end of the current iteration (see {@link TrainingControllerOptions.stopWaitMs}). */
   pause(): void {
+    const before = this.store.state.value;
     this.store.dispatch({ kind: 'request', what: 'pause' });
     // Through send: a worker still starting gets it after the start it is starting for.
     if (this.worker || this.workerStarting) void this.send({ kind: 'pause' });
+    this.haltIfStuck(before, 'pause');
   }
 
-  /** Ends training at the end of the current iteration and evaluates. */
+  /** Ends training at the end of the current iteration and evaluates (see {@link TrainingControllerOptions.stopWaitMs}). */
   stop(): void {
+    const before = this.store.state.value;
     this.store.dispatch({ kind: 'request', what: 'stop' });
     if (this.worker || this.workerStarting) void this.send({ kind: 'stop' });
+    this.haltIfStuck(before, 'stop');
+  }
+
+  /**
+   * The way out of a run that does not come to an iteration boundary: one still starting or
+   * seeding (its seed data is made in one piece of work the worker cannot interrupt) is halted at
+   * once; one inside an iteration, when that iteration has not ended `stopWaitMs` later.
+   */
+  private haltIfStuck(before: TrainingViewState, what: 'pause' | 'stop'): void {
+    const runId = before.runId;
+    if (runId === null || before.readOnly || !isActive(before.status) || before.status === 'evaluating') return;
+    const asked = what === 'stop' ? 'Stopped' : 'Paused';
+    if (before.status === 'starting' || before.status === 'seeding') {
+      void this.halt(runId, `${asked} while the run was starting: it rests at iteration ${before.iteration}; Resume starts it again, or delete it.`);
+      return;
+    }
+    const wait = this.options.stopWaitMs ?? STOP_WAIT_MS;
+    setTimeout(() => {
+      const s = this.store.state.value;
+      if (this.destroyed || s.runId !== runId || (s.status !== 'stopping' && s.status !== 'pausing') || s.iteration !== before.iteration) return;
+      void this.halt(runId, `${asked} inside iteration ${s.iteration + 1}, which had not ended ${wait / 1000} s later: the run rests at iteration ${s.iteration}; Resume continues from there, or delete it.`);
+    }, wait);
+  }
+
+  /** Ends the worker training `runId` at once and leaves the run paused at its last stored iteration. */
+  private async halt(runId: string, message: string): Promise<void> {
+    const worker = this.worker ?? (await this.workerStarting?.catch(() => null)) ?? null;
+    if (worker) this.dropWorker(worker);
+    this.options.llm?.closeLinks();
+    // The ended worker's lock on the run goes a moment later: wait for it, so that the run is at
+    // rest for Resume, Delete and a reload (which would otherwise follow it as another tab's).
+    await this.lockLetGo(runId).catch(() => undefined);
+    let record: PageRunRecord | undefined;
+    try {
+      const index = await this.openIndex();
+      try {
+        const stored = await index.get(runId);
+        if (stored && isUnfinished(stored)) record = await index.update(runId, { status: 'paused', error: message });
+        else record = stored;
+      } finally {
+        index.close();
+      }
+    } catch {
+      // The view still comes to rest; the stored record stays as the worker left it.
+    }
+    if (this.destroyed) return;
+    this.store.dispatch({ kind: 'halted', runId, message, ...(record ? { record } : {}) });
+    if (record) this.live.publish({ kind: 'paused', record });
   }
 
   /** Ends the worker (a run in progress stays resumable from its last stored iteration). */
@@ -278,6 +357,30 @@ export class TrainingController {
 
   private openIndex(): Promise<RunIndex> {
     return RunIndex.open(this.options.storage?.index !== undefined ? { name: this.options.storage.index } : {});
+  }
+
+  /** Resolves once no context holds `runId`'s lock, or after {@link LOCK_RELEASE_WAIT_MS}. */
+  private async lockLetGo(runId: string): Promise<void> {
+    const replay = await openReplayStore({ ...(this.options.storage?.replay !== undefined ? { name: this.options.storage.replay } : {}), broadcast: false });
+    try {
+      const deadline = Date.now() + LOCK_RELEASE_WAIT_MS;
+      while ((await replay.isRunLocked(runId)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      await replay.close();
+    }
+  }
+
+  /** The metrics a run stored (none when they cannot be read: they only cost the charts). */
+  private async storedMetrics(runId: string): Promise<IterationMetrics[]> {
+    const replay = await openReplayStore({ ...(this.options.storage?.replay !== undefined ? { name: this.options.storage.replay } : {}), broadcast: false });
+    try {
+      if (!(await replay.getRun(runId))) return [];
+      return (await replay.readMetrics(runId)).map((r) => metricsFromValues(r.values));
+    } catch {
+      return [];
+    } finally {
+      await replay.close();
+    }
   }
 
   /** The metrics a run stored so far (shown while it resumes), and whether some context holds its lock. */
