@@ -6,7 +6,7 @@
  * setting, policy prior and its label calibration), not copied.
  */
 import { describe, expect, it } from 'vitest';
-import type { Task } from '../src/core/types.ts';
+import { type Task, agentView } from '../src/core/types.ts';
 import { LLMTaskGenerator } from '../src/curriculum/generator.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { LLMExperienceModel } from '../src/experience/llm.ts';
@@ -78,7 +78,7 @@ describe('the experience model', () => {
       for (const reasoning of [true, false]) {
         const engine = new ScriptedEngine({ chat: echoScript });
         const model = new LLMExperienceModel(engine, { constraint, reasoning });
-        const task = { id: 't', env: 'shop', instruction: 'buy a shirt' };
+        const task = agentView(seed('shop'));
         await model.reset(task, []).catch(() => undefined);
         await model.step({ task, history: [], observation: { text: 'Start page', actions: ['search[shirt]'] }, action: 'search[shirt]', demos: [] }).catch(() => undefined);
         requests.push(...engine.requests);
@@ -91,7 +91,7 @@ describe('the experience model', () => {
 
   it('bounds the lists, one-line strings and numbers of a step reply in the JSON schema', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const task = { id: 't', env: 'shop', instruction: 'buy a shirt' };
+    const task = agentView(seed('shop'));
     await new LLMExperienceModel(engine).step({ task, history: [], observation: { text: 'Start page', actions: ['search[shirt]'] }, action: 'search[shirt]', demos: [] });
     const schema = (engine.requests[0]?.response_format as { schema: string }).schema;
     expect(await schemaAccepts(schema, stepReply({ text: 'Page: results\n[B01] shirt' }))).toBe(true);
@@ -102,7 +102,7 @@ describe('the experience model', () => {
 
   it('bounds whitespace and every string of a step reply in the EBNF grammar', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const task = { id: 't', env: 'shop', instruction: 'buy a shirt' };
+    const task = agentView(seed('shop'));
     await new LLMExperienceModel(engine, { constraint: 'grammar' }).step({ task, history: [], observation: { text: 'Start page', actions: ['search[shirt]'] }, action: 'search[shirt]', demos: [] });
     const grammar = (engine.requests[0]?.response_format as { grammar: string }).grammar;
     const accepts = (text: string): Promise<boolean> => xg.Testings.isGrammarAcceptString(grammar, text);
