@@ -5,6 +5,7 @@ import {
   type DeviceFacts,
   NO_WEBGPU,
   describeCatalogue,
+  experienceModelProblem,
   bitsPerWeight,
   embeddingBatchOf,
   estimateDownloadMB,
@@ -119,6 +120,18 @@ describe('catalogue filter', () => {
 
   it('rejects a bad budget loudly', () => {
     expect(() => describeCatalogue(tiny, gpu, { vramBudgetMB: -1 })).toThrow(/vramBudgetMB must be .* got -1/);
+  });
+});
+
+describe('the experience model and the context window', () => {
+  it("marks every prebuilt 1k-context chat model unfit for the experience model, with the reason, and no 4k one", () => {
+    const entries = describeCatalogue(prebuiltAppConfig, gpu).filter((e) => e.kind === 'chat');
+    const small = entries.filter((e) => e.contextWindow !== null && e.contextWindow <= 1024);
+    expect(small.length).toBeGreaterThan(0);
+    for (const e of small) expect(e.experienceModelProblem).toMatch(new RegExp(`context window of ${e.contextWindow} tokens is too small for the experience model`));
+    for (const e of entries.filter((x) => (x.contextWindow ?? 0) >= 4096)) expect(e.experienceModelProblem ?? null).toBeNull();
+    expect(experienceModelProblem(null)).toBeNull();
+    expect(experienceModelProblem(2048, 1024)).toMatch(/needs at least 2112/);
   });
 });
 

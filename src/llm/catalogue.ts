@@ -52,6 +52,8 @@ export interface CatalogueEntry {
   usable: boolean;
   /** Why it should not, in plain words (empty when usable). */
   reasons: string[];
+  /** Why its context window is too small for the experience model, in plain words (absent or null when it is not). */
+  experienceModelProblem?: string | null;
 }
 
 /** Options of the catalogue filter. */
@@ -183,14 +185,34 @@ function judge(record: ModelRecord, facts: DeviceFacts, budgetMB: number): strin
   return reasons;
 }
 
+/** Tokens of the experience model's reply (its `maxTokens` default). */
+export const EXPERIENCE_REPLY_TOKENS = 768;
+/** Tokens the chat template adds around the messages (role markers, system wrapper), an upper estimate. */
+export const CHAT_TEMPLATE_TOKENS = 64;
+/** The shortest prompt the experience model can work with, tokens: the system prompt, the task, a state, the action. */
+export const EXPERIENCE_MIN_PROMPT_TOKENS = 1024;
+
+/**
+ * Why a chat model with a `contextWindow`-token window cannot serve as the experience model
+ * (null when it can, or when the window is unknown): the window must hold the shortest usable
+ * prompt and the reply. WebLLM refuses a longer prompt outright (`ContextWindowSizeExceededError`).
+ */
+export function experienceModelProblem(contextWindow: number | null, replyTokens: number = EXPERIENCE_REPLY_TOKENS): string | null {
+  if (contextWindow === null) return null;
+  const needed = EXPERIENCE_MIN_PROMPT_TOKENS + replyTokens + CHAT_TEMPLATE_TOKENS;
+  if (contextWindow >= needed) return null;
+  return `its context window of ${contextWindow} tokens is too small for the experience model, which needs at least ${needed} (a prompt of about ${EXPERIENCE_MIN_PROMPT_TOKENS} tokens and a reply of up to ${replyTokens}); choose a variant with a larger window`;
+}
+
 /** Every model of `appConfig` with whether it can run on `facts`. */
 export function describeCatalogue(appConfig: AppConfig, facts: DeviceFacts, options: CatalogueOptions = {}): CatalogueEntry[] {
   const budget = budgetOf(facts, options);
   return appConfig.model_list.map((record) => {
     const reasons = judge(record, facts, budget);
+    const kind = modelKind(record);
     return {
       modelId: record.model_id,
-      kind: modelKind(record),
+      kind,
       vramMB: record.vram_required_MB ?? null,
       quantization: quantizationOf(record.model_id),
       needsShaderF16: needsShaderF16(record),
@@ -199,6 +221,7 @@ export function describeCatalogue(appConfig: AppConfig, facts: DeviceFacts, opti
       downloadMB: estimateDownloadMB(record.model_id),
       usable: reasons.length === 0,
       reasons,
+      experienceModelProblem: kind === 'chat' ? experienceModelProblem(record.overrides?.context_window_size ?? null) : null,
     };
   });
 }

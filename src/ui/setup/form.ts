@@ -141,6 +141,7 @@ function checkedModel(models: readonly ModelView[], id: string, kind: 'chat' | '
   if (!model) throw new SetupFormError(field, `${id} is not in the model catalogue.`);
   if (model.kind !== kind) throw new SetupFormError(field, `${id} is not ${kind === 'chat' ? 'a chat' : 'an embedding'} model.`);
   if (!model.usable) throw new SetupFormError(field, `${id} cannot run on this device: ${model.reasons.join('; ')}. Choose another model, or “No download”.`);
+  if (kind === 'chat' && model.experienceModelProblem) throw new SetupFormError(field, `${id} cannot be the experience model: ${model.experienceModelProblem}.`);
   return id;
 }
 
