@@ -6,7 +6,7 @@ import { type CallRecord, DEFAULT_LLM_EXPERIENCE_CONFIG, ExperienceParseError, t
 import { STEP_GRAMMAR, STEP_JSON_SCHEMA } from '../src/experience/llm-output.ts';
 import type { Demonstration, ExperienceStep, HistoryStep } from '../src/experience/types.ts';
 import { REPLY_FORMAT, RESET_FORMAT } from '../src/experience/prompt.ts';
-import type { ChatCompletion, ChatCompletionMessageParam } from '../src/llm/engine.ts';
+import type { ChatCompletion, ChatCompletionMessageParam, ChatCompletionRequestNonStreaming } from '../src/llm/engine.ts';
 import { LLMConfigError, LLMRequestError } from '../src/llm/errors.ts';
 import { importGraph, importSpecifiers } from './fixtures/import-graph.ts';
 import { ScriptedEngine, echoScript, mirrorScript, stepReply } from './fixtures/scripted-engine.ts';
@@ -123,6 +123,58 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
     expect(longest).toBeLessThanOrEqual(6000 + 1000);
     const restarted = engine.requests.find((r, i) => i > 0 && r.messages.length === 2);
     expect(restarted?.messages[1]?.content).toContain('Interaction so far:');
+  });
+});
+
+describe('LLMExperienceModel: the context window', () => {
+  const longActions = Array.from({ length: 14 }, (_, i) => `click[item ${i}]`);
+  /** Replies with a long next state (about 600 characters), so that a conversation grows fast. */
+  const longStates = (request: ChatCompletionRequestNonStreaming): string => {
+    const last = String(request.messages[request.messages.length - 1]?.content ?? '');
+    const action = [...last.matchAll(/^Action: (.*)$/gm)].at(-1)?.[1] ?? 'nothing';
+    return stepReply({ text: `after ${action}: ${'a long listing of the page. '.repeat(20)}`, actions: longActions });
+  };
+
+  it('sizes every prompt from the context window so that the prompt and the reply fit', async () => {
+    const engine = new ScriptedEngine({ chat: longStates, contextWindowSize: 2048, charsPerToken: 3 });
+    const model = new LLMExperienceModel(engine, { contextWindowTokens: 2048 });
+    const steps = await rollout(model, longActions);
+    expect(steps.length).toBe(longActions.length);
+    for (const r of engine.requests) expect(engine.tokens(r.messages.reduce((n, m) => n + String(m.content).length, 0)) + (r.max_tokens ?? 0)).toBeLessThanOrEqual(2048);
+    expect(model.stats).toMatchObject({ contextRestarts: 0, failures: 0 });
+    expect(model.stats.conversationRestarts).toBeGreaterThan(0);
+  });
+
+  it('restarts shorter on ContextWindowSizeExceededError instead of failing (or growing the prompt)', async () => {
+    // The window is unknown to the model and the tokenizer denser than assumed: WebLLM refuses the prompt.
+    const engine = new ScriptedEngine({ chat: longStates, contextWindowSize: 2048, charsPerToken: 2.5 });
+    const model = new LLMExperienceModel(engine);
+    const steps = await rollout(model, longActions.slice(0, 6));
+    expect(steps.length).toBe(6);
+    expect(model.stats.contextRestarts).toBeGreaterThan(0);
+    // Some requests were refused by the engine (they are not calls that got a reply).
+    expect(engine.requests.length).toBeGreaterThan(model.stats.calls);
+    expect(model.stats.promptBudgetChars).toBeLessThan(Infinity);
+    expect(model.stats).toMatchObject({ failures: 0, engineErrors: 0 });
+  });
+
+  it('asks afresh after a reply cut off by the window (finish_reason length), without the cut-off text', async () => {
+    const cut = stepReply().slice(0, 40);
+    const engine = new ScriptedEngine({ chat: [{ content: cut, finishReason: 'length' }, stepReply()] });
+    const model = new LLMExperienceModel(engine);
+    const step = await model.step({ task, history: [], observation: start, action: start.actions[0] as string, demos });
+    expect(step.valid).toBe(true);
+    expect(engine.requests).toHaveLength(2);
+    const second = engine.requests[1]?.messages ?? [];
+    expect(second.some((m) => m.content === cut)).toBe(false);
+    expect(second).toHaveLength(2);
+    expect(model.stats.contextRestarts).toBe(1);
+  });
+
+  it('refuses a window too small for the prompt and the reply, saying why', () => {
+    expect(() => new LLMExperienceModel(new ScriptedEngine(), { contextWindowTokens: 1024 })).toThrow(/context window of 1024 tokens is too small for the experience model/);
+    expect(() => new LLMExperienceModel(new ScriptedEngine(), { contextWindowTokens: 1024, maxTokens: 64 })).toThrow(LLMConfigError);
+    expect(() => new LLMExperienceModel(new ScriptedEngine(), { charsPerToken: 0 })).toThrow(/charsPerToken/);
   });
 });
 

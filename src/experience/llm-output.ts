@@ -86,13 +86,14 @@ export const GRAMMAR_MAX_WS = 8;
 const GRAMMAR_COMMON = String.raw`state ::= "{" ws "\"text\"" ws ":" ws statetext ws "," ws "\"actions\"" ws ":" ws actions ws "}"
 actions ::= "[" ws "]" | "[" ws action ( ws "," ws action ){0,${OUTPUT_LIMITS.actions - 1}} ws "]"
 boolean ::= "true" | "false"
-reasoning ::= "\"" char{1,${OUTPUT_LIMITS.reasoning}} "\""
 statetext ::= "\"" char{1,${OUTPUT_LIMITS.stateText}} "\""
 action ::= "\"" char{1,${OUTPUT_LIMITS.action}} "\""
 char ::= [^"\\\x00-\x1F] | "\\" escape
 escape ::= ["\\/bfnrt] | "u" hex hex hex hex
 hex ::= [0-9a-fA-F]
 ws ::= [ \t\n]{0,${GRAMMAR_MAX_WS}}`;
+
+const REASONING_RULE = String.raw`reasoning ::= "\"" char{1,${OUTPUT_LIMITS.reasoning}} "\""`;
 
 /** A step reply's keys after the reasoning (the rule `outcome`), and the rules they use. */
 const STEP_GRAMMAR_OUTCOME = String.raw`outcome ::= "\"next_state\"" ws ":" ws state ws "," ws "\"reward\"" ws ":" ws reward ws "," ws "\"done\"" ws ":" ws boolean ws "," ws "\"valid\"" ws ":" ws boolean ws "}"
@@ -104,6 +105,7 @@ ${GRAMMAR_COMMON}`;
  * order, reasoning first, a reward that is a number in [0, 1], and bounded whitespace and lengths.
  */
 export const STEP_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws reasoning ws "," ws outcome
+${REASONING_RULE}
 ${STEP_GRAMMAR_OUTCOME}`;
 
 /** EBNF grammar of a step reply without reasoning: the outcome's keys first. */
@@ -112,6 +114,7 @@ ${STEP_GRAMMAR_OUTCOME}`;
 
 /** EBNF grammar of a reset reply. */
 export const RESET_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws reasoning ws "," ws "\"state\"" ws ":" ws state ws "}"
+${REASONING_RULE}
 ${GRAMMAR_COMMON}`;
 
 /** EBNF grammar of a reset reply without reasoning. */
