@@ -148,14 +148,22 @@ describe('LLMExperienceModel: the context window', () => {
   it('restarts shorter on ContextWindowSizeExceededError instead of failing (or growing the prompt)', async () => {
     // The window is unknown to the model and the tokenizer denser than assumed: WebLLM refuses the prompt.
     const engine = new ScriptedEngine({ chat: longStates, contextWindowSize: 2048, charsPerToken: 2.5 });
-    const model = new LLMExperienceModel(engine);
-    const steps = await rollout(model, longActions.slice(0, 6));
-    expect(steps.length).toBe(6);
+    const model = new LLMExperienceModel(engine, { conversation: false });
+    const big: Observation = { text: `Page: results\n${'[B0] a product with a long description. '.repeat(150)}`, actions: longActions };
+    const step = await model.step({ task, history: [], observation: big, action: 'click[item 1]', demos });
+    expect(step.valid).toBe(true);
+    const sent = engine.requests.length;
+    expect(sent).toBeGreaterThan(model.stats.calls);
     expect(model.stats.contextRestarts).toBeGreaterThan(0);
-    // Some requests were refused by the engine (they are not calls that got a reply).
-    expect(engine.requests.length).toBeGreaterThan(model.stats.calls);
-    expect(model.stats.promptBudgetChars).toBeLessThan(Infinity);
     expect(model.stats).toMatchObject({ failures: 0, engineErrors: 0 });
+    expect(model.stats.promptBudgetChars).toBeLessThan(Infinity);
+    // The second prompt is shorter than the refused one and no longer than the learned budget.
+    const sizes = engine.requests.map((r) => r.messages.reduce((n, m) => n + String(m.content).length, 0));
+    expect(sizes.at(-1)).toBeLessThanOrEqual(model.stats.promptBudgetChars);
+    expect(sizes.at(-1)).toBeLessThan(sizes[0] as number);
+    // Later prompts are sized to what was learned: no second refusal.
+    await model.step({ task, history: [], observation: big, action: 'click[item 2]', demos });
+    expect(engine.requests.length).toBe(sent + 1);
   });
 
   it('asks afresh after a reply cut off by the window (finish_reason length), without the cut-off text', async () => {
