@@ -239,8 +239,10 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
     worker.removeEventListener('error', onWorkerError);
     options.signal?.removeEventListener('abort', onAbort);
   }
+  const chatRecord = selection.chat === null ? null : findModel(appConfig, selection.chat);
   return new LLMClient(engine, worker, side, {
     chatModel: selection.chat,
+    chatContextWindow: options.contextWindowSize ?? chatRecord?.overrides?.context_window_size ?? null,
     embeddingModel: selection.embedding,
     device,
     warnings: selection.warnings,
@@ -258,6 +260,8 @@ function requestError(what: string, error: unknown): LLMRequestError {
 export class LLMClient {
   readonly chatModel: string | null;
   readonly embeddingModel: string | null;
+  /** The chat model's context window, tokens (null when the model list does not say). */
+  readonly chatContextWindow: number | null;
   readonly device: DeviceFacts;
   /** Notes from model selection (e.g. a model that may not fit), in plain words. */
   readonly warnings: readonly string[];
@@ -274,9 +278,10 @@ export class LLMClient {
     readonly engine: WebWorkerMLCEngine,
     private readonly worker: Worker,
     private readonly side: SideChannelClient,
-    info: { chatModel: string | null; embeddingModel: string | null; device: DeviceFacts; warnings: readonly string[]; labelLogits: boolean },
+    info: { chatModel: string | null; chatContextWindow: number | null; embeddingModel: string | null; device: DeviceFacts; warnings: readonly string[]; labelLogits: boolean },
   ) {
     this.chatModel = info.chatModel;
+    this.chatContextWindow = info.chatContextWindow;
     this.embeddingModel = info.embeddingModel;
     this.device = info.device;
     this.warnings = info.warnings;

@@ -204,7 +204,7 @@ export class LLMController {
       },
     );
     this.servers.add(server);
-    return { port: channel.port2, chatModel: client.chatModel ?? '', embeddingModel: client.embeddingModel, labelLogits: client.labelLogits !== null };
+    return { port: channel.port2, chatModel: client.chatModel ?? '', embeddingModel: client.embeddingModel, labelLogits: client.labelLogits !== null, contextWindowSize: client.chatContextWindow };
   }
 
   /** Closes every open bridge: the runs' pending and later requests fail with `error`. */
