@@ -109,7 +109,15 @@ export class LLMController {
    */
   async load(selection: LLMSelection): Promise<LLMClient> {
     if (this.destroyed) throw new LLMAbortedError('the page was closed');
-    if (this.current && serves(this.current.selection, selection)) return this.current.client;
+    if (this.current && serves(this.current.selection, selection)) {
+      // A lost GPU device leaves the models unloaded behind a client that looks ready: check first.
+      const current = this.current;
+      const ok = await current.client.ensureLoaded().then(
+        () => true,
+        () => false,
+      );
+      if (ok && this.current === current) return current.client;
+    }
     if (this.loading) {
       if (serves(this.loading.selection, selection)) return this.loading.promise;
       this.loading.abort.abort();
