@@ -50,7 +50,7 @@ function contents(messages: readonly ChatCompletionMessageParam[]): string[] {
 describe('LLMExperienceModel: conversation per trajectory', () => {
   it('each step adds one turn, and each request extends the previous one (KV-cache reuse)', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine, { model: 'chat' });
+    const model = new LLMExperienceModel(engine, { conversation: true, model: 'chat' });
     const steps = await rollout(model, ['search[cat litter]', 'click[next]', 'click[next]', 'click[buy now]']);
     expect(steps.map((s) => s.observation.text)).toEqual(['after search[cat litter]', 'after click[next]', 'after click[next]', 'after click[buy now]']);
     expect(steps[3]).toMatchObject({ reward: 1, done: true, valid: true });
@@ -76,7 +76,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
 
   it('shows each retrieved transition once per conversation', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine, { topK: 2 });
+    const model = new LLMExperienceModel(engine, { conversation: true, topK: 2 });
     await rollout(model, ['click[a]', 'click[b]']);
     const second = engine.requests[1]?.messages.at(-1)?.content as string;
     // The same top-2 transitions were retrieved again: the second turn refers to them instead.
@@ -87,7 +87,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
   it('prefills far fewer characters per step than one prompt per step', async () => {
     const actions = Array.from({ length: 10 }, (_, i) => `click[next ${i}]`);
     const conv = new ScriptedEngine({ chat: echoScript });
-    await rollout(new LLMExperienceModel(conv), actions);
+    await rollout(new LLMExperienceModel(conv, { conversation: true }), actions);
     const flat = new ScriptedEngine({ chat: echoScript });
     const flatModel = new LLMExperienceModel(flat, { conversation: false });
     await rollout(flatModel, actions);
@@ -101,7 +101,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
 
   it('keeps interleaved trajectories (a GRPO group) in separate conversations', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine);
+    const model = new LLMExperienceModel(engine, { conversation: true });
     const a = await model.step({ task, history: [], observation: start, action: 'search[a]', demos });
     const b = await model.step({ task, history: [], observation: start, action: 'search[b]', demos });
     await model.step({ task, history: [{ observation: start, action: 'search[a]' }], observation: a.observation, action: 'click[next]', demos });
@@ -116,7 +116,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
 
   it('restarts a conversation that grows past maxConversationChars, restating the history', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine, { maxConversationChars: 6000 });
+    const model = new LLMExperienceModel(engine, { conversation: true, maxConversationChars: 6000 });
     await rollout(model, Array.from({ length: 8 }, (_, i) => `click[next ${i}]`));
     expect(model.stats.conversationRestarts).toBeGreaterThan(0);
     const longest = Math.max(...engine.requests.map((r) => r.messages.reduce((n, m) => n + String(m.content).length, 0)));
@@ -137,7 +137,7 @@ describe('LLMExperienceModel: the context window', () => {
 
   it('sizes every prompt from the context window so that the prompt and the reply fit', async () => {
     const engine = new ScriptedEngine({ chat: longStates, contextWindowSize: 2048, charsPerToken: 3 });
-    const model = new LLMExperienceModel(engine, { contextWindowTokens: 2048 });
+    const model = new LLMExperienceModel(engine, { conversation: true, contextWindowTokens: 2048 });
     const steps = await rollout(model, longActions);
     expect(steps.length).toBe(longActions.length);
     for (const r of engine.requests) expect(engine.tokens(r.messages.reduce((n, m) => n + String(m.content).length, 0)) + (r.max_tokens ?? 0)).toBeLessThanOrEqual(2048);
@@ -189,7 +189,7 @@ describe('LLMExperienceModel: validation and retries', () => {
   it('answers an unusable reply with a correction turn that extends the conversation, then succeeds', async () => {
     const engine = new ScriptedEngine({ chat: ['Sure, the page changes.', stepReply({ text: 'Page: results' })] });
     const records: CallRecord[] = [];
-    const model = new LLMExperienceModel(engine);
+    const model = new LLMExperienceModel(engine, { conversation: true });
     model.onCall = (r) => records.push(r);
     const step = await model.step({ task, history: [], observation: start, action: 'search[x]', demos });
     expect(step.observation.text).toBe('Page: results');
@@ -366,7 +366,7 @@ describe('LLMExperienceModel: group cache', () => {
 describe('LLMExperienceModel: reset', () => {
   it('asks the LLM (never the environment), and the first step continues that conversation', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine);
+    const model = new LLMExperienceModel(engine, { conversation: true });
     const obs = await model.reset(task, demos);
     expect(obs).toEqual({ text: 'Start page', actions: ['search[anything]'] });
     expect(engine.requests).toHaveLength(1);
@@ -536,7 +536,7 @@ describe('LLMExperienceModel: sees only what the agent sees (no goal fields)', (
 
   it('a goal never enters a cache key: the same task with other goals hits the group cache', async () => {
     const engine = new ScriptedEngine({ chat: mirrorScript });
-    const model = new LLMExperienceModel(engine, { groupCache: true });
+    const model = new LLMExperienceModel(engine, { conversation: true, groupCache: true });
     const a = marked(task);
     const b = { ...task, goal: { other: 'goal' } } as Task;
     const first = await model.step({ task: a, history: [], observation: start, action: 'search[x]', demos });

@@ -7,11 +7,14 @@
  *   zod, DreamGym's rules enforced; an unusable reply is answered with a correction turn and
  *   retried a bounded number of times, then {@link ExperienceParseError}. `step` never returns a
  *   half-formed transition.
- * - Cost: each trajectory is one growing conversation (WebLLM reuses its KV cache and prefills
- *   only the new turn when a request extends the previous one); conversations restart with the
- *   recent history restated when they grow past `maxConversationChars`. Optionally, transitions
- *   are cached within a GRPO group: the same task, history, state and action reuse the sampled
- *   outcome.
+ * - Cost: by default each step is one fresh prompt, sized to the chat model's context window.
+ *   WebLLM keeps one conversation per model and reuses its KV cache only for a request that
+ *   extends that conversation exactly; the training loop advances all episodes together, so the
+ *   next request is another episode's and a growing conversation per trajectory (`conversation`)
+ *   would be prefilled whole every time. It pays off only when one episode's steps run back to
+ *   back. Conversations restart with the recent history restated when they grow past
+ *   `maxConversationChars` or the window. Optionally, transitions are cached within a GRPO group:
+ *   the same task, history, state and action reuse the sampled outcome.
  * - Accounting: per call prompt and completion tokens, latency, prompt characters; totals in
  *   {@link LLMExperienceModel.stats}.
  * - What it sees: only what the agent sees (DESIGN.md section 4). `reset` and `step` reduce the
@@ -81,7 +84,11 @@ export interface LLMExperienceConfig extends ExperiencePromptConfig {
   reasoning: boolean;
   /** Retries after an unusable reply (so `maxRetries + 1` attempts). */
   maxRetries: number;
-  /** One growing conversation per trajectory (KV-cache reuse) instead of one prompt per step. */
+  /**
+   * One growing conversation per trajectory instead of one prompt per step: WebLLM reuses its KV
+   * cache only when one episode's steps reach it back to back, which the training loop's order
+   * (all episodes advanced together) does not give.
+   */
   conversation: boolean;
   /** A conversation restarts (recent history restated) once its prompt would exceed this many characters. */
   maxConversationChars: number;
@@ -109,7 +116,7 @@ export const DEFAULT_LLM_EXPERIENCE_CONFIG: LLMExperienceConfig = {
   constraint: 'json-schema',
   reasoning: true,
   maxRetries: 2,
-  conversation: true,
+  conversation: false,
   maxConversationChars: 12_000,
   maxConversations: 256,
   groupCache: false,
