@@ -126,6 +126,34 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
   });
 });
 
+describe("LLMExperienceModel: the training loop's request order", () => {
+  it('sends a fresh, bounded prompt per step by default: in the loop\'s order no conversation would reach WebLLM\'s KV cache', async () => {
+    expect(DEFAULT_LLM_EXPERIENCE_CONFIG.conversation).toBe(false);
+    // Two episodes advanced together, as the loop does: the stand-in counts KV-cache reuse as WebLLM does.
+    const lockstep = async (config: Partial<LLMExperienceConfig>): Promise<ScriptedEngine> => {
+      const engine = new ScriptedEngine({ chat: echoScript });
+      const model = new LLMExperienceModel(engine, config);
+      const runs = [{ history: [] as HistoryStep[], observation: start }, { history: [] as HistoryStep[], observation: start }];
+      for (let t = 0; t < 4; t++) {
+        for (const [i, r] of runs.entries()) {
+          const action = `click[next ${i}-${t}]`;
+          const step = await model.step({ task, history: r.history, observation: r.observation, action, demos });
+          r.history.push({ observation: r.observation, action });
+          r.observation = step.observation;
+        }
+      }
+      return engine;
+    };
+    const fresh = await lockstep({});
+    const conv = await lockstep({ conversation: true });
+    expect(fresh.requests.every((r) => r.messages.length === 2)).toBe(true);
+    expect(conv.kvReused.some(Boolean)).toBe(false);
+    const total = (e: ScriptedEngine): number => e.prefilledChars.reduce((a, b) => a + b, 0);
+    // A conversation nobody continues is prefilled whole every time: more than fresh prompts.
+    expect(total(conv)).toBeGreaterThan(total(fresh));
+  });
+});
+
 describe('LLMExperienceModel: the context window', () => {
   const longActions = Array.from({ length: 14 }, (_, i) => `click[item ${i}]`);
   /** Replies with a long next state (about 600 characters), so that a conversation grows fast. */
