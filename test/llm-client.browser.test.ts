@@ -27,6 +27,7 @@ describe('LLM worker protocol (scripted engine in the real worker host)', () => 
       appConfig: scriptedConfig,
       device: fakeDevice,
       createWorker: scriptedWorker(),
+      logitCapture: true,
       onProgress: (r) => progress.push(r),
     });
     try {
@@ -37,7 +38,7 @@ describe('LLM worker protocol (scripted engine in the real worker host)', () => 
       expect(client.chatContextWindow).toBeNull();
 
       // The experience model, through the worker.
-      const model = new LLMExperienceModel(client.chat);
+      const model = new LLMExperienceModel(client.chat, { conversation: true });
       const observation = { text: 'Page: search', actions: ['search[red shoe]'] };
       const step = await model.step({ task, history: [], observation, action: 'search[red shoe]', demos: [] });
       expect(step).toMatchObject({ observation: { text: 'after search[red shoe]' }, reward: 0, done: false, valid: true });

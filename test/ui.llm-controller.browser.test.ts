@@ -28,4 +28,22 @@ describe('LLMController', () => {
       controller.destroy();
     }
   });
+
+  it('gives the chat model a logit processor only for a run whose LLM prior reads label logits', async () => {
+    const store = createTrainingStore();
+    const controller = new LLMController(store, { appConfig, device, createWorker: () => new Worker(new URL('./fixtures/llm-worker.ts', import.meta.url), { type: 'module', name: 'ok' }) });
+    const selection = { chatModel: 'scripted-chat-q4f32_1-MLC', embeddingModel: null };
+    try {
+      const plain = await controller.load(selection);
+      expect(plain.labelLogits).toBeNull();
+      // WebLLM reads the registry at load: a run that needs the processor loads the model again.
+      const withPrior = await controller.load({ ...selection, priorLogits: true });
+      expect(withPrior).not.toBe(plain);
+      expect(withPrior.labelLogits).not.toBeNull();
+      // A run without the prior is served by the loaded model as it is.
+      expect(await controller.load(selection)).toBe(withPrior);
+    } finally {
+      controller.destroy();
+    }
+  });
 });

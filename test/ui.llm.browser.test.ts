@@ -142,7 +142,7 @@ describe('training page with a local LLM (browser, scripted LLM worker)', () => 
     expect(byTestId('llm-progress-text').textContent).toMatch(/PageChat-0.5B-q4f32_1-MLC and PageEmbed-q0f32-MLC-b4: \d+%\. /);
     expect(page.store.state.value.status).toBe('idle');
     expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(true);
-    await expect.poll(() => byTestId('llm-progress-text').textContent, { timeout: 10_000 }).toMatch(/Loading PageChat-0\.5B-q4f32_1-MLC, PageEmbed-q0f32-MLC-b4: \d+%/);
+    await expect.poll(() => byTestId('llm-progress-text').textContent, { timeout: 10_000 }).toMatch(/Fetching param cache\[\d\/4\]/);
     await expect.poll(() => has('llm-ready'), { timeout: 15_000 }).toBe(true);
     expect(byTestId('llm-ready').textContent).toMatch(/Loaded: PageChat-0.5B-q4f32_1-MLC and PageEmbed-q0f32-MLC-b4/);
 

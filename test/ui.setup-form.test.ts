@@ -89,6 +89,8 @@ describe('setup form', () => {
     expect(configFromForm({ ...form, llmPrior: true }).prior).toBe('llm');
     expect(llmSelectionFromForm(form, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: null });
     expect(llmSelectionFromForm({ ...form, llmEmbeddings: true }, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: 'embed-a' });
+    // Only a run with the LLM prior has the chat model load with a logit processor.
+    expect(llmSelectionFromForm({ ...form, llmPrior: true }, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: null, priorLogits: true });
   });
 
   it('refuses a missing, unknown, wrong-kind or unusable model, naming the field', () => {

@@ -59,7 +59,10 @@ export interface LLMClientOptions {
    * weight shard with four in flight, so on a slow link minutes pass between healthy reports.
    */
   fetchStallTimeoutMs?: number;
-  /** Register the label-logit processor for the chat model (policy prior; default true). */
+  /**
+   * Register the label-logit processor for the chat model (the LLM prior's one-pass readout; default
+   * false). WebLLM copies every sampled token's logits to the CPU for a model with a processor.
+   */
   logitCapture?: boolean;
   /** Creates the worker (default: `workers/llm.worker.ts`). Tests inject a scripted worker. */
   createWorker?: () => Worker;
@@ -73,7 +76,7 @@ export interface LLMClientOptions {
 export const DEFAULT_LLM_CLIENT_OPTIONS = {
   stallTimeoutMs: 120_000,
   fetchStallTimeoutMs: 600_000,
-  logitCapture: true,
+  logitCapture: false,
 } as const;
 
 interface GpuAdapterLike {

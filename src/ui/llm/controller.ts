@@ -40,7 +40,7 @@ const bridgeModule = () => import('../../llm/bridge.ts');
 
 /** Whether the loaded models `have` serve a run that asks for `want`. */
 function serves(have: LLMSelection, want: LLMSelection): boolean {
-  return have.chatModel === want.chatModel && (want.embeddingModel === null || have.embeddingModel === want.embeddingModel);
+  return have.chatModel === want.chatModel && (want.embeddingModel === null || have.embeddingModel === want.embeddingModel) && (!want.priorLogits || have.priorLogits === true);
 }
 
 /** The typed reason of a load failure. */
@@ -133,6 +133,7 @@ export class LLMController {
         chatModel: selection.chatModel,
         embeddingModel: selection.embeddingModel,
         signal: abort.signal,
+        logitCapture: selection.priorLogits === true,
         onProgress: (report) => this.store.dispatch({ kind: 'llm/progress', progress: report.progress, timeElapsed: report.timeElapsed, text: report.text }),
         ...(this.options.appConfig ? { appConfig: this.options.appConfig } : {}),
         ...(this.options.cacheBackend ? { cacheBackend: this.options.cacheBackend } : {}),
@@ -160,7 +161,7 @@ export class LLMController {
       throw new LLMAbortedError('the page was closed');
     }
     const loaded = { chatModel: client.chatModel ?? selection.chatModel, embeddingModel: client.embeddingModel };
-    this.current = { client, selection: loaded };
+    this.current = { client, selection: { ...loaded, priorLogits: client.labelLogits !== null } };
     this.store.dispatch({ kind: 'llm/ready', ...loaded, labelLogits: client.labelLogits !== null, warnings: [...client.warnings] });
     return client;
   }

@@ -155,5 +155,5 @@ export function llmSelectionFromForm(form: SetupForm, models: readonly ModelView
   if (models === null) throw new SetupFormError('llm-model', 'The model catalogue of this device is still being checked: try again in a moment.');
   const chatModel = checkedModel(models, form.llmModel, 'chat', 'llm-model');
   const embeddingModel = form.llmEmbeddings ? checkedModel(models, form.embeddingModel, 'embedding', 'embedding-model') : null;
-  return { chatModel, embeddingModel };
+  return { chatModel, embeddingModel, ...(form.llmPrior ? { priorLogits: true } : {}) };
 }
