@@ -468,6 +468,11 @@ export class LLMClient {
     return WebLLMEmbedder.create(this.embeddings, { ...options, model: this.embeddingModel });
   }
 
+  /** Stops the chat generation running now; its request resolves with what was generated (`finish_reason: 'abort'`). */
+  interrupt(): void {
+    if (!this.terminated) this.engine.interruptGenerate();
+  }
+
   /** WebLLM's runtime statistics text (prefill and decode speed). */
   async runtimeStats(): Promise<string> {
     this.checkAlive();

@@ -199,7 +199,7 @@ export class LLMController {
     };
     const server = serveLLMBridge(
       channel.port1 as BridgeEndpoint,
-      { chat: client.chatModel !== null ? client.chat : null, embeddings: client.embeddingModel !== null ? client.embeddings : null, labelLogits: client.labelLogits },
+      { chat: client.chatModel !== null ? client.chat : null, embeddings: client.embeddingModel !== null ? client.embeddings : null, labelLogits: client.labelLogits, interrupt: () => client.interrupt() },
       {
         // Counted for the page, at most every SERVED_REPORT_MS: a store update per request would redraw too often.
         onServed: (stats) => {
