@@ -12,6 +12,7 @@ import {
   logSoftmax,
 } from '../src/llm/logits.ts';
 import { Ebnf } from './fixtures/llm-ebnf.ts';
+import type { ChatEngine } from '../src/llm/engine.ts';
 import { ScriptedEngine } from './fixtures/scripted-engine.ts';
 
 const MODEL = 'scripted-chat';
@@ -136,6 +137,26 @@ describe('LabelLogitReader (scripted logit feed)', () => {
     // The registry is not handed to the engine: the processor sees no forward pass.
     const reader = new LabelLogitReader(engine, (id) => registry.get(id));
     await expect(reader.labelLogits({ messages, model: MODEL }, ['A', 'B'])).rejects.toThrow(/reported no sampled token/);
+  });
+});
+
+describe('LabelLogitReader: calibration', () => {
+  it('takes the argmax token with its logprobs, and refuses a token that does not spell the label', async () => {
+    const { engine, registry } = setup();
+    await new LabelLogitReader(engine, (id) => registry.get(id)).labelLogits({ messages, model: MODEL }, ['A']);
+    expect(engine.requests[0]).toMatchObject({ temperature: 0, logprobs: true, top_logprobs: 1, max_tokens: 1 });
+    // An engine whose one token spells more than the label (a merged or partial token).
+    const misspelled: ChatEngine = {
+      chatCompletion: async (request) => {
+        const reply = await engine.chatCompletion(request);
+        const entry = reply.choices[0]?.logprobs?.content?.[0];
+        if (entry) Object.assign(entry, { token: 'A.', bytes: [65, 46] });
+        return reply;
+      },
+    };
+    const reader = new LabelLogitReader(misspelled, (id) => registry.get(id));
+    await expect(reader.labelLogits({ messages, model: MODEL }, ['A'])).rejects.toThrow(/spells "A\."/);
+    expect(reader.calibrated.size).toBe(0);
   });
 });
 

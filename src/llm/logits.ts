@@ -230,19 +230,29 @@ export class LabelLogitReader implements LabelLogitSource {
     if (known !== undefined) return known;
     processor.armSampled();
     let token: number | null;
+    let completion: Awaited<ReturnType<ChatEngine['chatCompletion']>>;
     try {
-      await this.engine.chatCompletion({
+      // Greedy: the grammar also admits byte-fallback spellings of the label, which sampling could pick.
+      completion = await this.engine.chatCompletion({
         messages: [{ role: 'user', content: `Reply with the single character ${label}` }],
         ...(model !== '' ? { model } : {}),
         max_tokens: 1,
-        temperature: 1,
+        temperature: 0,
         top_p: 1,
+        logprobs: true,
+        top_logprobs: 1,
         response_format: { type: 'grammar', grammar: labelGrammar([label]) },
       });
     } finally {
       token = processor.disarm().token;
     }
     if (token === null || !Number.isInteger(token) || token < 0) throw new LabelLogitError(`calibrating label ${JSON.stringify(label)} of ${JSON.stringify(model)} reported no sampled token`);
+    // The one token must spell the whole label: a byte-fallback or partial token would be the wrong logit to read.
+    const spelled = completion.choices?.[0]?.logprobs?.content?.[0];
+    if (spelled) {
+      const text = spelled.bytes ? new TextDecoder().decode(new Uint8Array(spelled.bytes)) : spelled.token;
+      if (text !== label) throw new LabelLogitError(`calibrating label ${JSON.stringify(label)} of ${JSON.stringify(model)}: the model's token spells ${JSON.stringify(text)} (${JSON.stringify(spelled.token)}), not the label`);
+    }
     this.tokenIds.set(key, token);
     return token;
   }
