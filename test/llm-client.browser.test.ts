@@ -210,4 +210,27 @@ describe('real WebLLM without a model hub', () => {
     await expect(deleteCachedModel('nope', { appConfig })).rejects.toThrow(LLMConfigError);
     await expect(listCachedModels({ appConfig, cacheBackend: 'floppy' as 'cache' })).rejects.toThrow(/got "floppy"/);
   });
+
+  it('counts a model as cached only with its weights, model library and chat config all in the cache', async () => {
+    const base = 'https://example.invalid/chat/resolve/main/';
+    const appConfig: AppConfig = { model_list: scriptedConfig.model_list };
+    const model = await caches.open('webllm/model');
+    const wasm = await caches.open('webllm/wasm');
+    const config = await caches.open('webllm/config');
+    try {
+      await model.put(`${base}tensor-cache.json`, new Response(JSON.stringify({ records: [{ dataPath: 'params_shard_0.bin' }] })));
+      await model.put(`${base}params_shard_0.bin`, new Response(new Uint8Array(8)));
+      // Weights alone: loading would still download the library and the config.
+      expect(await listCachedModels({ appConfig })).toEqual([]);
+      await wasm.put('https://example.invalid/chat.wasm', new Response(new Uint8Array(8)));
+      expect(await listCachedModels({ appConfig })).toEqual([]);
+      await config.put(`${base}mlc-chat-config.json`, new Response('{}'));
+      expect(await listCachedModels({ appConfig })).toEqual(['scripted-chat-q4f32_1-MLC']);
+    } finally {
+      await model.delete(`${base}tensor-cache.json`);
+      await model.delete(`${base}params_shard_0.bin`);
+      await wasm.delete('https://example.invalid/chat.wasm');
+      await config.delete(`${base}mlc-chat-config.json`);
+    }
+  });
 });

@@ -127,12 +127,35 @@ export interface CacheOptions {
   cacheBackend?: CacheBackend;
 }
 
-/** Ids of the models of the app config that are fully or partly in the cache. */
+/** The model's base URL as WebLLM keys its cache entries (`…/resolve/main/`). */
+function modelBaseUrl(model: string): string {
+  let url = model.endsWith('/') ? model : `${model}/`;
+  if (!/.+\/resolve\/.+\//.test(url)) url += 'resolve/main/';
+  return new URL(url).href;
+}
+
+/**
+ * Whether the model's library and chat config are in the Cache API, where WebLLM's default
+ * backend keeps them apart from the weights (true for other backends, whose entries this cannot see).
+ */
+async function hasRuntimeFilesInCache(record: AppConfig['model_list'][number], appConfig: AppConfig): Promise<boolean> {
+  if ((appConfig.cacheBackend ?? 'cache') !== 'cache') return true;
+  const cacheStorage = (globalThis as { caches?: CacheStorage }).caches;
+  if (!cacheStorage) return false;
+  const [wasm, config] = await Promise.all([cacheStorage.open('webllm/wasm'), cacheStorage.open('webllm/config')]);
+  const [lib, chatConfig] = await Promise.all([wasm.match(record.model_lib), config.match(new URL('mlc-chat-config.json', modelBaseUrl(record.model)).href)]);
+  return lib !== undefined && chatConfig !== undefined;
+}
+
+/**
+ * Ids of the models of the app config that load without a download: weights, model library and
+ * chat config all in the cache (a model with cached weights but no library still downloads it).
+ */
 export async function listCachedModels(options: CacheOptions = {}): Promise<string[]> {
   const appConfig = withCacheBackend(options.appConfig ?? prebuiltAppConfig, options.cacheBackend);
   const out: string[] = [];
   for (const record of appConfig.model_list) {
-    if (await hasModelInCache(record.model_id, appConfig)) out.push(record.model_id);
+    if ((await hasModelInCache(record.model_id, appConfig)) && (await hasRuntimeFilesInCache(record, appConfig))) out.push(record.model_id);
   }
   return out;
 }
