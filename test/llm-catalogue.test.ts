@@ -54,6 +54,13 @@ describe('model facts', () => {
     expect(estimateVramBudgetMB(gpu)).toBe(8192);
     expect(estimateVramBudgetMB({ webgpu: true, shaderF16: true, isFallbackAdapter: false })).toBe(4096);
     expect(estimateVramBudgetMB({ webgpu: true, shaderF16: true, isFallbackAdapter: false, deviceMemoryGB: 2 })).toBe(2048);
+    expect(estimateVramBudgetMB({ webgpu: true, shaderF16: true, isFallbackAdapter: false, deviceMemoryGB: 4 })).toBe(2048);
+    // Chrome caps deviceMemory at 8: a machine that reports 8 may have 64 GB, so 5-8 GB models stay offered.
+    const capped: DeviceFacts = { webgpu: true, shaderF16: true, isFallbackAdapter: false, deviceMemoryGB: 8 };
+    expect(estimateVramBudgetMB(capped)).toBe(8192);
+    const big = describeCatalogue(prebuiltAppConfig, capped).filter((e) => e.kind === 'chat' && (e.vramMB ?? 0) > 5000 && (e.vramMB ?? 0) <= 8192);
+    expect(big.length).toBeGreaterThan(0);
+    expect(big.every((e) => e.usable)).toBe(true);
   });
 
   it('names an unknown model and similar ones', () => {

@@ -152,15 +152,21 @@ export function modelKind(record: ModelRecord): ModelKind {
   return 'chat';
 }
 
+/** The largest `navigator.deviceMemory` Chrome reports, GiB. */
+export const DEVICE_MEMORY_CAP_GB = 8;
+
 /**
  * An estimate of the GPU memory available to models, MB. WebGPU does not report memory, so this
  * is a heuristic: a software adapter gets 1024 MB (keep models tiny, it is CPU-emulated); else
- * half of `navigator.deviceMemory` when known (at least 2048 MB); else 4096 MB. Pass
+ * half of `navigator.deviceMemory` when known (at least 2048 MB), all 8192 MB at Chrome's cap of
+ * 8 GiB; else 4096 MB. Pass
  * `vramBudgetMB` explicitly to override it.
  */
 export function estimateVramBudgetMB(facts: DeviceFacts): number {
   if (!facts.webgpu) return 0;
   if (facts.isFallbackAdapter) return 1024;
+  // Chrome reports at most 8 GiB: at the cap the machine may have any amount more, so the whole 8 GiB is the estimate.
+  if (facts.deviceMemoryGB !== undefined && facts.deviceMemoryGB >= DEVICE_MEMORY_CAP_GB) return DEVICE_MEMORY_CAP_GB * 1024;
   if (facts.deviceMemoryGB !== undefined && facts.deviceMemoryGB > 0) return Math.max(2048, Math.round((facts.deviceMemoryGB * 1024) / 2));
   return 4096;
 }
