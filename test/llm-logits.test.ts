@@ -106,16 +106,17 @@ describe('LabelLogitReader (scripted logit feed)', () => {
     const { engine, reader } = setup();
     const values = await reader.labelLogits({ messages, model: MODEL }, ['A', 'B', 'C']);
     expect([...values]).toEqual([1, 3, -2]);
-    // 3 calibration requests (one per label), then the read.
-    expect(engine.requests).toHaveLength(4);
+    // 6 calibration requests (each label, then each label after a space: this vocabulary has no such token), then the read.
+    expect(engine.requests).toHaveLength(7);
     for (const r of engine.requests) expect(r.max_tokens).toBe(1);
     expect(engine.requests[0]?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= "A"' });
-    expect(engine.requests[3]?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= "A" | "B" | "C"' });
+    expect(engine.requests[3]?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= " A"' });
+    expect(engine.requests[6]?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= "A" | "B" | "C"' });
     expect(reader.calibrated.get(`${MODEL}\u0000B`)).toBe(engine.vocab.indexOf('B'));
 
     const again = await reader.labelLogits({ messages, model: MODEL }, ['B', 'A']);
     expect([...again]).toEqual([3, 1]);
-    expect(engine.requests).toHaveLength(5);
+    expect(engine.requests).toHaveLength(8);
   });
 
   it('fails with a typed error when no processor is registered for the model', async () => {
@@ -141,6 +142,20 @@ describe('LabelLogitReader (scripted logit feed)', () => {
 });
 
 describe('LabelLogitReader: calibration', () => {
+  it("counts a label's space-prefixed token too (SentencePiece spells a reply's first letter \"▁A\"), as the log of the summed weights", async () => {
+    const engine = new ScriptedEngine({ vocab: [' A'], logits: () => ({ A: 1, ' A': 2, B: 3 }) });
+    const registry = new CaptureRegistry();
+    registry.setCaptureModels([MODEL]);
+    engine.setLogitProcessorRegistry(registry);
+    await engine.reload(MODEL);
+    const reader = new LabelLogitReader(engine, (id) => registry.get(id));
+    const values = await reader.labelLogits({ messages, model: MODEL }, ['A', 'B']);
+    expect(values[0]).toBeCloseTo(Math.log(Math.exp(1) + Math.exp(2)), 5);
+    expect(values[1]).toBeCloseTo(3, 5);
+    // The read's grammar admits both spellings of A, and B alone (it has no spaced token here).
+    expect(engine.requests.at(-1)?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= "A" | "B" | " A"' });
+  });
+
   it('takes the argmax token with its logprobs, and refuses a token that does not spell the label', async () => {
     const { engine, registry } = setup();
     await new LabelLogitReader(engine, (id) => registry.get(id)).labelLogits({ messages, model: MODEL }, ['A']);
