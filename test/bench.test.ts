@@ -8,6 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import { benchSchedule, measureBackendAgreement, measureGrpoThroughput, policyBenchRows, type PolicyBenchMeasurement } from '../src/bench/policy.ts';
 import { DAWN_PACKAGE, DawnUnavailableError, installDawn } from '../src/bench/policy-dawn.ts';
 import { BENCH_SUITES, replaceSection, suitesToRun } from '../src/cli/bench.ts';
+import { benchLlmCost } from './fixtures/llm-cost.ts';
 import { clearEnvCaches } from '../src/envs/registry.ts';
 import { generateLayout } from '../src/envs/household/layout.ts';
 import { generateCatalogue } from '../src/envs/shop/catalogue.ts';
@@ -272,4 +273,21 @@ describe('policy-dawn suite', () => {
       if (saved.usage === undefined) delete g.GPUBufferUsage;
     }
   });
+});
+
+describe('llm-cost', () => {
+  it("measures KV-cache reuse in the training loop's order, counted as WebLLM decides it, beside one episode's steps back to back", async () => {
+    const rows = await benchLlmCost({ envs: ['shop'], tasks: 2, groupSize: 4, epsilons: [0.1] });
+    const value = (pattern: RegExp): number => {
+      const row = rows.find((r) => pattern.test(r.name));
+      if (!row) throw new Error(`no row matches ${pattern}`);
+      return row.value;
+    };
+    const loopReuse = value(/as the loop runs: calls that extended the model's conversation/);
+    const backToBack = value(/back to back \(not the loop's order\): calls that extended/);
+    expect(loopReuse).toBe(0);
+    expect(backToBack).toBeGreaterThan(20);
+    // As the loop runs, a conversation per trajectory prefills more than a fresh prompt per step.
+    expect(value(/as the loop runs: prompt characters prefilled per step, one conversation/)).toBeGreaterThan(value(/as the loop runs: prompt characters prefilled per step, a fresh prompt/));
+  }, 120_000);
 });

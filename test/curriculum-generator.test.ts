@@ -283,7 +283,13 @@ describe('LLMTaskGenerator (scripted engine)', () => {
     const engine = new ScriptedEngine({ chat: ['not json at all', reply] });
     const gen = new LLMTaskGenerator(engine, { perSeed: 4, model: 'chat' });
     const report = await gen.generateWithReport([seed], 2);
-    expect(engine.requests[0]?.response_format).toEqual({ type: 'json_object' });
+    // WebLLM compiles the schema of every json_object request (and fails without one).
+    const format = engine.requests[0]?.response_format as { type: string; schema?: string };
+    expect(format.type).toBe('json_object');
+    const schema = JSON.parse(format.schema ?? 'null') as { required: string[]; properties: { tasks: { maxItems: number; items: { required: string[] } } } };
+    expect(schema.required).toEqual(['tasks']);
+    expect(schema.properties.tasks.maxItems).toBe(2);
+    expect(schema.properties.tasks.items.required).toEqual(['instruction', 'goal']);
     expect(engine.requests[0]?.messages[1]?.content).toContain(seed.instruction);
     expect(report.rejected.map((r) => r.kind)).toEqual(expect.arrayContaining(['unparsable-reply', 'duplicate', 'invalid', 'malformed']));
     expect(report.tasks.length).toBeGreaterThanOrEqual(1);

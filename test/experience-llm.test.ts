@@ -6,7 +6,7 @@ import { type CallRecord, DEFAULT_LLM_EXPERIENCE_CONFIG, ExperienceParseError, t
 import { STEP_GRAMMAR, STEP_JSON_SCHEMA } from '../src/experience/llm-output.ts';
 import type { Demonstration, ExperienceStep, HistoryStep } from '../src/experience/types.ts';
 import { REPLY_FORMAT, RESET_FORMAT } from '../src/experience/prompt.ts';
-import type { ChatCompletion, ChatCompletionMessageParam } from '../src/llm/engine.ts';
+import type { ChatCompletion, ChatCompletionMessageParam, ChatCompletionRequestNonStreaming } from '../src/llm/engine.ts';
 import { LLMConfigError, LLMRequestError } from '../src/llm/errors.ts';
 import { importGraph, importSpecifiers } from './fixtures/import-graph.ts';
 import { ScriptedEngine, echoScript, mirrorScript, stepReply } from './fixtures/scripted-engine.ts';
@@ -50,7 +50,7 @@ function contents(messages: readonly ChatCompletionMessageParam[]): string[] {
 describe('LLMExperienceModel: conversation per trajectory', () => {
   it('each step adds one turn, and each request extends the previous one (KV-cache reuse)', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine, { model: 'chat' });
+    const model = new LLMExperienceModel(engine, { conversation: true, model: 'chat' });
     const steps = await rollout(model, ['search[cat litter]', 'click[next]', 'click[next]', 'click[buy now]']);
     expect(steps.map((s) => s.observation.text)).toEqual(['after search[cat litter]', 'after click[next]', 'after click[next]', 'after click[buy now]']);
     expect(steps[3]).toMatchObject({ reward: 1, done: true, valid: true });
@@ -76,7 +76,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
 
   it('shows each retrieved transition once per conversation', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine, { topK: 2 });
+    const model = new LLMExperienceModel(engine, { conversation: true, topK: 2 });
     await rollout(model, ['click[a]', 'click[b]']);
     const second = engine.requests[1]?.messages.at(-1)?.content as string;
     // The same top-2 transitions were retrieved again: the second turn refers to them instead.
@@ -87,7 +87,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
   it('prefills far fewer characters per step than one prompt per step', async () => {
     const actions = Array.from({ length: 10 }, (_, i) => `click[next ${i}]`);
     const conv = new ScriptedEngine({ chat: echoScript });
-    await rollout(new LLMExperienceModel(conv), actions);
+    await rollout(new LLMExperienceModel(conv, { conversation: true }), actions);
     const flat = new ScriptedEngine({ chat: echoScript });
     const flatModel = new LLMExperienceModel(flat, { conversation: false });
     await rollout(flatModel, actions);
@@ -101,7 +101,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
 
   it('keeps interleaved trajectories (a GRPO group) in separate conversations', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine);
+    const model = new LLMExperienceModel(engine, { conversation: true });
     const a = await model.step({ task, history: [], observation: start, action: 'search[a]', demos });
     const b = await model.step({ task, history: [], observation: start, action: 'search[b]', demos });
     await model.step({ task, history: [{ observation: start, action: 'search[a]' }], observation: a.observation, action: 'click[next]', demos });
@@ -116,7 +116,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
 
   it('restarts a conversation that grows past maxConversationChars, restating the history', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine, { maxConversationChars: 6000 });
+    const model = new LLMExperienceModel(engine, { conversation: true, maxConversationChars: 6000 });
     await rollout(model, Array.from({ length: 8 }, (_, i) => `click[next ${i}]`));
     expect(model.stats.conversationRestarts).toBeGreaterThan(0);
     const longest = Math.max(...engine.requests.map((r) => r.messages.reduce((n, m) => n + String(m.content).length, 0)));
@@ -126,11 +126,98 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
   });
 });
 
+describe("LLMExperienceModel: the training loop's request order", () => {
+  it('sends a fresh, bounded prompt per step by default: in the loop\'s order no conversation would reach WebLLM\'s KV cache', async () => {
+    expect(DEFAULT_LLM_EXPERIENCE_CONFIG.conversation).toBe(false);
+    // Two episodes advanced together, as the loop does: the stand-in counts KV-cache reuse as WebLLM does.
+    const lockstep = async (config: Partial<LLMExperienceConfig>): Promise<ScriptedEngine> => {
+      const engine = new ScriptedEngine({ chat: echoScript });
+      const model = new LLMExperienceModel(engine, config);
+      const runs = [{ history: [] as HistoryStep[], observation: start }, { history: [] as HistoryStep[], observation: start }];
+      for (let t = 0; t < 4; t++) {
+        for (const [i, r] of runs.entries()) {
+          const action = `click[next ${i}-${t}]`;
+          const step = await model.step({ task, history: r.history, observation: r.observation, action, demos });
+          r.history.push({ observation: r.observation, action });
+          r.observation = step.observation;
+        }
+      }
+      return engine;
+    };
+    const fresh = await lockstep({});
+    const conv = await lockstep({ conversation: true });
+    expect(fresh.requests.every((r) => r.messages.length === 2)).toBe(true);
+    expect(conv.kvReused.some(Boolean)).toBe(false);
+    const total = (e: ScriptedEngine): number => e.prefilledChars.reduce((a, b) => a + b, 0);
+    // A conversation nobody continues is prefilled whole every time: more than fresh prompts.
+    expect(total(conv)).toBeGreaterThan(total(fresh));
+  });
+});
+
+describe('LLMExperienceModel: the context window', () => {
+  const longActions = Array.from({ length: 14 }, (_, i) => `click[item ${i}]`);
+  /** Replies with a long next state (about 600 characters), so that a conversation grows fast. */
+  const longStates = (request: ChatCompletionRequestNonStreaming): string => {
+    const last = String(request.messages[request.messages.length - 1]?.content ?? '');
+    const action = [...last.matchAll(/^Action: (.*)$/gm)].at(-1)?.[1] ?? 'nothing';
+    return stepReply({ text: `after ${action}: ${'a long listing of the page. '.repeat(20)}`, actions: longActions });
+  };
+
+  it('sizes every prompt from the context window so that the prompt and the reply fit', async () => {
+    const engine = new ScriptedEngine({ chat: longStates, contextWindowSize: 2048, charsPerToken: 3 });
+    const model = new LLMExperienceModel(engine, { conversation: true, contextWindowTokens: 2048 });
+    const steps = await rollout(model, longActions);
+    expect(steps.length).toBe(longActions.length);
+    for (const r of engine.requests) expect(engine.tokens(r.messages.reduce((n, m) => n + String(m.content).length, 0)) + (r.max_tokens ?? 0)).toBeLessThanOrEqual(2048);
+    expect(model.stats).toMatchObject({ contextRestarts: 0, failures: 0 });
+    expect(model.stats.conversationRestarts).toBeGreaterThan(0);
+  });
+
+  it('restarts shorter on ContextWindowSizeExceededError instead of failing (or growing the prompt)', async () => {
+    // The window is unknown to the model and the tokenizer denser than assumed: WebLLM refuses the prompt.
+    const engine = new ScriptedEngine({ chat: longStates, contextWindowSize: 2048, charsPerToken: 2.5 });
+    const model = new LLMExperienceModel(engine, { conversation: false });
+    const big: Observation = { text: `Page: results\n${'[B0] a product with a long description. '.repeat(150)}`, actions: longActions };
+    const step = await model.step({ task, history: [], observation: big, action: 'click[item 1]', demos });
+    expect(step.valid).toBe(true);
+    const sent = engine.requests.length;
+    expect(sent).toBeGreaterThan(model.stats.calls);
+    expect(model.stats.contextRestarts).toBeGreaterThan(0);
+    expect(model.stats).toMatchObject({ failures: 0, engineErrors: 0 });
+    expect(model.stats.promptBudgetChars).toBeLessThan(Infinity);
+    // The prompt that got its reply is shorter than the refused one.
+    const sizes = engine.requests.map((r) => r.messages.reduce((n, m) => n + String(m.content).length, 0));
+    expect(sizes.at(-1)).toBeLessThan(sizes[0] as number);
+    // Later prompts are sized to what was learned: no second refusal.
+    await model.step({ task, history: [], observation: big, action: 'click[item 2]', demos });
+    expect(engine.requests.length).toBe(sent + 1);
+  });
+
+  it('asks afresh after a reply cut off by the window (finish_reason length), without the cut-off text', async () => {
+    const cut = stepReply().slice(0, 40);
+    const engine = new ScriptedEngine({ chat: [{ content: cut, finishReason: 'length' }, stepReply()] });
+    const model = new LLMExperienceModel(engine);
+    const step = await model.step({ task, history: [], observation: start, action: start.actions[0] as string, demos });
+    expect(step.valid).toBe(true);
+    expect(engine.requests).toHaveLength(2);
+    const second = engine.requests[1]?.messages ?? [];
+    expect(second.some((m) => m.content === cut)).toBe(false);
+    expect(second).toHaveLength(2);
+    expect(model.stats.contextRestarts).toBe(1);
+  });
+
+  it('refuses a window too small for the prompt and the reply, saying why', () => {
+    expect(() => new LLMExperienceModel(new ScriptedEngine(), { contextWindowTokens: 1024 })).toThrow(/context window of 1024 tokens is too small for the experience model/);
+    expect(() => new LLMExperienceModel(new ScriptedEngine(), { contextWindowTokens: 1024, maxTokens: 64 })).toThrow(LLMConfigError);
+    expect(() => new LLMExperienceModel(new ScriptedEngine(), { charsPerToken: 0 })).toThrow(/charsPerToken/);
+  });
+});
+
 describe('LLMExperienceModel: validation and retries', () => {
   it('answers an unusable reply with a correction turn that extends the conversation, then succeeds', async () => {
     const engine = new ScriptedEngine({ chat: ['Sure, the page changes.', stepReply({ text: 'Page: results' })] });
     const records: CallRecord[] = [];
-    const model = new LLMExperienceModel(engine);
+    const model = new LLMExperienceModel(engine, { conversation: true });
     model.onCall = (r) => records.push(r);
     const step = await model.step({ task, history: [], observation: start, action: 'search[x]', demos });
     expect(step.observation.text).toBe('Page: results');
@@ -307,7 +394,7 @@ describe('LLMExperienceModel: group cache', () => {
 describe('LLMExperienceModel: reset', () => {
   it('asks the LLM (never the environment), and the first step continues that conversation', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
-    const model = new LLMExperienceModel(engine);
+    const model = new LLMExperienceModel(engine, { conversation: true });
     const obs = await model.reset(task, demos);
     expect(obs).toEqual({ text: 'Start page', actions: ['search[anything]'] });
     expect(engine.requests).toHaveLength(1);
@@ -477,7 +564,7 @@ describe('LLMExperienceModel: sees only what the agent sees (no goal fields)', (
 
   it('a goal never enters a cache key: the same task with other goals hits the group cache', async () => {
     const engine = new ScriptedEngine({ chat: mirrorScript });
-    const model = new LLMExperienceModel(engine, { groupCache: true });
+    const model = new LLMExperienceModel(engine, { conversation: true, groupCache: true });
     const a = marked(task);
     const b = { ...task, goal: { other: 'goal' } } as Task;
     const first = await model.step({ task: a, history: [], observation: start, action: 'search[x]', demos });

@@ -155,6 +155,30 @@ describe('LLM bridge', () => {
     expect(client.pendingCount).toBe(0);
   });
 
+  it("an aborted run interrupts the provider's running generation (WebLLM's interruptGenerate), and so does closing", async () => {
+    const engine = new ScriptedEngine({ chat: ['{}'], replyMs: 10_000 });
+    const controller = new AbortController();
+    let interrupts = 0;
+    const { client, server } = bridge({ chat: engine, interrupt: () => (interrupts++, engine.interruptGenerate()) }, controller.signal);
+    const started = performance.now();
+    const reply = client.chatCompletion(ask('long')).catch((e: unknown) => e);
+    await expect.poll(() => engine.requests.length).toBe(1);
+    controller.abort('pause');
+    expect(await reply).toBeInstanceOf(LLMAbortedError);
+    // The engine stopped decoding at once instead of finishing the 10 s reply.
+    await expect.poll(() => server.stats.chat).toBe(1);
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(interrupts).toBe(1);
+
+    const second = new ScriptedEngine({ chat: ['{}'], replyMs: 10_000 });
+    let closedUnder = 0;
+    const other = bridge({ chat: second, interrupt: () => (closedUnder++, second.interruptGenerate()) });
+    void other.client.chatCompletion(ask('long')).catch(() => undefined);
+    await expect.poll(() => second.requests.length).toBe(1);
+    other.server.close(new LLMRequestError('unloaded'));
+    expect(closedUnder).toBe(1);
+  });
+
   it('a client made with an aborted signal fails at once', async () => {
     const controller = new AbortController();
     controller.abort('stop');

@@ -5,6 +5,7 @@ import {
   type DeviceFacts,
   NO_WEBGPU,
   describeCatalogue,
+  experienceModelProblem,
   bitsPerWeight,
   embeddingBatchOf,
   estimateDownloadMB,
@@ -53,6 +54,13 @@ describe('model facts', () => {
     expect(estimateVramBudgetMB(gpu)).toBe(8192);
     expect(estimateVramBudgetMB({ webgpu: true, shaderF16: true, isFallbackAdapter: false })).toBe(4096);
     expect(estimateVramBudgetMB({ webgpu: true, shaderF16: true, isFallbackAdapter: false, deviceMemoryGB: 2 })).toBe(2048);
+    expect(estimateVramBudgetMB({ webgpu: true, shaderF16: true, isFallbackAdapter: false, deviceMemoryGB: 4 })).toBe(2048);
+    // Chrome caps deviceMemory at 8: a machine that reports 8 may have 64 GB, so 5-8 GB models stay offered.
+    const capped: DeviceFacts = { webgpu: true, shaderF16: true, isFallbackAdapter: false, deviceMemoryGB: 8 };
+    expect(estimateVramBudgetMB(capped)).toBe(8192);
+    const big = describeCatalogue(prebuiltAppConfig, capped).filter((e) => e.kind === 'chat' && (e.vramMB ?? 0) > 5000 && (e.vramMB ?? 0) <= 8192);
+    expect(big.length).toBeGreaterThan(0);
+    expect(big.every((e) => e.usable)).toBe(true);
   });
 
   it('names an unknown model and similar ones', () => {
@@ -119,6 +127,18 @@ describe('catalogue filter', () => {
 
   it('rejects a bad budget loudly', () => {
     expect(() => describeCatalogue(tiny, gpu, { vramBudgetMB: -1 })).toThrow(/vramBudgetMB must be .* got -1/);
+  });
+});
+
+describe('the experience model and the context window', () => {
+  it("marks every prebuilt 1k-context chat model unfit for the experience model, with the reason, and no 4k one", () => {
+    const entries = describeCatalogue(prebuiltAppConfig, gpu).filter((e) => e.kind === 'chat');
+    const small = entries.filter((e) => e.contextWindow !== null && e.contextWindow <= 1024);
+    expect(small.length).toBeGreaterThan(0);
+    for (const e of small) expect(e.experienceModelProblem).toMatch(new RegExp(`context window of ${e.contextWindow} tokens is too small for the experience model`));
+    for (const e of entries.filter((x) => (x.contextWindow ?? 0) >= 4096)) expect(e.experienceModelProblem ?? null).toBeNull();
+    expect(experienceModelProblem(null)).toBeNull();
+    expect(experienceModelProblem(2048, 1024)).toMatch(/needs at least 2112/);
   });
 });
 

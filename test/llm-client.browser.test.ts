@@ -27,16 +27,18 @@ describe('LLM worker protocol (scripted engine in the real worker host)', () => 
       appConfig: scriptedConfig,
       device: fakeDevice,
       createWorker: scriptedWorker(),
+      logitCapture: true,
       onProgress: (r) => progress.push(r),
     });
     try {
       expect(client.chatModel).toBe('scripted-chat-q4f32_1-MLC');
       expect(progress.length).toBeGreaterThanOrEqual(5);
       expect(progress.at(-1)?.progress).toBe(1);
-      expect(progress[0]?.text).toContain('scripted-chat-q4f32_1-MLC');
+      expect(progress.at(-1)?.text).toContain('scripted-chat-q4f32_1-MLC');
+      expect(client.chatContextWindow).toBeNull();
 
       // The experience model, through the worker.
-      const model = new LLMExperienceModel(client.chat);
+      const model = new LLMExperienceModel(client.chat, { conversation: true });
       const observation = { text: 'Page: search', actions: ['search[red shoe]'] };
       const step = await model.step({ task, history: [], observation, action: 'search[red shoe]', demos: [] });
       expect(step).toMatchObject({ observation: { text: 'after search[red shoe]' }, reward: 0, done: false, valid: true });
@@ -80,7 +82,7 @@ describe('LLM worker protocol (scripted engine in the real worker host)', () => 
     expect(performance.now() - started).toBeLessThan(5000);
   });
 
-  it('a load that stops reporting progress fails with load-failed after stallTimeoutMs', async () => {
+  it('a download that stops reporting progress fails with load-failed after fetchStallTimeoutMs', async () => {
     const started = performance.now();
     const error = await createLLMClient({
       chatModel: 'scripted-chat-q4f32_1-MLC',
@@ -88,11 +90,60 @@ describe('LLM worker protocol (scripted engine in the real worker host)', () => 
       appConfig: scriptedConfig,
       device: fakeDevice,
       createWorker: scriptedWorker('stall'),
-      stallTimeoutMs: 500,
+      fetchStallTimeoutMs: 500,
     }).catch((e: unknown) => e);
     expect(error).toMatchObject({ reason: 'load-failed' });
-    expect((error as Error).message).toMatch(/made no progress for 1 s/);
+    expect((error as Error).message).toMatch(/made no progress for 1 s while downloading the model/);
     expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it('a healthy slow download (one report per finished weight shard) is not a stall; its time is told apart from loading', async () => {
+    const progress: InitProgressReport[] = [];
+    // One shard a second, while loading from the cache must report every half second.
+    const client = await createLLMClient({
+      chatModel: 'scripted-chat-q4f32_1-MLC',
+      embeddingModel: null,
+      appConfig: scriptedConfig,
+      device: fakeDevice,
+      createWorker: scriptedWorker('slow-fetch'),
+      stallTimeoutMs: 500,
+      onProgress: (r) => progress.push(r),
+    });
+    try {
+      expect(progress.filter((r) => /^Fetching param cache/.test(r.text))).toHaveLength(4);
+      expect(client.loadTimings.fetchMs).toBeGreaterThan(2500);
+      expect(client.loadTimings.loadMs).toBeLessThan(client.loadTimings.fetchMs);
+    } finally {
+      client.terminate();
+    }
+  });
+
+  it('after the GPU device is lost, a request reloads the models and goes through; ensureLoaded finds the loss first', async () => {
+    const client = await createLLMClient({ chatModel: 'scripted-chat-q4f32_1-MLC', embeddingModel: 'scripted-embed-q0f32-MLC-b4', appConfig: scriptedConfig, device: fakeDevice, createWorker: scriptedWorker('lose-device') });
+    try {
+      const ask = { messages: [{ role: 'user' as const, content: 'Write its initial state' }] };
+      await client.chat.chatCompletion(ask);
+      // The device is gone now: WebLLM unloaded the models, its worker handler still lists them.
+      expect(await client.ensureLoaded()).toBe(true);
+      expect(client.reloads).toBe(1);
+      expect(await client.ensureLoaded()).toBe(false);
+      await client.chat.chatCompletion(ask);
+      // Lost again: the next request itself reloads and is answered.
+      const reply = await client.chat.chatCompletion(ask);
+      expect(reply.choices[0]?.message.content).toContain('state');
+      expect(client.reloads).toBe(2);
+      expect((await client.embeddings.embedding({ input: ['a'] })).data).toHaveLength(1);
+    } finally {
+      client.terminate();
+    }
+  });
+
+  it('dispose stops a worker that never finishes unloading', async () => {
+    const client = await createLLMClient({ chatModel: 'scripted-chat-q4f32_1-MLC', embeddingModel: null, appConfig: scriptedConfig, device: fakeDevice, createWorker: scriptedWorker('hang-unload') });
+    const started = performance.now();
+    await client.dispose(300);
+    expect(performance.now() - started).toBeLessThan(2000);
+    await expect(client.chat.chatCompletion({ messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(/terminated/);
   });
   it('a load cancelled through its signal rejects with LLMAbortedError at once, not a load failure', async () => {
     const controller = new AbortController();
@@ -158,5 +209,28 @@ describe('real WebLLM without a model hub', () => {
     await deleteCachedModel('scripted-chat-q4f32_1-MLC', { appConfig });
     await expect(deleteCachedModel('nope', { appConfig })).rejects.toThrow(LLMConfigError);
     await expect(listCachedModels({ appConfig, cacheBackend: 'floppy' as 'cache' })).rejects.toThrow(/got "floppy"/);
+  });
+
+  it('counts a model as cached only with its weights, model library and chat config all in the cache', async () => {
+    const base = 'https://example.invalid/chat/resolve/main/';
+    const appConfig: AppConfig = { model_list: scriptedConfig.model_list };
+    const model = await caches.open('webllm/model');
+    const wasm = await caches.open('webllm/wasm');
+    const config = await caches.open('webllm/config');
+    try {
+      await model.put(`${base}tensor-cache.json`, new Response(JSON.stringify({ records: [{ dataPath: 'params_shard_0.bin' }] })));
+      await model.put(`${base}params_shard_0.bin`, new Response(new Uint8Array(8)));
+      // Weights alone: loading would still download the library and the config.
+      expect(await listCachedModels({ appConfig })).toEqual([]);
+      await wasm.put('https://example.invalid/chat.wasm', new Response(new Uint8Array(8)));
+      expect(await listCachedModels({ appConfig })).toEqual([]);
+      await config.put(`${base}mlc-chat-config.json`, new Response('{}'));
+      expect(await listCachedModels({ appConfig })).toEqual(['scripted-chat-q4f32_1-MLC']);
+    } finally {
+      await model.delete(`${base}tensor-cache.json`);
+      await model.delete(`${base}params_shard_0.bin`);
+      await wasm.delete('https://example.invalid/chat.wasm');
+      await config.delete(`${base}mlc-chat-config.json`);
+    }
   });
 });

@@ -45,6 +45,20 @@ describe('WebLLMEmbedder', () => {
     expect(e.id).toContain('prefix=q: ');
   });
 
+  it("shortens its cut when WebLLM refuses a batch with an input over the model's 512 tokens, and keeps it", async () => {
+    // A dense tokenizer: 2 characters per token, so the default cut of 1,500 characters is 750 tokens.
+    const engine = new ScriptedEngine({ charsPerToken: 2 });
+    const embedder = await WebLLMEmbedder.create(engine, { model: 'scripted-model' });
+    const vectors = await embedder.embed(['short', 'x'.repeat(3000)]);
+    expect(vectors).toHaveLength(2);
+    expect(embedder.maxChars).toBeLessThanOrEqual(1024);
+    const refused = engine.embeddingRequests.length;
+    await embedder.embed(['y'.repeat(3000)]);
+    // The learned cut holds: no refusal this time.
+    expect(engine.embeddingRequests.length).toBe(refused + 1);
+    for (const r of engine.embeddingRequests.slice(-1)) for (const t of r.input as string[]) expect(t.length).toBeLessThanOrEqual(1024);
+  });
+
   it('puts vectors back in input order even when the engine answers out of order', async () => {
     const inner = new ScriptedEngine();
     const shuffled: EmbeddingEngine = {

@@ -12,6 +12,7 @@ import {
   logSoftmax,
 } from '../src/llm/logits.ts';
 import { Ebnf } from './fixtures/llm-ebnf.ts';
+import type { ChatEngine } from '../src/llm/engine.ts';
 import { ScriptedEngine } from './fixtures/scripted-engine.ts';
 
 const MODEL = 'scripted-chat';
@@ -105,16 +106,17 @@ describe('LabelLogitReader (scripted logit feed)', () => {
     const { engine, reader } = setup();
     const values = await reader.labelLogits({ messages, model: MODEL }, ['A', 'B', 'C']);
     expect([...values]).toEqual([1, 3, -2]);
-    // 3 calibration requests (one per label), then the read.
-    expect(engine.requests).toHaveLength(4);
+    // 6 calibration requests (each label, then each label after a space: this vocabulary has no such token), then the read.
+    expect(engine.requests).toHaveLength(7);
     for (const r of engine.requests) expect(r.max_tokens).toBe(1);
     expect(engine.requests[0]?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= "A"' });
-    expect(engine.requests[3]?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= "A" | "B" | "C"' });
+    expect(engine.requests[3]?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= " A"' });
+    expect(engine.requests[6]?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= "A" | "B" | "C"' });
     expect(reader.calibrated.get(`${MODEL}\u0000B`)).toBe(engine.vocab.indexOf('B'));
 
     const again = await reader.labelLogits({ messages, model: MODEL }, ['B', 'A']);
     expect([...again]).toEqual([3, 1]);
-    expect(engine.requests).toHaveLength(5);
+    expect(engine.requests).toHaveLength(8);
   });
 
   it('fails with a typed error when no processor is registered for the model', async () => {
@@ -136,6 +138,40 @@ describe('LabelLogitReader (scripted logit feed)', () => {
     // The registry is not handed to the engine: the processor sees no forward pass.
     const reader = new LabelLogitReader(engine, (id) => registry.get(id));
     await expect(reader.labelLogits({ messages, model: MODEL }, ['A', 'B'])).rejects.toThrow(/reported no sampled token/);
+  });
+});
+
+describe('LabelLogitReader: calibration', () => {
+  it("counts a label's space-prefixed token too (SentencePiece spells a reply's first letter \"▁A\"), as the log of the summed weights", async () => {
+    const engine = new ScriptedEngine({ vocab: [' A'], logits: () => ({ A: 1, ' A': 2, B: 3 }) });
+    const registry = new CaptureRegistry();
+    registry.setCaptureModels([MODEL]);
+    engine.setLogitProcessorRegistry(registry);
+    await engine.reload(MODEL);
+    const reader = new LabelLogitReader(engine, (id) => registry.get(id));
+    const values = await reader.labelLogits({ messages, model: MODEL }, ['A', 'B']);
+    expect(values[0]).toBeCloseTo(Math.log(Math.exp(1) + Math.exp(2)), 5);
+    expect(values[1]).toBeCloseTo(3, 5);
+    // The read's grammar admits both spellings of A, and B alone (it has no spaced token here).
+    expect(engine.requests.at(-1)?.response_format).toEqual({ type: 'grammar', grammar: 'root ::= "A" | "B" | " A"' });
+  });
+
+  it('takes the argmax token with its logprobs, and refuses a token that does not spell the label', async () => {
+    const { engine, registry } = setup();
+    await new LabelLogitReader(engine, (id) => registry.get(id)).labelLogits({ messages, model: MODEL }, ['A']);
+    expect(engine.requests[0]).toMatchObject({ temperature: 0, logprobs: true, top_logprobs: 1, max_tokens: 1 });
+    // An engine whose one token spells more than the label (a merged or partial token).
+    const misspelled: ChatEngine = {
+      chatCompletion: async (request) => {
+        const reply = await engine.chatCompletion(request);
+        const entry = reply.choices[0]?.logprobs?.content?.[0];
+        if (entry) Object.assign(entry, { token: 'A.', bytes: [65, 46] });
+        return reply;
+      },
+    };
+    const reader = new LabelLogitReader(misspelled, (id) => registry.get(id));
+    await expect(reader.labelLogits({ messages, model: MODEL }, ['A'])).rejects.toThrow(/spells "A\."/);
+    expect(reader.calibrated.size).toBe(0);
   });
 });
 

@@ -19,15 +19,17 @@ function pair() {
     'label-logits': (msg) => reader.labelLogits(msg.request, msg.labels),
   });
   const client = new SideChannelClient(channel.port1);
-  return { client, channel };
+  return { client, channel, engine };
 }
 
 describe('side channel', () => {
   it('round-trips typed requests', async () => {
-    const { client, channel } = pair();
+    const { client, channel, engine } = pair();
     try {
       expect(await client.request<'ping'>({ kind: 'ping' })).toEqual({ engine: 'injected' });
       expect(await client.request<'configure'>({ kind: 'configure', captureModels: ['m'] })).toEqual({ captureModels: ['m'] });
+      // WebLLM reads the logit processor registry when a model loads: the client configures, then loads.
+      await engine.reload('m');
       const logits = await client.labelLogits({ messages: [{ role: 'user', content: 'A or B?' }], model: 'm' }, ['A', 'B']);
       expect(logits).toBeInstanceOf(Float32Array);
       expect([...logits]).toEqual([2, 1]);

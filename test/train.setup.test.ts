@@ -79,6 +79,16 @@ describe('prepareRun', () => {
     plain.dispose();
   });
 
+  it("sizes the LLM experience model's prompts to the chat model's context window, and refuses one too small", async () => {
+    const engine = new ScriptedEngine({ chat: echoScript });
+    const config = parseTrainingConfig({ ...TINY, sim: 'llm' });
+    const run = await prepareRun(config, { llm: { engine, model: 'm', contextWindowSize: 4096 } });
+    expect((run.deps.experience as LLMExperienceModel).config.contextWindowTokens).toBe(4096);
+    expect((run.deps.experience as LLMExperienceModel).stats.promptBudgetChars).toBeLessThan(4096 * 4);
+    run.dispose();
+    await expect(prepareRun(config, { llm: { engine, model: 'm', contextWindowSize: 1024 } })).rejects.toThrow(/context window of 1024 tokens is too small for the experience model/);
+  });
+
   it('features come from the given embedder, at its width', async () => {
     const embedder = new CountingEmbedder();
     const run = await prepareRun(parseTrainingConfig(TINY), { embedder });

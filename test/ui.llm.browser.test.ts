@@ -30,8 +30,9 @@ const appConfig: AppConfig = {
 /** Headless Chromium's adapter as it is: SwiftShader, no shader-f16 (memory budget 1024 MB). */
 const device: DeviceFacts = { webgpu: true, shaderF16: false, isFallbackAdapter: true };
 
-/** WebLLM's cache entries that make PageCached a cached model (its weight manifest and its one shard). */
+/** WebLLM's cache entries that make PageCached a cached model (its weight manifest and its one shard, library and chat config). */
 const CACHED_BASE = 'https://example.invalid/page-cached/resolve/main/';
+const CACHED_LIB = 'https://example.invalid/page-cached.wasm';
 
 const mounted: { page: TrainingPageHandle; host: HTMLElement }[] = [];
 
@@ -39,12 +40,16 @@ beforeAll(async () => {
   const cache = await caches.open('webllm/model');
   await cache.put(`${CACHED_BASE}tensor-cache.json`, new Response(JSON.stringify({ records: [{ dataPath: 'params_shard_0.bin' }] })));
   await cache.put(`${CACHED_BASE}params_shard_0.bin`, new Response(new Uint8Array(8)));
+  await (await caches.open('webllm/wasm')).put(CACHED_LIB, new Response(new Uint8Array(8)));
+  await (await caches.open('webllm/config')).put(`${CACHED_BASE}mlc-chat-config.json`, new Response('{}'));
 });
 
 afterAll(async () => {
   const cache = await caches.open('webllm/model');
   await cache.delete(`${CACHED_BASE}tensor-cache.json`);
   await cache.delete(`${CACHED_BASE}params_shard_0.bin`);
+  await (await caches.open('webllm/wasm')).delete(CACHED_LIB);
+  await (await caches.open('webllm/config')).delete(`${CACHED_BASE}mlc-chat-config.json`);
 });
 
 afterEach(() => {
@@ -142,7 +147,7 @@ describe('training page with a local LLM (browser, scripted LLM worker)', () => 
     expect(byTestId('llm-progress-text').textContent).toMatch(/PageChat-0.5B-q4f32_1-MLC and PageEmbed-q0f32-MLC-b4: \d+%\. /);
     expect(page.store.state.value.status).toBe('idle');
     expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(true);
-    await expect.poll(() => byTestId('llm-progress-text').textContent, { timeout: 10_000 }).toMatch(/Loading PageChat-0\.5B-q4f32_1-MLC, PageEmbed-q0f32-MLC-b4: \d+%/);
+    await expect.poll(() => byTestId('llm-progress-text').textContent, { timeout: 10_000 }).toMatch(/Fetching param cache\[\d\/4\]/);
     await expect.poll(() => has('llm-ready'), { timeout: 15_000 }).toBe(true);
     expect(byTestId('llm-ready').textContent).toMatch(/Loaded: PageChat-0.5B-q4f32_1-MLC and PageEmbed-q0f32-MLC-b4/);
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ENV_PRESETS, PRESETS, VALIDATION_EVERY, VALIDATION_TASKS } from '../src/train/config.ts';
 import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, SetupFormError, type AdvancedField } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
+import { experienceModelProblem } from '../src/llm/catalogue.ts';
 
 const model = (modelId: string, patch: Partial<ModelView> = {}): ModelView => ({
   modelId, kind: 'chat', vramMB: 100, quantization: 'q4f32_1', needsShaderF16: false, contextWindow: null, parameters: 1e8, downloadMB: 60, usable: true, reasons: [], cached: false, ...patch,
@@ -122,6 +123,8 @@ describe('setup form', () => {
     expect(configFromForm({ ...form, llmPrior: true }).prior).toBe('llm');
     expect(llmSelectionFromForm(form, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: null });
     expect(llmSelectionFromForm({ ...form, llmEmbeddings: true }, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: 'embed-a' });
+    // Only a run with the LLM prior has the chat model load with a logit processor.
+    expect(llmSelectionFromForm({ ...form, llmPrior: true }, catalogue)).toEqual({ chatModel: 'chat-a', embeddingModel: null, priorLogits: true });
   });
 
   it('refuses a missing, unknown, wrong-kind or unusable model, naming the field', () => {
@@ -132,6 +135,9 @@ describe('setup form', () => {
     expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: 'embed-a' }, catalogue))?.message).toMatch(/is not a chat model/);
     expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: 'chat-f16' }, catalogue))?.message).toBe('chat-f16 cannot run on this device: needs shader-f16, which this GPU does not offer. Choose another model, or “No download”.');
     expect(thrown(() => llmSelectionFromForm({ ...form, llmEmbeddings: true, embeddingModel: '' }, catalogue))).toMatchObject({ field: 'embedding-model' });
+    // A model whose context window cannot hold the experience model's prompt and reply.
+    const small = [...catalogue, model('chat-1k', { contextWindow: 1024, experienceModelProblem: experienceModelProblem(1024) })];
+    expect(thrown(() => llmSelectionFromForm({ ...form, llmModel: 'chat-1k' }, small))).toMatchObject({ field: 'llm-model', message: expect.stringMatching(/^chat-1k cannot be the experience model: its context window of 1024 tokens is too small/) });
     expect(thrown(() => llmSelectionFromForm({ ...form, llmEmbeddings: true, embeddingModel: 'chat-a' }, catalogue))?.message).toMatch(/is not an embedding model/);
     expect(thrown(() => configFromForm({ ...form, sim: 'gpt' as 'llm' }))).toMatchObject({ field: 'sim' });
     // Nothing can run here (no WebGPU): said plainly, with the way out.

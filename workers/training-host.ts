@@ -413,7 +413,7 @@ async function openLink(link: LLMLink): Promise<OpenLink> {
   const bridge = new LLMBridgeClient(link.port as BridgeEndpoint);
   try {
     const embedder = link.embeddingModel === null ? null : await WebLLMEmbedder.create(bridge, { model: link.embeddingModel });
-    return { bridge, options: { llm: { engine: bridge, model: link.chatModel, labelLogits: link.labelLogits ? bridge : null }, embedder } };
+    return { bridge, options: { llm: { engine: bridge, model: link.chatModel, labelLogits: link.labelLogits ? bridge : null, contextWindowSize: link.contextWindowSize ?? null }, embedder } };
   } catch (e) {
     bridge.close();
     throw e;

@@ -28,6 +28,8 @@ export interface LLMLink {
   embeddingModel: string | null;
   /** Whether the page's LLM reads label logits (the prior's one-pass readout; else logprobs). */
   labelLogits: boolean;
+  /** The chat model's context window, tokens (absent or null: unknown). */
+  contextWindowSize?: number | null;
 }
 
 /** What the page asks of the worker. */

@@ -110,6 +110,24 @@ export function parseGeneratorReply(reply: string): TaskCandidate[] | null {
   return list.map((item: unknown) => (item !== null && typeof item === 'object' ? (item as TaskCandidate) : { goal: item }));
 }
 
+/** Longest instruction a generated task may have (the environments' own run to about 200 characters). */
+export const GENERATED_INSTRUCTION_MAX_CHARS = 400;
+
+/**
+ * The `response_format` of a generator request: `{"tasks": [...]}` with 1 to `count` tasks.
+ * WebLLM compiles the `schema` of every `json_object` request and fails without one. The goal
+ * stays any JSON object: its fields are the seed environment's, checked by `TaskValidator`.
+ */
+export function generatorResponseFormat(count: number): { type: 'json_object'; schema: string } {
+  if (!(Number.isInteger(count) && count >= 1)) throw new LLMConfigError(`count must be an integer >= 1, got ${count}`);
+  const task = {
+    type: 'object',
+    properties: { instruction: { type: 'string', minLength: 1, maxLength: GENERATED_INSTRUCTION_MAX_CHARS }, goal: { type: 'object' } },
+    required: ['instruction', 'goal'],
+  };
+  return { type: 'json_object', schema: JSON.stringify({ type: 'object', properties: { tasks: { type: 'array', items: task, minItems: 1, maxItems: count } }, required: ['tasks'] }) };
+}
+
 /** The LLM task generator (DreamGym's curriculum task variation). */
 export class LLMTaskGenerator implements TaskGenerator {
   readonly kind = 'llm';
@@ -151,7 +169,7 @@ export class LLMTaskGenerator implements TaskGenerator {
           stream: false,
           temperature: this.config.temperature,
           max_tokens: this.config.maxTokens,
-          response_format: { type: 'json_object' },
+          response_format: generatorResponseFormat(count),
         });
         reply = completionText(completion) ?? '';
         this.stats.promptTokens += completion.usage?.prompt_tokens ?? 0;

@@ -41,13 +41,16 @@ export const ResetReplySchema = z.object({ reasoning: text(OUTPUT_LIMITS.reasoni
 export type ResetReply = z.infer<typeof ResetReplySchema>;
 
 const stringType = { type: 'string' } as const;
-const stateSchema = (actionsKey: 'actions') => ({
+// An action is one line, so its length can be bounded (XGrammar's bounded string admits no escapes);
+// the state text and the reasoning span lines and are bounded by max_tokens.
+const actionType = { type: 'string', minLength: 1, maxLength: OUTPUT_LIMITS.action } as const;
+const stateSchema = (minActions: 0 | 1) => ({
   type: 'object',
-  properties: { text: stringType, [actionsKey]: { type: 'array', items: stringType } },
-  required: ['text', actionsKey],
+  properties: { text: stringType, actions: { type: 'array', items: actionType, minItems: minActions, maxItems: OUTPUT_LIMITS.actions } },
+  required: ['text', 'actions'],
 });
 
-const stepProperties = { next_state: stateSchema('actions'), reward: { type: 'number' }, done: { type: 'boolean' }, valid: { type: 'boolean' } };
+const stepProperties = { next_state: stateSchema(0), reward: { type: 'number', minimum: 0, maximum: 1 }, done: { type: 'boolean' }, valid: { type: 'boolean' } };
 
 /** JSON schema (as WebLLM wants it: a string) of a step reply, keys in reasoning-first order. */
 export const STEP_JSON_SCHEMA = JSON.stringify({
@@ -66,36 +69,43 @@ export const STEP_JSON_SCHEMA_NO_REASONING = JSON.stringify({
 /** JSON schema of a reset reply. */
 export const RESET_JSON_SCHEMA = JSON.stringify({
   type: 'object',
-  properties: { reasoning: stringType, state: stateSchema('actions') },
+  properties: { reasoning: stringType, state: stateSchema(1) },
   required: ['reasoning', 'state'],
 });
 
 /** JSON schema of a reset reply without reasoning. */
 export const RESET_JSON_SCHEMA_NO_REASONING = JSON.stringify({
   type: 'object',
-  properties: { state: stateSchema('actions') },
+  properties: { state: stateSchema(1) },
   required: ['state'],
 });
 
-const GRAMMAR_COMMON = String.raw`state ::= "{" ws "\"text\"" ws ":" ws string ws "," ws "\"actions\"" ws ":" ws actions ws "}"
-actions ::= "[" ws "]" | "[" ws string ( ws "," ws string )* ws "]"
+/** Whitespace between JSON tokens, at most this many characters (a small model can loop on newlines). */
+export const GRAMMAR_MAX_WS = 8;
+
+const GRAMMAR_COMMON = String.raw`state ::= "{" ws "\"text\"" ws ":" ws statetext ws "," ws "\"actions\"" ws ":" ws actions ws "}"
+actions ::= "[" ws "]" | "[" ws action ( ws "," ws action ){0,${OUTPUT_LIMITS.actions - 1}} ws "]"
 boolean ::= "true" | "false"
-string ::= "\"" char* "\""
+statetext ::= "\"" char{1,${OUTPUT_LIMITS.stateText}} "\""
+action ::= "\"" char{1,${OUTPUT_LIMITS.action}} "\""
 char ::= [^"\\\x00-\x1F] | "\\" escape
 escape ::= ["\\/bfnrt] | "u" hex hex hex hex
 hex ::= [0-9a-fA-F]
-ws ::= [ \t\n]*`;
+ws ::= [ \t\n]{0,${GRAMMAR_MAX_WS}}`;
+
+const REASONING_RULE = String.raw`reasoning ::= "\"" char{1,${OUTPUT_LIMITS.reasoning}} "\""`;
 
 /** A step reply's keys after the reasoning (the rule `outcome`), and the rules they use. */
 const STEP_GRAMMAR_OUTCOME = String.raw`outcome ::= "\"next_state\"" ws ":" ws state ws "," ws "\"reward\"" ws ":" ws reward ws "," ws "\"done\"" ws ":" ws boolean ws "," ws "\"valid\"" ws ":" ws boolean ws "}"
-reward ::= "0" ( "." [0-9]+ )? | "1" ( "." "0"+ )?
+reward ::= "0" ( "." [0-9]{1,6} )? | "1" ( "." "0"{1,6} )?
 ${GRAMMAR_COMMON}`;
 
 /**
  * EBNF grammar (WebLLM `response_format: {type: 'grammar'}`) of a step reply: the keys in
- * order, reasoning first, and a reward that is a number in [0, 1].
+ * order, reasoning first, a reward that is a number in [0, 1], and bounded whitespace and lengths.
  */
-export const STEP_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws string ws "," ws outcome
+export const STEP_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws reasoning ws "," ws outcome
+${REASONING_RULE}
 ${STEP_GRAMMAR_OUTCOME}`;
 
 /** EBNF grammar of a step reply without reasoning: the outcome's keys first. */
@@ -103,7 +113,8 @@ export const STEP_GRAMMAR_NO_REASONING = String.raw`root ::= "{" ws outcome
 ${STEP_GRAMMAR_OUTCOME}`;
 
 /** EBNF grammar of a reset reply. */
-export const RESET_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws string ws "," ws "\"state\"" ws ":" ws state ws "}"
+export const RESET_GRAMMAR = String.raw`root ::= "{" ws "\"reasoning\"" ws ":" ws reasoning ws "," ws "\"state\"" ws ":" ws state ws "}"
+${REASONING_RULE}
 ${GRAMMAR_COMMON}`;
 
 /** EBNF grammar of a reset reply without reasoning. */

@@ -7,11 +7,14 @@
  *   zod, DreamGym's rules enforced; an unusable reply is answered with a correction turn and
  *   retried a bounded number of times, then {@link ExperienceParseError}. `step` never returns a
  *   half-formed transition.
- * - Cost: each trajectory is one growing conversation (WebLLM reuses its KV cache and prefills
- *   only the new turn when a request extends the previous one); conversations restart with the
- *   recent history restated when they grow past `maxConversationChars`. Optionally, transitions
- *   are cached within a GRPO group: the same task, history, state and action reuse the sampled
- *   outcome.
+ * - Cost: by default each step is one fresh prompt, sized to the chat model's context window.
+ *   WebLLM keeps one conversation per model and reuses its KV cache only for a request that
+ *   extends that conversation exactly; the training loop advances all episodes together, so the
+ *   next request is another episode's and a growing conversation per trajectory (`conversation`)
+ *   would be prefilled whole every time. It pays off only when one episode's steps run back to
+ *   back. Conversations restart with the recent history restated when they grow past
+ *   `maxConversationChars` or the window. Optionally, transitions are cached within a GRPO group:
+ *   the same task, history, state and action reuse the sampled outcome.
  * - Accounting: per call prompt and completion tokens, latency, prompt characters; totals in
  *   {@link LLMExperienceModel.stats}.
  * - What it sees: only what the agent sees (DESIGN.md section 4). `reset` and `step` reduce the
@@ -24,6 +27,7 @@
  */
 import { hashString } from '../core/rng.ts';
 import { type AgentTask, type Observation, agentView } from '../core/types.ts';
+import { CHAT_TEMPLATE_TOKENS, experienceModelProblem } from '../llm/catalogue.ts';
 import type { ChatCompletionMessageParam, ChatEngine } from '../llm/engine.ts';
 import { completionText, messageChars } from '../llm/engine.ts';
 import { LLMConfigError, LLMRequestError, errorText } from '../llm/errors.ts';
@@ -80,7 +84,11 @@ export interface LLMExperienceConfig extends ExperiencePromptConfig {
   reasoning: boolean;
   /** Retries after an unusable reply (so `maxRetries + 1` attempts). */
   maxRetries: number;
-  /** One growing conversation per trajectory (KV-cache reuse) instead of one prompt per step. */
+  /**
+   * One growing conversation per trajectory instead of one prompt per step: WebLLM reuses its KV
+   * cache only when one episode's steps reach it back to back, which the training loop's order
+   * (all episodes advanced together) does not give.
+   */
   conversation: boolean;
   /** A conversation restarts (recent history restated) once its prompt would exceed this many characters. */
   maxConversationChars: number;
@@ -90,6 +98,13 @@ export interface LLMExperienceConfig extends ExperiencePromptConfig {
   groupCache: boolean;
   /** Transitions remembered by the group cache. */
   groupCacheSize: number;
+  /**
+   * The chat model's context window, tokens (null: unknown). Prompts are sized so that the prompt
+   * and a reply of `maxTokens` fit: WebLLM refuses a longer prompt outright.
+   */
+  contextWindowTokens: number | null;
+  /** Characters per token assumed when sizing prompts (low: JSON and state listings tokenize densely). */
+  charsPerToken: number;
 }
 
 /** Defaults of {@link LLMExperienceConfig}. */
@@ -101,11 +116,13 @@ export const DEFAULT_LLM_EXPERIENCE_CONFIG: LLMExperienceConfig = {
   constraint: 'json-schema',
   reasoning: true,
   maxRetries: 2,
-  conversation: true,
+  conversation: false,
   maxConversationChars: 12_000,
   maxConversations: 256,
   groupCache: false,
   groupCacheSize: 4096,
+  contextWindowTokens: null,
+  charsPerToken: 3,
 };
 
 /** Settings that were removed, with what to do instead (passing one is an error, not a silent no-op). */
@@ -180,6 +197,13 @@ export interface LLMExperienceStats {
   /** Conversations started (a trajectory's first step, or a restart past the size limit). */
   conversationsStarted: number;
   conversationRestarts: number;
+  /**
+   * Requests sent again as a fresh, shorter prompt because the last one did not fit the context
+   * window (`ContextWindowSizeExceededError`) or its reply was cut off (`finish_reason: 'length'`).
+   */
+  contextRestarts: number;
+  /** The longest prompt sent now, characters (shrinks after each context overflow; Infinity when unbounded). */
+  promptBudgetChars: number;
 }
 
 function emptyStats(): LLMExperienceStats {
@@ -205,6 +229,8 @@ function emptyStats(): LLMExperienceStats {
     extendedCalls: 0,
     conversationsStarted: 0,
     conversationRestarts: 0,
+    contextRestarts: 0,
+    promptBudgetChars: Infinity,
   };
 }
 
@@ -284,6 +310,12 @@ function checkConfig(c: LLMExperienceConfig): void {
   int('maxConversationChars', 1);
   int('maxConversations', 1);
   int('groupCacheSize', 1);
+  if (c.contextWindowTokens !== null) {
+    int('contextWindowTokens', 1);
+    const problem = experienceModelProblem(c.contextWindowTokens, c.maxTokens);
+    if (problem !== null) throw new LLMConfigError(`this chat model cannot be the experience model: ${problem}`);
+  }
+  if (!(Number.isFinite(c.charsPerToken) && c.charsPerToken > 0 && c.charsPerToken <= 8)) throw new LLMConfigError(`charsPerToken must be in (0, 8], got ${c.charsPerToken}`);
   if (!(Number.isFinite(c.temperature) && c.temperature >= 0 && c.temperature <= 2)) throw new LLMConfigError(`temperature must be in [0, 2], got ${c.temperature}`);
   if (!(Number.isFinite(c.topP) && c.topP > 0 && c.topP <= 1)) throw new LLMConfigError(`topP must be in (0, 1], got ${c.topP}`);
   if (!['json-schema', 'grammar', 'none'].includes(c.constraint)) throw new LLMConfigError(`constraint must be 'json-schema', 'grammar' or 'none', got ${JSON.stringify(c.constraint)}`);
@@ -318,6 +350,40 @@ function cloneStep(s: ExperienceStep): ExperienceStep {
   return { reasoning: s.reasoning, observation: { text: s.observation.text, actions: [...s.observation.actions] }, reward: s.reward, done: s.done, valid: s.valid };
 }
 
+/** Whether `error` is WebLLM's refusal of a prompt longer than the context window. */
+export function isContextOverflow(error: unknown): boolean {
+  return /ContextWindowSizeExceededError|exceed context window size/i.test(errorText(error));
+}
+
+/** Shrink steps of a fresh prompt that does not fit (each halves the retrieved and restated parts). */
+const MAX_SHRINK = 3;
+/** Fresh restarts per call after overflows or cut-off replies, on top of the parse retries. */
+const MAX_CONTEXT_RESTARTS = 3;
+/** After an overflow, the prompt budget drops to this share of the prompt that overflowed. */
+const OVERFLOW_SHRINK = 0.75;
+
+/** The prompt limits `level` steps shorter than `c`. */
+function shrunk(c: LLMExperienceConfig, level: number): LLMExperienceConfig {
+  if (level <= 0) return c;
+  const f = 2 ** level;
+  return {
+    ...c,
+    topK: Math.floor(c.topK / f),
+    maxDemoChars: Math.max(80, Math.floor(c.maxDemoChars / f)),
+    maxDemoActions: Math.max(2, Math.floor(c.maxDemoActions / f)),
+    maxStateChars: Math.max(400, Math.floor(c.maxStateChars / f)),
+    historyWindow: Math.floor(c.historyWindow / f),
+    historyStateChars: Math.max(60, Math.floor(c.historyStateChars / f)),
+  };
+}
+
+/** A prompt to send: the messages before the new user turn, the turn, and the retrieved transitions it shows. */
+interface Prompt {
+  prefix: ChatCompletionMessageParam[];
+  turn: string;
+  shownDemos: ReadonlySet<string>;
+}
+
 /** The DreamGym experience model on a local LLM. */
 export class LLMExperienceModel implements ExperienceModel {
   readonly kind = 'llm';
@@ -326,8 +392,10 @@ export class LLMExperienceModel implements ExperienceModel {
   private readonly cache: Lru<ExperienceStep>;
   private totals = emptyStats();
   private enginePromptCalls = 0;
+  /** The longest prompt to send, characters: the context window less the reply, shrunk after each overflow. */
+  private promptBudget: number;
   /** The messages of the last request, for telling whether the next one extends it. */
-  private lastSent: { messages: ChatCompletionMessageParam[]; reply: string } | null = null;
+  private lastSent: { messages: ChatCompletionMessageParam[]; reply: string; finishReason: string } | null = null;
   /** Called after every engine request. */
   onCall: ((record: CallRecord) => void) | undefined;
 
@@ -343,6 +411,7 @@ export class LLMExperienceModel implements ExperienceModel {
     this.config = Object.freeze(merged);
     this.conversations = new Lru(merged.maxConversations);
     this.cache = new Lru(merged.groupCacheSize);
+    this.promptBudget = merged.contextWindowTokens === null ? Infinity : Math.floor((merged.contextWindowTokens - merged.maxTokens - CHAT_TEMPLATE_TOKENS) * merged.charsPerToken);
   }
 
   /** Totals so far (a copy). */
@@ -350,6 +419,7 @@ export class LLMExperienceModel implements ExperienceModel {
     const s = { ...this.totals };
     s.cacheHitRate = s.cacheLookups > 0 ? s.cacheHits / s.cacheLookups : 0;
     s.promptCharsPerStep = this.enginePromptCalls > 0 ? s.newPromptChars / this.enginePromptCalls : 0;
+    s.promptBudgetChars = this.promptBudget;
     return s;
   }
 
@@ -363,6 +433,28 @@ export class LLMExperienceModel implements ExperienceModel {
   clearCache(): void {
     this.conversations.clear();
     this.cache.clear();
+  }
+
+  /** A conversation may grow to this many characters before it restarts. */
+  private get conversationLimit(): number {
+    return Math.min(this.config.maxConversationChars, this.promptBudget);
+  }
+
+  /**
+   * A fresh prompt (system message and one full user turn) that fits the prompt budget: the
+   * retrieved and restated parts shrink step by step until it does (the shortest is returned
+   * when none fits; the engine then decides).
+   */
+  private freshPrompt(system: ChatCompletionMessageParam, build: (config: LLMExperienceConfig) => { turn: string; demos: readonly Demonstration[] }, minLevel = 0): Prompt {
+    const systemChars = messageChars([system]);
+    let out: Prompt | null = null;
+    for (let level = minLevel; level <= MAX_SHRINK; level++) {
+      const config = shrunk(this.config, level);
+      const { turn, demos } = build(config);
+      out = { prefix: [system], turn, shownDemos: new Set(selectDemos(demos, config.topK).map(demoKey)) };
+      if (systemChars + turn.length <= this.promptBudget) break;
+    }
+    return out as Prompt;
   }
 
   /**
@@ -383,8 +475,8 @@ export class LLMExperienceModel implements ExperienceModel {
     if (!Array.isArray(demos)) throw new LLMConfigError(`reset: demos must be an array, got ${typeof demos}`);
     const view = agentView(task);
     const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(view.env, { reasoning: this.config.reasoning }) };
-    const turn = resetTurn(view, demos, this.config, this.config.reasoning);
-    const result = await this.converse('reset', [system], turn, (reply) => parseResetReply(reply, this.parseOptions()), {}).catch((error: unknown) => {
+    const fresh = (minLevel: number): Prompt => this.freshPrompt(system, (config) => ({ turn: resetTurn(view, demos, config, this.config.reasoning), demos: [] }), minLevel);
+    const result = await this.converse('reset', fresh(0), fresh, (reply) => parseResetReply(reply, this.parseOptions()), {}).catch((error: unknown) => {
       this.totals.resetFailures++;
       throw error;
     });
@@ -418,28 +510,26 @@ export class LLMExperienceModel implements ExperienceModel {
     }
 
     const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(request.task.env, { reasoning: this.config.reasoning }) };
+    const fresh = (minLevel: number): Prompt => this.freshPrompt(system, (config) => ({ turn: firstStepTurn(request, config), demos: request.demos }), minLevel);
     const baseKey = key(historyParts(request.task.id, request.history));
-    let base = this.config.conversation ? this.conversations.get(baseKey) : undefined;
-    let turn = '';
+    const base = this.config.conversation ? this.conversations.get(baseKey) : undefined;
+    let prompt: Prompt | null = null;
     if (base) {
-      turn = followUpStepTurn({ ...request, shownDemos: base.shownDemos }, this.config, sameObservation(base.predicted, request.observation));
-      if (base.chars + turn.length > this.config.maxConversationChars) {
-        base = undefined;
+      const turn = followUpStepTurn({ ...request, shownDemos: base.shownDemos }, this.config, sameObservation(base.predicted, request.observation));
+      if (base.chars + turn.length > this.conversationLimit) {
         this.totals.conversationRestarts++;
+      } else {
+        const shownDemos = new Set(base.shownDemos);
+        for (const d of selectDemos(request.demos, this.config.topK)) shownDemos.add(demoKey(d));
+        prompt = { prefix: base.messages, turn, shownDemos };
       }
     }
-    let prefix: ChatCompletionMessageParam[];
-    if (base) {
-      prefix = base.messages;
-    } else {
-      prefix = [system];
-      turn = firstStepTurn(request, this.config);
+    if (prompt === null) {
+      prompt = fresh(0);
       this.totals.conversationsStarted++;
     }
-    const shownDemos = new Set(base?.shownDemos ?? []);
-    for (const d of selectDemos(request.demos, this.config.topK)) shownDemos.add(demoKey(d));
 
-    const result = await this.converse('step', prefix, turn, (reply) => parseStepReply(reply, this.parseOptions()), options);
+    const result = await this.converse('step', prompt, fresh, (reply) => parseStepReply(reply, this.parseOptions()), options);
     const step = result.value;
     this.totals.steps++;
     this.totals.ruleCorrections += result.corrections;
@@ -452,42 +542,59 @@ export class LLMExperienceModel implements ExperienceModel {
     }
     if (this.config.conversation && !step.done) {
       const nextHistory: HistoryStep[] = [...request.history, { observation: request.observation, action: request.action }];
-      this.conversations.set(key(historyParts(request.task.id, nextHistory)), { messages: result.messages, chars: messageChars(result.messages), predicted: step.observation, shownDemos });
+      this.conversations.set(key(historyParts(request.task.id, nextHistory)), { messages: result.messages, chars: messageChars(result.messages), predicted: step.observation, shownDemos: result.shownDemos });
     }
     if (cacheKey !== null) this.cache.set(cacheKey, cloneStep(step));
     return cloneStep(step);
   }
 
   /**
-   * Sends `prefix + turn`, parses the reply, and on an unusable reply appends it with a
-   * correction turn and asks again (so the retry extends the same conversation). Returns the
-   * value and the clean conversation `prefix + turn + reply`.
+   * Sends `prompt`, parses the reply, and on an unusable reply appends it with a correction turn
+   * and asks again (so the retry extends the same conversation). A prompt the context window
+   * cannot hold, a reply cut off by the window or `maxTokens`, or a retry that would outgrow the
+   * window is sent again as a `fresh` prompt, shorter each time. Returns the value and the clean
+   * conversation `prefix + turn + reply`.
    */
   private async converse<T>(
     kind: 'step' | 'reset',
-    prefix: readonly ChatCompletionMessageParam[],
-    turn: string,
+    first: Prompt,
+    fresh: (minLevel: number) => Prompt,
     parse: (reply: string) => { ok: true; value: T; corrections: string[] } | { ok: false; problem: string },
     options: StepCallOptions,
-  ): Promise<{ value: T; messages: ChatCompletionMessageParam[]; corrections: number }> {
+  ): Promise<{ value: T; messages: ChatCompletionMessageParam[]; corrections: number; shownDemos: ReadonlySet<string> }> {
     const maxRetries = options.maxRetries ?? this.config.maxRetries;
     if (!(Number.isInteger(maxRetries) && maxRetries >= 0)) throw new LLMConfigError(`maxRetries must be an integer >= 0, got ${maxRetries}`);
     const temperature = options.temperature ?? this.config.temperature;
     const topP = options.topP ?? this.config.topP;
     const maxTokens = options.maxTokens ?? this.config.maxTokens;
-    const userTurn: ChatCompletionMessageParam = { role: 'user', content: turn };
-    let messages: ChatCompletionMessageParam[] = [...prefix, userTurn];
+    let prompt = first;
+    let userTurn: ChatCompletionMessageParam = { role: 'user', content: prompt.turn };
+    let messages: ChatCompletionMessageParam[] = [...prompt.prefix, userTurn];
     const problems: string[] = [];
     let lastReply = '';
+    let restarts = 0;
+    let level = 0;
     const format = responseFormat(this.config.constraint, kind, this.config.reasoning);
     if (kind === 'step') this.enginePromptCalls++;
-    for (let attempt = 1; attempt <= maxRetries + 1; attempt++) {
+    /** Starts over from a fresh prompt one step shorter; false when the restarts are spent. */
+    const restart = (): boolean => {
+      if (restarts >= MAX_CONTEXT_RESTARTS) return false;
+      restarts++;
+      level = Math.min(MAX_SHRINK, level + 1);
+      this.totals.contextRestarts++;
+      prompt = fresh(level);
+      userTurn = { role: 'user', content: prompt.turn };
+      messages = [...prompt.prefix, userTurn];
+      return true;
+    };
+    for (let attempt = 1; attempt <= maxRetries + 1; ) {
       if (attempt > 1) this.totals.retries++;
       const promptChars = messageChars(messages);
       const extendsPrevious = this.extendsLast(messages);
       const newPromptChars = extendsPrevious && this.lastSent ? promptChars - messageChars(this.lastSent.messages) - this.lastSent.reply.length : promptChars;
       const started = performance.now();
       let reply: string;
+      let finishReason: string;
       let promptTokens = 0;
       let completionTokens = 0;
       try {
@@ -501,17 +608,24 @@ export class LLMExperienceModel implements ExperienceModel {
           ...(format ? { response_format: format } : {}),
         });
         reply = completionText(completion) ?? '';
+        finishReason = (completion as Partial<typeof completion> | null)?.choices?.[0]?.finish_reason ?? 'stop';
         promptTokens = completion.usage?.prompt_tokens ?? 0;
         completionTokens = completion.usage?.completion_tokens ?? 0;
       } catch (error) {
+        this.lastSent = null;
+        // WebLLM refuses the whole prompt: a retry that appended to it would only grow it.
+        if (isContextOverflow(error)) {
+          this.promptBudget = Math.min(this.promptBudget, Math.floor(promptChars * OVERFLOW_SHRINK));
+          if (restart()) continue;
+        }
         this.totals.engineErrors++;
         this.totals.failures++;
-        this.lastSent = null;
         throw new LLMRequestError(`the experience model's ${kind} request failed: ${errorText(error)}`, { cause: error });
       }
       const latencyMs = performance.now() - started;
-      this.lastSent = { messages, reply };
-      const parsed = parse(reply);
+      this.lastSent = { messages, reply, finishReason };
+      const cutOff = finishReason === 'length';
+      const parsed = cutOff ? ({ ok: false, problem: `the reply was cut off after ${completionTokens} tokens (finish_reason "length")` } as const) : parse(reply);
       const record: CallRecord = {
         kind,
         attempt,
@@ -533,12 +647,31 @@ export class LLMExperienceModel implements ExperienceModel {
       if (extendsPrevious) this.totals.extendedCalls++;
       this.onCall?.(record);
       if (parsed.ok) {
-        return { value: parsed.value, messages: [...prefix, userTurn, { role: 'assistant', content: reply }], corrections: parsed.corrections.length };
+        return { value: parsed.value, messages: [...prompt.prefix, userTurn, { role: 'assistant', content: reply }], corrections: parsed.corrections.length, shownDemos: prompt.shownDemos };
       }
       this.totals.parseFailures++;
       problems.push(parsed.problem);
       lastReply = reply;
-      messages = [...messages, { role: 'assistant', content: reply }, { role: 'user', content: correctionTurn(parsed.problem, kind === 'step' ? replyFormat(this.config.reasoning) : resetFormat(this.config.reasoning)) }];
+      if (cutOff) {
+        // Cut off before maxTokens: the window is full, so the prompt must leave that much more room.
+        if (completionTokens < maxTokens) {
+          const room = Math.floor(promptChars - (maxTokens - completionTokens) * this.config.charsPerToken);
+          this.promptBudget = Math.min(this.promptBudget, Math.max(0, Math.min(room, Math.floor(promptChars * OVERFLOW_SHRINK))));
+        }
+        // A cut-off reply is not in WebLLM's KV cache whole (it restarts the conversation anyway): ask afresh, shorter.
+        if (restart()) continue;
+      }
+      attempt++;
+      const correction: ChatCompletionMessageParam = { role: 'user', content: correctionTurn(parsed.problem, kind === 'step' ? replyFormat(this.config.reasoning) : resetFormat(this.config.reasoning)) };
+      const retried = [...messages, { role: 'assistant' as const, content: reply }, correction];
+      if (messageChars(retried) <= this.promptBudget) messages = retried;
+      else {
+        // The correction would not fit: the same question, fresh and shorter, instead.
+        level = Math.min(MAX_SHRINK, level + 1);
+        prompt = fresh(level);
+        userTurn = { role: 'user', content: prompt.turn };
+        messages = [...prompt.prefix, userTurn];
+      }
     }
     this.totals.failures++;
     throw new ExperienceParseError(
@@ -554,10 +687,11 @@ export class LLMExperienceModel implements ExperienceModel {
     return { allowSurroundingText: this.config.constraint === 'none', reasoning: this.config.reasoning };
   }
 
-  /** Whether `messages` is the last request plus its reply plus new turns (KV-cache reuse). */
+  /** Whether `messages` is the last request plus its whole reply plus new turns (KV-cache reuse). */
   private extendsLast(messages: readonly ChatCompletionMessageParam[]): boolean {
     const last = this.lastSent;
-    if (!last) return false;
+    // WebLLM restarts the conversation after a reply cut off by length or an interrupt.
+    if (!last || last.finishReason !== 'stop') return false;
     const n = last.messages.length;
     if (messages.length !== n + 2) return false;
     for (let i = 0; i < n; i++) {

@@ -227,6 +227,12 @@ export interface BridgeProvider {
   chat?: ChatEngine | null;
   embeddings?: EmbeddingEngine | null;
   labelLogits?: LabelLogitSource | null;
+  /**
+   * Stops the generation running now (WebLLM's `interruptGenerate`): called when the request
+   * that runs is cancelled or the bridge closes under it, so the engine does not keep decoding a
+   * reply nobody will read.
+   */
+  interrupt?: (() => void) | null;
 }
 
 /** Requests a provider served, by kind (and those dropped because their requester gave up). */
@@ -261,13 +267,14 @@ export interface LLMBridgeServer {
 /**
  * Serves the requests arriving at `port` with `provider`, one at a time in arrival order. A
  * request of a kind the provider lacks (no embedding model loaded, say) fails with an
- * {@link LLMConfigError}; a cancelled request that has not started is dropped; a reply to a
- * request cancelled while it ran is not sent.
+ * {@link LLMConfigError}; a cancelled request that has not started is dropped; a chat request
+ * cancelled while it runs is interrupted and its reply is not sent.
  */
 export function serveLLMBridge(port: BridgeEndpoint, provider: BridgeProvider, options: ServeLLMBridgeOptions = {}): LLMBridgeServer {
   const stats: BridgeServerStats = { chat: 0, embedding: 0, 'label-logits': 0, cancelled: 0, failed: 0 };
   const queue: (BridgeCall & { id: number })[] = [];
   let running: number | null = null;
+  let runningKind: BridgeCall['kind'] | null = null;
   let runningCancelled = false;
   let closed = false;
 
@@ -293,6 +300,7 @@ export function serveLLMBridge(port: BridgeEndpoint, provider: BridgeProvider, o
     if (running !== null) return;
     for (let next = queue.shift(); next !== undefined && !closed; next = queue.shift()) {
       running = next.id;
+      runningKind = next.kind;
       runningCancelled = false;
       let reply: BridgeReply;
       try {
@@ -304,13 +312,20 @@ export function serveLLMBridge(port: BridgeEndpoint, provider: BridgeProvider, o
       }
       if (!runningCancelled) send(reply);
       running = null;
+      runningKind = null;
       options.onServed?.(stats);
     }
+  };
+
+  /** Interrupts the running generation, if there is one (label-logit reads are a single token). */
+  const interruptRunning = (): void => {
+    if (running !== null && runningKind === 'chat') provider.interrupt?.();
   };
 
   const shut = (): void => {
     if (closed) return;
     closed = true;
+    interruptRunning();
     stats.cancelled += queue.length;
     queue.length = 0;
     port.onmessage = null;
@@ -326,7 +341,10 @@ export function serveLLMBridge(port: BridgeEndpoint, provider: BridgeProvider, o
         if (at >= 0) {
           queue.splice(at, 1);
           stats.cancelled++;
-        } else if (running === msg.id) runningCancelled = true;
+        } else if (running === msg.id) {
+          runningCancelled = true;
+          interruptRunning();
+        }
         return;
       }
       case 'close':

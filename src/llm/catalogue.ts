@@ -52,6 +52,8 @@ export interface CatalogueEntry {
   usable: boolean;
   /** Why it should not, in plain words (empty when usable). */
   reasons: string[];
+  /** Why its context window is too small for the experience model, in plain words (absent or null when it is not). */
+  experienceModelProblem?: string | null;
 }
 
 /** Options of the catalogue filter. */
@@ -150,15 +152,21 @@ export function modelKind(record: ModelRecord): ModelKind {
   return 'chat';
 }
 
+/** The largest `navigator.deviceMemory` Chrome reports, GiB. */
+export const DEVICE_MEMORY_CAP_GB = 8;
+
 /**
  * An estimate of the GPU memory available to models, MB. WebGPU does not report memory, so this
  * is a heuristic: a software adapter gets 1024 MB (keep models tiny, it is CPU-emulated); else
- * half of `navigator.deviceMemory` when known (at least 2048 MB); else 4096 MB. Pass
+ * half of `navigator.deviceMemory` when known (at least 2048 MB), all 8192 MB at Chrome's cap of
+ * 8 GiB; else 4096 MB. Pass
  * `vramBudgetMB` explicitly to override it.
  */
 export function estimateVramBudgetMB(facts: DeviceFacts): number {
   if (!facts.webgpu) return 0;
   if (facts.isFallbackAdapter) return 1024;
+  // Chrome reports at most 8 GiB: at the cap the machine may have any amount more, so the whole 8 GiB is the estimate.
+  if (facts.deviceMemoryGB !== undefined && facts.deviceMemoryGB >= DEVICE_MEMORY_CAP_GB) return DEVICE_MEMORY_CAP_GB * 1024;
   if (facts.deviceMemoryGB !== undefined && facts.deviceMemoryGB > 0) return Math.max(2048, Math.round((facts.deviceMemoryGB * 1024) / 2));
   return 4096;
 }
@@ -183,14 +191,34 @@ function judge(record: ModelRecord, facts: DeviceFacts, budgetMB: number): strin
   return reasons;
 }
 
+/** Tokens of the experience model's reply (its `maxTokens` default). */
+export const EXPERIENCE_REPLY_TOKENS = 768;
+/** Tokens the chat template adds around the messages (role markers, system wrapper), an upper estimate. */
+export const CHAT_TEMPLATE_TOKENS = 64;
+/** The shortest prompt the experience model can work with, tokens: the system prompt, the task, a state, the action. */
+export const EXPERIENCE_MIN_PROMPT_TOKENS = 1024;
+
+/**
+ * Why a chat model with a `contextWindow`-token window cannot serve as the experience model
+ * (null when it can, or when the window is unknown): the window must hold the shortest usable
+ * prompt and the reply. WebLLM refuses a longer prompt outright (`ContextWindowSizeExceededError`).
+ */
+export function experienceModelProblem(contextWindow: number | null, replyTokens: number = EXPERIENCE_REPLY_TOKENS): string | null {
+  if (contextWindow === null) return null;
+  const needed = EXPERIENCE_MIN_PROMPT_TOKENS + replyTokens + CHAT_TEMPLATE_TOKENS;
+  if (contextWindow >= needed) return null;
+  return `its context window of ${contextWindow} tokens is too small for the experience model, which needs at least ${needed} (a prompt of about ${EXPERIENCE_MIN_PROMPT_TOKENS} tokens and a reply of up to ${replyTokens}); choose a variant with a larger window`;
+}
+
 /** Every model of `appConfig` with whether it can run on `facts`. */
 export function describeCatalogue(appConfig: AppConfig, facts: DeviceFacts, options: CatalogueOptions = {}): CatalogueEntry[] {
   const budget = budgetOf(facts, options);
   return appConfig.model_list.map((record) => {
     const reasons = judge(record, facts, budget);
+    const kind = modelKind(record);
     return {
       modelId: record.model_id,
-      kind: modelKind(record),
+      kind,
       vramMB: record.vram_required_MB ?? null,
       quantization: quantizationOf(record.model_id),
       needsShaderF16: needsShaderF16(record),
@@ -199,6 +227,7 @@ export function describeCatalogue(appConfig: AppConfig, facts: DeviceFacts, opti
       downloadMB: estimateDownloadMB(record.model_id),
       usable: reasons.length === 0,
       reasons,
+      experienceModelProblem: kind === 'chat' ? experienceModelProblem(record.overrides?.context_window_size ?? null) : null,
     };
   });
 }

@@ -30,6 +30,9 @@ import type { LabelLogitSource } from './logits.ts';
 import { LLMPrior, type LLMPriorConfig } from './prior.ts';
 import { SideChannelClient } from './protocol.ts';
 
+/** How long {@link LLMClient.dispose} waits for the models to unload before it stops the worker anyway, ms. */
+export const DISPOSE_TIMEOUT_MS = 5000;
+
 /** Where WebLLM caches downloaded models. */
 export type CacheBackend = NonNullable<AppConfig['cacheBackend']>;
 
@@ -49,9 +52,17 @@ export interface LLMClientOptions {
   contextWindowSize?: number;
   /** Receives WebLLM's download and load progress. */
   onProgress?: (report: InitProgressReport) => void;
-  /** Fail with `load-failed` when loading reports no progress for this long (default 120 000 ms). */
+  /** Fail with `load-failed` when loading from the cache or compiling shaders reports no progress for this long (default 120 000 ms). */
   stallTimeoutMs?: number;
-  /** Register the label-logit processor for the chat model (policy prior; default true). */
+  /**
+   * The same while the weights download (default 600 000 ms). WebLLM reports once per finished
+   * weight shard with four in flight, so on a slow link minutes pass between healthy reports.
+   */
+  fetchStallTimeoutMs?: number;
+  /**
+   * Register the label-logit processor for the chat model (the LLM prior's one-pass readout; default
+   * false). WebLLM copies every sampled token's logits to the CPU for a model with a processor.
+   */
   logitCapture?: boolean;
   /** Creates the worker (default: `workers/llm.worker.ts`). Tests inject a scripted worker. */
   createWorker?: () => Worker;
@@ -64,7 +75,8 @@ export interface LLMClientOptions {
 /** Defaults of {@link LLMClientOptions}. */
 export const DEFAULT_LLM_CLIENT_OPTIONS = {
   stallTimeoutMs: 120_000,
-  logitCapture: true,
+  fetchStallTimeoutMs: 600_000,
+  logitCapture: false,
 } as const;
 
 interface GpuAdapterLike {
@@ -115,12 +127,35 @@ export interface CacheOptions {
   cacheBackend?: CacheBackend;
 }
 
-/** Ids of the models of the app config that are fully or partly in the cache. */
+/** The model's base URL as WebLLM keys its cache entries (`…/resolve/main/`). */
+function modelBaseUrl(model: string): string {
+  let url = model.endsWith('/') ? model : `${model}/`;
+  if (!/.+\/resolve\/.+\//.test(url)) url += 'resolve/main/';
+  return new URL(url).href;
+}
+
+/**
+ * Whether the model's library and chat config are in the Cache API, where WebLLM's default
+ * backend keeps them apart from the weights (true for other backends, whose entries this cannot see).
+ */
+async function hasRuntimeFilesInCache(record: AppConfig['model_list'][number], appConfig: AppConfig): Promise<boolean> {
+  if ((appConfig.cacheBackend ?? 'cache') !== 'cache') return true;
+  const cacheStorage = (globalThis as { caches?: CacheStorage }).caches;
+  if (!cacheStorage) return false;
+  const [wasm, config] = await Promise.all([cacheStorage.open('webllm/wasm'), cacheStorage.open('webllm/config')]);
+  const [lib, chatConfig] = await Promise.all([wasm.match(record.model_lib), config.match(new URL('mlc-chat-config.json', modelBaseUrl(record.model)).href)]);
+  return lib !== undefined && chatConfig !== undefined;
+}
+
+/**
+ * Ids of the models of the app config that load without a download: weights, model library and
+ * chat config all in the cache (a model with cached weights but no library still downloads it).
+ */
 export async function listCachedModels(options: CacheOptions = {}): Promise<string[]> {
   const appConfig = withCacheBackend(options.appConfig ?? prebuiltAppConfig, options.cacheBackend);
   const out: string[] = [];
   for (const record of appConfig.model_list) {
-    if (await hasModelInCache(record.model_id, appConfig)) out.push(record.model_id);
+    if ((await hasModelInCache(record.model_id, appConfig)) && (await hasRuntimeFilesInCache(record, appConfig))) out.push(record.model_id);
   }
   return out;
 }
@@ -157,6 +192,7 @@ function checkOptions(options: LLMClientOptions): void {
     if (value !== undefined && !(Number.isFinite(value) && value > 0)) throw new LLMConfigError(`${name} must be a positive number, got ${value}`);
   };
   positive('stallTimeoutMs', options.stallTimeoutMs);
+  positive('fetchStallTimeoutMs', options.fetchStallTimeoutMs);
   positive('vramBudgetMB', options.vramBudgetMB);
   if (options.contextWindowSize !== undefined && !(Number.isInteger(options.contextWindowSize) && options.contextWindowSize >= 256)) {
     throw new LLMConfigError(`contextWindowSize must be an integer >= 256, got ${options.contextWindowSize}`);
@@ -201,6 +237,8 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
   const worker = (options.createWorker ?? defaultWorker)();
   const side = SideChannelClient.connect(worker);
   const stallMs = options.stallTimeoutMs ?? DEFAULT_LLM_CLIENT_OPTIONS.stallTimeoutMs;
+  const fetchStallMs = options.fetchStallTimeoutMs ?? DEFAULT_LLM_CLIENT_OPTIONS.fetchStallTimeoutMs;
+  const timings = new LoadTimer();
   const capture = options.logitCapture ?? DEFAULT_LLM_CLIENT_OPTIONS.logitCapture;
   // Loading fails when the worker errors, or when WebLLM reports no progress for `stallMs`.
   let fail: (error: Error) => void = () => undefined;
@@ -211,7 +249,11 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
   const arm = (): void => {
     if (timer !== undefined) clearTimeout(timer);
     if (!loading) return;
-    timer = setTimeout(() => fail(new LLMUnavailableError('load-failed', `Loading ${label} made no progress for ${Math.round(stallMs / 1000)} s; giving up. Check the network and try again.`)), stallMs);
+    // Before its first report WebLLM downloads the config, tokenizer and model library: a download too.
+    const fetching = timings.phase !== 'load';
+    const ms = fetching ? fetchStallMs : stallMs;
+    const what = fetching ? 'while downloading the model' : 'while loading the model onto the GPU';
+    timer = setTimeout(() => fail(new LLMUnavailableError('load-failed', `Loading ${label} made no progress for ${Math.round(ms / 1000)} s ${what}; giving up. Check the network and try again.`)), ms);
   };
   const onWorkerError = (event: ErrorEvent): void => fail(new LLMUnavailableError('load-failed', `The LLM worker failed to start: ${event.message || 'unknown error'}`));
   worker.addEventListener('error', onWorkerError);
@@ -220,15 +262,17 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
   const engine = new WebWorkerMLCEngine(worker, {
     appConfig,
     initProgressCallback: (report) => {
+      timings.report(report.text);
       arm();
       options.onProgress?.(report);
     },
   });
+  const chatOpts: ChatOptions[] = modelIds.map((id) => (id === selection.chat && options.contextWindowSize !== undefined ? { context_window_size: options.contextWindowSize } : {}));
   try {
     arm();
     await Promise.race([side.request<'configure'>({ kind: 'configure', captureModels: capture && selection.chat !== null ? [selection.chat] : [] }), failure]);
-    const chatOpts: ChatOptions[] = modelIds.map((id) => (id === selection.chat && options.contextWindowSize !== undefined ? { context_window_size: options.contextWindowSize } : {}));
     await Promise.race([engine.reload(modelIds, chatOpts), failure]);
+    timings.finish();
   } catch (error) {
     side.close();
     worker.terminate();
@@ -239,13 +283,63 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
     worker.removeEventListener('error', onWorkerError);
     options.signal?.removeEventListener('abort', onAbort);
   }
+  const chatRecord = selection.chat === null ? null : findModel(appConfig, selection.chat);
   return new LLMClient(engine, worker, side, {
+    reload: { modelIds, chatOpts },
+    loadTimings: timings.result(),
     chatModel: selection.chat,
+    chatContextWindow: options.contextWindowSize ?? chatRecord?.overrides?.context_window_size ?? null,
     embeddingModel: selection.embedding,
     device,
     warnings: selection.warnings,
     labelLogits: capture && selection.chat !== null,
   });
+}
+
+/** How long a load spent downloading weights and loading them (cache to GPU, shader compilation), ms. */
+export interface LoadTimings {
+  /** From WebLLM's first fetch report to its last (0 when the weights were cached). */
+  fetchMs: number;
+  /** From the end of the fetch (or the start) to the loaded model. */
+  loadMs: number;
+}
+
+/** Which phase WebLLM's progress text says a load is in. */
+export function loadPhase(text: string): 'fetch' | 'load' {
+  return /^(?:Start to fetch params|Fetching param cache)/.test(text) ? 'fetch' : 'load';
+}
+
+/** Splits a load's time into its fetch and load phases from WebLLM's progress texts. */
+class LoadTimer {
+  phase: 'fetch' | 'load' | 'start' = 'start';
+  private readonly started = performance.now();
+  private fetchStart: number | null = null;
+  private fetchEnd: number | null = null;
+  private end: number | null = null;
+
+  report(text: string): void {
+    const now = performance.now();
+    if (loadPhase(text) === 'fetch') {
+      this.fetchStart ??= now;
+      this.fetchEnd = now;
+      this.phase = 'fetch';
+    } else this.phase = 'load';
+  }
+
+  finish(): void {
+    this.end = performance.now();
+  }
+
+  result(): LoadTimings {
+    const end = this.end ?? performance.now();
+    const fetchMs = this.fetchStart === null || this.fetchEnd === null ? 0 : this.fetchEnd - this.fetchStart;
+    return { fetchMs, loadMs: end - (this.fetchEnd ?? this.started) };
+  }
+}
+
+/** Whether `error` says the engine has no model loaded (WebLLM unloads everything when the GPU device is lost). */
+export function isModelNotLoaded(error: unknown): boolean {
+  return /ModelNotLoadedError|WorkerEngineModelNotLoadedError|Model not loaded before/i.test(errorText(error));
 }
 
 /** Errors from WebLLM's worker protocol arrive as strings; make them typed. */
@@ -258,6 +352,8 @@ function requestError(what: string, error: unknown): LLMRequestError {
 export class LLMClient {
   readonly chatModel: string | null;
   readonly embeddingModel: string | null;
+  /** The chat model's context window, tokens (null when the model list does not say). */
+  readonly chatContextWindow: number | null;
   readonly device: DeviceFacts;
   /** Notes from model selection (e.g. a model that may not fit), in plain words. */
   readonly warnings: readonly string[];
@@ -267,16 +363,34 @@ export class LLMClient {
   readonly embeddings: EmbeddingEngine;
   /** Label logits through the worker's logit processor, or null when capture is off. */
   readonly labelLogits: LabelLogitSource | null;
+  /** How long the load spent downloading and loading. */
+  readonly loadTimings: LoadTimings;
+  /** Times the models were loaded again after the engine lost them (a lost GPU device). */
+  reloads = 0;
   private terminated = false;
+  private readonly reloadArgs: { modelIds: string[]; chatOpts: ChatOptions[] };
+  private reloading: Promise<void> | null = null;
 
   constructor(
     /** WebLLM's worker engine (the full `MLCEngineInterface`). */
     readonly engine: WebWorkerMLCEngine,
     private readonly worker: Worker,
     private readonly side: SideChannelClient,
-    info: { chatModel: string | null; embeddingModel: string | null; device: DeviceFacts; warnings: readonly string[]; labelLogits: boolean },
+    info: {
+      reload: { modelIds: string[]; chatOpts: ChatOptions[] };
+      loadTimings: LoadTimings;
+      chatModel: string | null;
+      chatContextWindow: number | null;
+      embeddingModel: string | null;
+      device: DeviceFacts;
+      warnings: readonly string[];
+      labelLogits: boolean;
+    },
   ) {
+    this.reloadArgs = info.reload;
+    this.loadTimings = info.loadTimings;
     this.chatModel = info.chatModel;
+    this.chatContextWindow = info.chatContextWindow;
     this.embeddingModel = info.embeddingModel;
     this.device = info.device;
     this.warnings = info.warnings;
@@ -287,7 +401,7 @@ export class LLMClient {
         if (chatModel === null) throw new LLMConfigError('this LLM client has no chat model');
         this.checkAlive();
         try {
-          return await engine.chatCompletion({ ...request, stream: false, model: request.model ?? chatModel });
+          return await this.reloadingOnLoss(() => engine.chatCompletion({ ...request, stream: false, model: request.model ?? chatModel }));
         } catch (error) {
           throw requestError(`chat completion on ${chatModel}`, error);
         }
@@ -298,7 +412,7 @@ export class LLMClient {
         if (embeddingModel === null) throw new LLMConfigError('this LLM client has no embedding model');
         this.checkAlive();
         try {
-          return await engine.embedding({ ...request, model: request.model ?? embeddingModel });
+          return await this.reloadingOnLoss(() => engine.embedding({ ...request, model: request.model ?? embeddingModel }));
         } catch (error) {
           throw requestError(`embedding on ${embeddingModel}`, error);
         }
@@ -308,7 +422,7 @@ export class LLMClient {
       ? {
           labelLogits: (request, labels) => {
             this.checkAlive();
-            return side.labelLogits({ ...request, model: request.model ?? chatModel ?? undefined }, labels);
+            return this.reloadingOnLoss(() => side.labelLogits({ ...request, model: request.model ?? chatModel ?? undefined }, labels));
           },
         }
       : null;
@@ -316,6 +430,53 @@ export class LLMClient {
 
   private checkAlive(): void {
     if (this.terminated) throw new LLMRequestError('this LLM client was terminated');
+  }
+
+  /**
+   * Loads the models again, whatever the worker believes is loaded: after a lost GPU device WebLLM
+   * has unloaded them while its worker handler keeps their ids, so its own check never reloads.
+   * Concurrent callers share one reload.
+   */
+  private reload(): Promise<void> {
+    this.reloading ??= (async () => {
+      try {
+        await this.engine.reload(this.reloadArgs.modelIds, this.reloadArgs.chatOpts);
+        this.reloads++;
+      } catch (error) {
+        throw classifyLoadError(error, this.reloadArgs.modelIds.join(' and '));
+      } finally {
+        this.reloading = null;
+      }
+    })();
+    return this.reloading;
+  }
+
+  /** Runs `request`; when the engine has lost its models, reloads them and runs it once more. */
+  private async reloadingOnLoss<T>(request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      if (!isModelNotLoaded(error) || this.terminated) throw error;
+      await this.reload();
+      return request();
+    }
+  }
+
+  /**
+   * Checks that the engine still holds the models (a cheap request that needs a loaded model) and
+   * loads them again when it does not. Resolves true when it had to reload. Call it before reusing
+   * a client that sat idle: the GPU device may have been lost in the meantime.
+   */
+  async ensureLoaded(): Promise<boolean> {
+    this.checkAlive();
+    try {
+      await this.engine.runtimeStatsText(this.chatModel ?? this.embeddingModel ?? undefined);
+      return false;
+    } catch (error) {
+      if (!isModelNotLoaded(error)) return false;
+    }
+    await this.reload();
+    return true;
   }
 
   /** The policy prior on the chat model: the worker's logit processor when capture is on, else logprobs. */
@@ -330,18 +491,28 @@ export class LLMClient {
     return WebLLMEmbedder.create(this.embeddings, { ...options, model: this.embeddingModel });
   }
 
+  /** Stops the chat generation running now; its request resolves with what was generated (`finish_reason: 'abort'`). */
+  interrupt(): void {
+    if (!this.terminated) this.engine.interruptGenerate();
+  }
+
   /** WebLLM's runtime statistics text (prefill and decode speed). */
   async runtimeStats(): Promise<string> {
     this.checkAlive();
     return this.engine.runtimeStatsText(this.chatModel ?? undefined);
   }
 
-  /** Unloads the models and stops the worker. */
-  async dispose(): Promise<void> {
+  /**
+   * Unloads the models and stops the worker. A worker that does not answer within `timeoutMs`
+   * (a hung GPU, a dead worker) is stopped all the same.
+   */
+  async dispose(timeoutMs = DISPOSE_TIMEOUT_MS): Promise<void> {
     if (this.terminated) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      await this.engine.unload();
+      await Promise.race([this.engine.unload(), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     } finally {
+      if (timer !== undefined) clearTimeout(timer);
       this.terminate();
     }
   }

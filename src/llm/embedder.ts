@@ -6,7 +6,7 @@
 import type { Embedder } from '../core/embedding.ts';
 import { embeddingBatchOf } from './catalogue.ts';
 import type { EmbeddingEngine } from './engine.ts';
-import { LLMConfigError, LLMRequestError } from './errors.ts';
+import { LLMConfigError, LLMRequestError, errorText } from './errors.ts';
 
 /** Settings of a {@link WebLLMEmbedder}. */
 export interface WebLLMEmbedderOptions {
@@ -14,7 +14,10 @@ export interface WebLLMEmbedderOptions {
   model: string;
   /** Texts per request (default: 32, or the model's batch size when its id ends in `-bN` and N is larger). */
   batchSize?: number;
-  /** Texts are cut to this many characters (the model's context is 512 tokens; default 1500). */
+  /**
+   * Texts are cut to this many characters (default 1500). WebLLM refuses a whole batch when one
+   * input exceeds the model's 512 tokens; the cut then shrinks for this and later batches.
+   */
   maxChars?: number;
   /** Prepended to every text (e.g. arctic-embed's query prefix for asymmetric search; default none). */
   prefix?: string;
@@ -64,6 +67,25 @@ export class WebLLMEmbedder implements Embedder {
     return embedder;
   }
 
+  /** One batch; when the model refuses it as too long, the cut shrinks to the longest input's 3/4 and the batch goes again. */
+  private async requestFitting(batch: readonly string[]): Promise<Float32Array[]> {
+    for (;;) {
+      try {
+        this.requests++;
+        return await requestBatch(this.engine, this.options, batch);
+      } catch (error) {
+        const longest = Math.min(this.options.maxChars, Math.max(...batch.map((t) => this.options.prefix.length + t.length)));
+        if (!isEmbeddingTooLong(error) || longest <= MIN_EMBED_CHARS) throw error;
+        this.options.maxChars = Math.max(MIN_EMBED_CHARS, Math.floor(longest * 0.75));
+      }
+    }
+  }
+
+  /** The cut in force now, characters (below `maxChars` after the model refused a batch as too long). */
+  get maxChars(): number {
+    return this.options.maxChars;
+  }
+
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     if (!Array.isArray(texts)) throw new LLMConfigError(`embed needs an array of strings, got ${typeof texts}`);
     texts.forEach((t, i) => {
@@ -72,8 +94,7 @@ export class WebLLMEmbedder implements Embedder {
     const out: Float32Array[] = [];
     for (let start = 0; start < texts.length; start += this.options.batchSize) {
       const batch = texts.slice(start, start + this.options.batchSize);
-      const vectors = await requestBatch(this.engine, this.options, batch);
-      this.requests++;
+      const vectors = await this.requestFitting(batch);
       vectors.forEach((v, i) => {
         if (v.length !== this.dim) throw new LLMRequestError(`embedding model ${this.options.model} returned a vector of length ${v.length} for text ${start + i}, expected ${this.dim}`);
       });
@@ -82,6 +103,14 @@ export class WebLLMEmbedder implements Embedder {
     return out;
   }
 }
+
+/** Whether `error` is WebLLM's refusal of an embedding input longer than the model's context. */
+export function isEmbeddingTooLong(error: unknown): boolean {
+  return /EmbeddingExceedContextWindowSizeError|only supports up to \d+ context size/i.test(errorText(error));
+}
+
+/** Shortest cut tried after refusals, characters. */
+const MIN_EMBED_CHARS = 64;
 
 async function requestBatch(engine: EmbeddingEngine, options: Required<WebLLMEmbedderOptions>, texts: readonly string[]): Promise<Float32Array[]> {
   // An empty string is not a valid embedding input; embed a single space instead.

@@ -5,11 +5,12 @@
  * How it works, with public WebLLM API only:
  * - A {@link LabelCaptureProcessor} is registered for the chat model (the registry is handed to
  *   the engine before the model loads). It is idle unless armed, and then passes logits through.
- * - Calibration: the token id of each label is learned once per model by a one-token request
- *   whose EBNF grammar forces exactly that label; `processSampledToken` reports its id.
- * - Reading: a one-token request with the candidate list (grammar: one of the labels) is sent with
- *   the processor armed; on the first `processLogits` call it copies the raw logits at the label
- *   token ids. WebLLM applies the grammar mask before the processor, and allowed tokens keep
+ * - Calibration: the token id of each label is learned once per model by a greedy one-token
+ *   request whose EBNF grammar forces exactly that label; `processSampledToken` reports its id.
+ *   The same is done for the label after a space (SentencePiece's "▁A"), when one token spells it.
+ * - Reading: a one-token request with the candidate list (grammar: one of the labels, bare or
+ *   space-prefixed) is sent with the processor armed; on the first `processLogits` call it copies
+ *   the raw logits at the label token ids; a label's two spellings are summed. WebLLM applies the grammar mask before the processor, and allowed tokens keep
  *   their raw values, so the copied values are the model's logits for the labels.
  *
  * Requests to an engine must not interleave with an armed read; {@link AsyncLock} serialises
@@ -175,6 +176,7 @@ export class LabelLogitError extends LLMRequestError {
  */
 export class LabelLogitReader implements LabelLogitSource {
   private readonly tokenIds = new Map<string, number>();
+  private readonly spacedIds = new Map<string, number | null>();
   private readonly lock: AsyncLock;
 
   constructor(
@@ -203,9 +205,13 @@ export class LabelLogitReader implements LabelLogitSource {
     if (!processor) throw new LabelLogitError(`no logit processor is registered for model ${JSON.stringify(model)}; register one before loading the model, or use the logprobs prior`);
     const ids: number[] = [];
     for (const label of labels) ids.push(await this.tokenId(model, label, processor));
-    if (new Set(ids).size !== ids.length) throw new LabelLogitError(`labels ${JSON.stringify(labels)} do not map to distinct tokens (${ids.join(', ')})`);
-    processor.armCapture(ids);
-    let values: Float32Array | null;
+    // SentencePiece tokenizers also spell a label as one space-prefixed token ("▁A"), often the likelier one.
+    const spaced: (number | null)[] = [];
+    for (const label of labels) spaced.push(await this.spacedTokenId(model, label, processor, ids));
+    const all = [...ids, ...spaced.filter((id): id is number => id !== null)];
+    if (new Set(all).size !== all.length) throw new LabelLogitError(`labels ${JSON.stringify(labels)} do not map to distinct tokens (${all.join(', ')})`);
+    processor.armCapture(all);
+    let raw: Float32Array | null;
     try {
       await this.engine.chatCompletion({
         messages: request.messages,
@@ -213,15 +219,64 @@ export class LabelLogitReader implements LabelLogitSource {
         max_tokens: 1,
         temperature: 1,
         top_p: 1,
-        response_format: { type: 'grammar', grammar: labelGrammar(labels) },
+        response_format: { type: 'grammar', grammar: labelGrammar([...labels, ...labels.filter((_, i) => spaced[i] !== null).map((l) => ` ${l}`)]) },
       });
     } finally {
-      values = processor.disarm().values;
+      raw = processor.disarm().values;
     }
-    if (values === null) throw new LabelLogitError(`the logit processor of ${JSON.stringify(model)} saw no forward pass; is it registered with the engine?`);
-    const bad = [...values].findIndex((v) => !Number.isFinite(v));
-    if (bad >= 0) throw new LabelLogitError(`the logit of label ${JSON.stringify(labels[bad])} (token ${ids[bad]}) is ${values[bad]}`);
+    if (raw === null) throw new LabelLogitError(`the logit processor of ${JSON.stringify(model)} saw no forward pass; is it registered with the engine?`);
+    const bad = [...raw].findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) throw new LabelLogitError(`the logit of label ${JSON.stringify(bad < labels.length ? labels[bad] : 'a space-prefixed label')} (token ${all[bad]}) is ${raw[bad]}`);
+    // A label's logit is the log of the summed weight of its spellings.
+    const values = new Float32Array(labels.length);
+    let next = labels.length;
+    for (let i = 0; i < labels.length; i++) {
+      const a = raw[i] as number;
+      if (spaced[i] === null) values[i] = a;
+      else {
+        const b = raw[next++] as number;
+        const m = Math.max(a, b);
+        values[i] = m + Math.log(Math.exp(a - m) + Math.exp(b - m));
+      }
+    }
     return values;
+  }
+
+  /**
+   * The id of the single token that spells `label` with a leading space, or null when the
+   * tokenizer has none (the forced reply then starts with a bare space, or the engine finds no
+   * token). Learned once per model and label, greedily, like {@link tokenId}.
+   */
+  private async spacedTokenId(model: string, label: string, processor: LabelCaptureProcessor, labelIds: readonly number[]): Promise<number | null> {
+    const key = `${model}\u0000 ${label}`;
+    const known = this.spacedIds.get(key);
+    if (known !== undefined) return known;
+    processor.armSampled();
+    let token: number | null = null;
+    let spelled: string | null = null;
+    try {
+      const completion = await this.engine.chatCompletion({
+        messages: [{ role: 'user', content: `Reply with a space and then the single character ${label}` }],
+        ...(model !== '' ? { model } : {}),
+        max_tokens: 1,
+        temperature: 0,
+        top_p: 1,
+        logprobs: true,
+        top_logprobs: 1,
+        response_format: { type: 'grammar', grammar: labelGrammar([` ${label}`]) },
+      });
+      const entry = completion.choices?.[0]?.logprobs?.content?.[0];
+      spelled = entry ? (entry.bytes ? new TextDecoder().decode(new Uint8Array(entry.bytes)) : entry.token) : null;
+    } catch {
+      // No token spells it: the grammar admits nothing in one token.
+    } finally {
+      token = processor.disarm().token;
+    }
+    // Decoding one SentencePiece token drops its leading space, so " A" may come back as "A".
+    const ok = token !== null && Number.isInteger(token) && token >= 0 && !labelIds.includes(token) && (spelled === ` ${label}` || spelled === label);
+    const id = ok ? (token as number) : null;
+    this.spacedIds.set(key, id);
+    return id;
   }
 
   private async tokenId(model: string, label: string, processor: LabelCaptureProcessor): Promise<number> {
@@ -230,19 +285,29 @@ export class LabelLogitReader implements LabelLogitSource {
     if (known !== undefined) return known;
     processor.armSampled();
     let token: number | null;
+    let completion: Awaited<ReturnType<ChatEngine['chatCompletion']>>;
     try {
-      await this.engine.chatCompletion({
+      // Greedy: the grammar also admits byte-fallback spellings of the label, which sampling could pick.
+      completion = await this.engine.chatCompletion({
         messages: [{ role: 'user', content: `Reply with the single character ${label}` }],
         ...(model !== '' ? { model } : {}),
         max_tokens: 1,
-        temperature: 1,
+        temperature: 0,
         top_p: 1,
+        logprobs: true,
+        top_logprobs: 1,
         response_format: { type: 'grammar', grammar: labelGrammar([label]) },
       });
     } finally {
       token = processor.disarm().token;
     }
     if (token === null || !Number.isInteger(token) || token < 0) throw new LabelLogitError(`calibrating label ${JSON.stringify(label)} of ${JSON.stringify(model)} reported no sampled token`);
+    // The one token must spell the whole label: a byte-fallback or partial token would be the wrong logit to read.
+    const spelled = completion.choices?.[0]?.logprobs?.content?.[0];
+    if (spelled) {
+      const text = spelled.bytes ? new TextDecoder().decode(new Uint8Array(spelled.bytes)) : spelled.token;
+      if (text !== label) throw new LabelLogitError(`calibrating label ${JSON.stringify(label)} of ${JSON.stringify(model)}: the model's token spells ${JSON.stringify(text)} (${JSON.stringify(spelled.token)}), not the label`);
+    }
     this.tokenIds.set(key, token);
     return token;
   }

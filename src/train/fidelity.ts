@@ -215,7 +215,7 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
     const index = await DemonstrationIndex.fromTrajectories(trajectories, embedder);
     demos = (observation, action, k) => index.top(observation, action, k);
   }
-  const model: ExperienceModel = retrieval ?? new LLMExperienceModel((opts.llm as RunLLM).engine, opts.llm?.model !== undefined ? { model: opts.llm.model } : {});
+  const model: ExperienceModel = retrieval ?? new LLMExperienceModel((opts.llm as RunLLM).engine, { ...(opts.llm?.model !== undefined ? { model: opts.llm.model } : {}), contextWindowTokens: opts.llm?.contextWindowSize ?? null });
   const transitions = transitionsFromTrajectories(tasks, trajectories);
   const sims: ExperienceModel[] = [model];
   for (const b of opts.baselines) sims.push(b === 'echo' ? new EchoExperienceModel() : new MajorityRuleExperienceModel(transitions));

@@ -85,6 +85,8 @@ export interface RunLLM {
    * the LLM prior reads `logprobs` (at most 5 candidates per pass).
    */
   labelLogits?: LabelLogitSource | null;
+  /** The chat model's context window, tokens, when known: the experience model sizes its prompts to it. */
+  contextWindowSize?: number | null;
 }
 
 /** Options of {@link prepareRun}. */
@@ -125,7 +127,7 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
     spec,
     featurizer: new Featurizer(options.embedder ?? new HashedEmbedder({ dim: config.policy.embeddingDim }), { embeddingScale: config.policy.embeddingScale }),
     offline,
-    experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, { ...model, reasoning: config.reasoning }) : null),
+    experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, { ...model, reasoning: config.reasoning, contextWindowTokens: llm.contextWindowSize ?? null }) : null),
     prior:
       config.prior === 'lexical'
         ? new LexicalPrior({ repeatPenalty: config.repeatPenalty })

@@ -40,7 +40,7 @@ const bridgeModule = () => import('../../llm/bridge.ts');
 
 /** Whether the loaded models `have` serve a run that asks for `want`. */
 function serves(have: LLMSelection, want: LLMSelection): boolean {
-  return have.chatModel === want.chatModel && (want.embeddingModel === null || have.embeddingModel === want.embeddingModel);
+  return have.chatModel === want.chatModel && (want.embeddingModel === null || have.embeddingModel === want.embeddingModel) && (!want.priorLogits || have.priorLogits === true);
 }
 
 /** The typed reason of a load failure. */
@@ -109,7 +109,15 @@ export class LLMController {
    */
   async load(selection: LLMSelection): Promise<LLMClient> {
     if (this.destroyed) throw new LLMAbortedError('the page was closed');
-    if (this.current && serves(this.current.selection, selection)) return this.current.client;
+    if (this.current && serves(this.current.selection, selection)) {
+      // A lost GPU device leaves the models unloaded behind a client that looks ready: check first.
+      const current = this.current;
+      const ok = await current.client.ensureLoaded().then(
+        () => true,
+        () => false,
+      );
+      if (ok && this.current === current) return current.client;
+    }
     if (this.loading) {
       if (serves(this.loading.selection, selection)) return this.loading.promise;
       this.loading.abort.abort();
@@ -125,6 +133,7 @@ export class LLMController {
         chatModel: selection.chatModel,
         embeddingModel: selection.embeddingModel,
         signal: abort.signal,
+        logitCapture: selection.priorLogits === true,
         onProgress: (report) => this.store.dispatch({ kind: 'llm/progress', progress: report.progress, timeElapsed: report.timeElapsed, text: report.text }),
         ...(this.options.appConfig ? { appConfig: this.options.appConfig } : {}),
         ...(this.options.cacheBackend ? { cacheBackend: this.options.cacheBackend } : {}),
@@ -152,7 +161,7 @@ export class LLMController {
       throw new LLMAbortedError('the page was closed');
     }
     const loaded = { chatModel: client.chatModel ?? selection.chatModel, embeddingModel: client.embeddingModel };
-    this.current = { client, selection: loaded };
+    this.current = { client, selection: { ...loaded, priorLogits: client.labelLogits !== null } };
     this.store.dispatch({ kind: 'llm/ready', ...loaded, labelLogits: client.labelLogits !== null, warnings: [...client.warnings] });
     return client;
   }
@@ -190,7 +199,7 @@ export class LLMController {
     };
     const server = serveLLMBridge(
       channel.port1 as BridgeEndpoint,
-      { chat: client.chatModel !== null ? client.chat : null, embeddings: client.embeddingModel !== null ? client.embeddings : null, labelLogits: client.labelLogits },
+      { chat: client.chatModel !== null ? client.chat : null, embeddings: client.embeddingModel !== null ? client.embeddings : null, labelLogits: client.labelLogits, interrupt: () => client.interrupt() },
       {
         // Counted for the page, at most every SERVED_REPORT_MS: a store update per request would redraw too often.
         onServed: (stats) => {
@@ -204,7 +213,7 @@ export class LLMController {
       },
     );
     this.servers.add(server);
-    return { port: channel.port2, chatModel: client.chatModel ?? '', embeddingModel: client.embeddingModel, labelLogits: client.labelLogits !== null };
+    return { port: channel.port2, chatModel: client.chatModel ?? '', embeddingModel: client.embeddingModel, labelLogits: client.labelLogits !== null, contextWindowSize: client.chatContextWindow };
   }
 
   /** Closes every open bridge: the runs' pending and later requests fail with `error`. */

@@ -29,7 +29,8 @@ export function modelFacts(m: ModelView): string {
 /** The text of a model's option in a list: its id, its facts and, when it cannot run here, why. */
 export function modelOptionText(m: ModelView): string {
   const text = `${m.modelId} (${modelFacts(m)})`;
-  return m.usable ? text : `${text}: cannot run here, ${m.reasons.join('; ')}`;
+  if (!m.usable) return `${text}: cannot run here, ${m.reasons.join('; ')}`;
+  return m.experienceModelProblem ? `${text}: not for the experience model, ${m.experienceModelProblem}` : text;
 }
 
 /** Models of `kind`: usable ones first, each group by GPU memory, then by id. */

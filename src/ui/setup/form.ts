@@ -174,6 +174,7 @@ function checkedModel(models: readonly ModelView[], id: string, kind: 'chat' | '
   if (!model) throw new SetupFormError(field, `${id} is not in the model catalogue.`);
   if (model.kind !== kind) throw new SetupFormError(field, `${id} is not ${kind === 'chat' ? 'a chat' : 'an embedding'} model.`);
   if (!model.usable) throw new SetupFormError(field, `${id} cannot run on this device: ${model.reasons.join('; ')}. Choose another model, or “No download”.`);
+  if (kind === 'chat' && model.experienceModelProblem) throw new SetupFormError(field, `${id} cannot be the experience model: ${model.experienceModelProblem}.`);
   return id;
 }
 
@@ -187,5 +188,5 @@ export function llmSelectionFromForm(form: SetupForm, models: readonly ModelView
   if (models === null) throw new SetupFormError('llm-model', 'The model catalogue of this device is still being checked: try again in a moment.');
   const chatModel = checkedModel(models, form.llmModel, 'chat', 'llm-model');
   const embeddingModel = form.llmEmbeddings ? checkedModel(models, form.embeddingModel, 'embedding', 'embedding-model') : null;
-  return { chatModel, embeddingModel };
+  return { chatModel, embeddingModel, ...(form.llmPrior ? { priorLogits: true } : {}) };
 }

@@ -30,6 +30,11 @@ export type LLMFailureReason = LLMUnavailableReason | 'cancelled' | 'error';
 export interface LLMSelection {
   chatModel: string;
   embeddingModel: string | null;
+  /**
+   * The run's LLM prior reads label logits, so the chat model gets a logit processor when it
+   * loads (WebLLM reads the registry then; the processor copies every sampled token's logits to the CPU).
+   */
+  priorLogits?: boolean;
 }
 
 /** Where loading the local LLM stands. */

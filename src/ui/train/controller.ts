@@ -189,7 +189,7 @@ export class TrainingController {
     const record = shown?.id === runId ? shown : await this.readRecord(runId);
     let link: LLMLink | undefined;
     if (record?.llm) {
-      const opened = this.options.llm ? await this.linkFor(record.llm) : null;
+      const opened = this.options.llm ? await this.linkFor({ ...record.llm, ...(record.config.prior === 'llm' ? { priorLogits: true } : {}) }) : null;
       if (this.destroyed) return;
       if (!opened) {
         const why = this.store.llm.value.load;
