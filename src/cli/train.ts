@@ -674,11 +674,19 @@ async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEn
   let episodes: number;
   let iteration: number;
   if (opts.run !== undefined) {
-    if (opts.env !== undefined) throw new CliUsageError(`--env comes from run ${opts.run}'s configuration: drop it`);
     if (command.getOptionValueSource('prior') === 'cli') throw new CliUsageError(`--prior comes from run ${opts.run}'s configuration: drop it`);
     const store = new RunStore(opts.store);
     const record = await store.readRecord(opts.run);
-    if (record.seedData !== undefined) throw new CliUsageError(`run ${record.id} trained on seed data alone: there is no environment to evaluate it in (its synthetic evaluation is in its run.json)`);
+    // A run on seed data alone names no environment; one given for its domain evaluates it for real.
+    const named = opts.env ?? moduleEnv;
+    if (record.seedData !== undefined && (named === undefined || named === null)) {
+      throw new CliUsageError(
+        `run ${record.id} trained on seed data alone: there is no environment to evaluate it in (its synthetic evaluation is in its run.json); ` +
+          `give --env-module PATH (or --env NAME) of its domain ${JSON.stringify(record.config.env)} to evaluate it in a real one`,
+      );
+    }
+    if (record.seedData === undefined && opts.env !== undefined) throw new CliUsageError(`--env comes from run ${opts.run}'s configuration: drop it`);
+    if (record.seedData !== undefined && opts.env !== undefined && opts.env !== record.config.env) throw new CliUsageError(`run ${record.id} trained on ${JSON.stringify(record.config.env)} data, not ${JSON.stringify(opts.env)}`);
     const saved = await store.readSnapshot(opts.run);
     if (!saved) throw new CliUsageError(`run ${record.id} has no checkpoint yet (no completed iteration): nothing to evaluate`);
     checkpoint = saved.snapshot.checkpoint;

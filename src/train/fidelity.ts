@@ -248,7 +248,8 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
       if (hasReferencePolicy(spec.name)) {
         for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureGoalBlindFalseSuccess(spec, model, groups[group], 'scripted', 0.3, opts.seed, group, demos)));
       }
-      if (spec.demonstrator) {
+      // A demonstrator that asks its environment (a module's) cannot act inside the simulator.
+      if (spec.demonstrator && !spec.demonstratorNeedsEnvironment) {
         for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureGoalBlindFalseSuccess(spec, model, groups[group], 'demonstrator', 0.3, opts.seed, group, demos)));
       }
     }
