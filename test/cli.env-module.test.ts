@@ -103,6 +103,66 @@ describe('--env-module: the example module serves like a built-in environment', 
   });
 });
 
+/** A tiny module whose instruction does not quote its goal: the curriculum cannot write a variation of it. */
+const UNQUOTED = `export const name = 'presser'; export const description = 'press go, then stop'; export const maxSteps = 4;
+export function tasks({ split, count, seed }) { return Array.from({ length: count }, (_, i) => ({ id: 'presser-' + split + '-' + seed + '-' + i, instruction: 'press go the right number of times, then stop', goal: { n: 1 + ((seed + i) % 2) } })); }
+export function validateTask() { return { ok: true }; }
+export function create() { return {
+  reset(task) { this.n = 0; this.goal = task.goal.n; return { text: 'count 0', actions: ['go', 'stop'] }; },
+  step(a) { if (a === 'go') this.n++; const done = a === 'stop' || this.n >= 3; return { observation: { text: 'count ' + this.n, actions: done ? [] : ['go', 'stop'] }, reward: done && a === 'stop' && this.n === this.goal ? 1 : 0, done }; },
+  expertAction() { return this.n < this.goal ? 'go' : 'stop'; } }; }`;
+
+describe('--env-module: what a new domain needs from the commands', () => {
+  it('experiment --env-module runs the arms on the module (no scripted reference: it exists for the built-in domains only)', async () => {
+    const out = join(dir, 'experiment');
+    const res = await cli('experiment', '--env-module', MODULE, '--seeds', '1', '--jobs', '1', '--arm', 'zero-shot', '--arm', 'sft', '--offline-episodes', '20', '--sft-epochs', '10', '--eval-episodes', '10', '--train-eval-episodes', '5', '--out', out);
+    expect(res.code, res.err).toBe(0);
+    expect(res.out).toMatch(/^library experiment: 1 seeds/);
+    const table = await readFile(join(out, 'table.md'), 'utf8');
+    expect(table).toMatch(/^# library: held-out success/);
+    expect(table).toMatch(/Command: `npx dreamgym experiment --env-module src\/envs\/example\/library\.ts --seeds 1/);
+    expect(table).toMatch(/\| sft \| 100\.0 \[100\.0, 100\.0\]/);
+    const reference = await cli('experiment', '--env-module', MODULE, '--seeds', '1', '--arm', 'scripted reference (no hidden goal)', '--out', join(dir, 'experiment-ref'));
+    expect(reference.code).toBe(1);
+    expect(reference.err).toMatch(/exists for the built-in domains only/);
+  });
+
+  it('eval --run evaluates a run on seed data alone in the real domain that --env-module names', async () => {
+    const data = join(dir, 'library-seeds.jsonl');
+    expect((await cli('data', '--env-module', MODULE, '--episodes', '30', '--policy', 'expert', '--out', data)).code).toBe(0);
+    const store = join(dir, 'data-store');
+    const trained = await cli('train', '--data', data, '--mode', 'sft', '--sft-epochs', '10', '--store', store);
+    expect(trained.code, trained.err).toBe(0);
+    const runId = /run (\S+)\s*$/.exec(trained.out.trim())?.[1] ?? '';
+    const without = await cli('eval', '--store', store, '--run', runId);
+    expect(without.code).toBe(1);
+    expect(without.err).toMatch(/give --env-module PATH \(or --env NAME\) of its domain "library" to evaluate it in a real one/);
+    const ev = await cli('eval', '--store', store, '--run', runId, '--env-module', MODULE, '--episodes', '10');
+    expect(ev.code, ev.err).toBe(0);
+    expect(ev.out).toMatch(/^library run .*success \d+\.\d%.* on 10 held-out tasks, \d+ real steps/);
+  });
+
+  it('train --data with synthetic trajectories only is refused up front, nothing written', async () => {
+    const data = join(dir, 'library-real.jsonl');
+    expect((await cli('data', '--env-module', MODULE, '--episodes', '20', '--out', data)).code).toBe(0);
+    const synthetic = join(dir, 'library-synthetic.jsonl');
+    await writeFile(synthetic, (await readFile(data, 'utf8')).replaceAll('"source":"offline"', '"source":"synthetic"'));
+    const store = join(dir, 'synthetic-store');
+    const res = await cli('train', '--data', synthetic, '--mode', 'dreamgym', '--store', store);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(/all 20 trajectories are synthetic .*: the experience model is grounded on recorded real episodes only/);
+    expect((await cli('runs', '--store', store)).out).toMatch(/no runs/);
+  });
+
+  it('the summary says when the curriculum produced no task', async () => {
+    const path = join(dir, 'unquoted.mjs');
+    await writeFile(path, UNQUOTED);
+    const res = await cli('train', '--env-module', path, '--mode', 'real', '--iterations', '2', '--offline-episodes', '10', '--group-size', '4', '--tasks-per-iteration', '4', '--eval-episodes', '5', '--store', join(dir, 'unquoted-store'));
+    expect(res.code, res.err).toBe(0);
+    expect(res.out).toMatch(/^presser real: .*, 2 iterations, the curriculum generated no task, wall/);
+  });
+});
+
 describe('--env-module: a broken module fails clearly, in bounded time, leaving the store consistent', () => {
   it('a module missing an export: nothing is written', async () => {
     const path = join(dir, 'missing.mjs');

@@ -9,6 +9,10 @@ import { runEpisode, expertPolicy } from '../src/envs/episode.ts';
 import { EnvModuleError } from '../src/envs/module.ts';
 import { Worker } from 'node:worker_threads';
 import { loadEnvModule, waitForFlag, type LoadedEnvModule } from '../src/cli/module-host.ts';
+import { generateOfflineData } from '../src/envs/offline.ts';
+import { registerEnvSpec, unregisterEnvSpec } from '../src/envs/registry.ts';
+import { parseTrainingConfig } from '../src/train/config.ts';
+import { offlineSeedData, prepareRun } from '../src/train/setup.ts';
 
 const EXAMPLE = 'src/envs/example/library.ts';
 let dir: string;
@@ -231,9 +235,68 @@ describe('loadEnvModule: a broken module gets an error naming the export and the
   });
 });
 
+describe('loadEnvModule: the contract as a new domain meets it', () => {
+  it('info.success left out on the last step: derived from the episode reward (at least 1), as the contract says', async () => {
+    const m = load(await writeModule('no-success.mjs', { name: "export const name = 'quiet';", step: 'step(a) { this.n += a === "go" ? 1 : 0; const won = this.n >= this.goal; return { observation: { text: `count ${this.n}`, actions: ["go", "stop"] }, reward: won ? 1 : 0, done: won || a === "stop" }; }' }));
+    const [task] = m.spec.tasks({ split: 'train', count: 1, seed: 0 });
+    const won = runEpisode(m.spec.create(), task!, expertPolicy, { rng: new Rng(0) });
+    expect(won).toMatchObject({ reward: 1, success: true });
+    const lost = runEpisode(m.spec.create(), task!, () => 'stop', { rng: new Rng(0) });
+    expect(lost.steps.at(-1)?.done).toBe(true);
+    expect(lost).toMatchObject({ reward: 0, success: false });
+  });
+
+  it('a goal with an undefined field: the error names the key and the cause', async () => {
+    const m = load(await writeModule('undefined-goal.mjs', { tasks: 'export function tasks({ split, count, seed }) { return [{ id: "a", instruction: "go", goal: { room: "hall", door: undefined } }]; }' }));
+    expect(() => m.spec.tasks({ split: 'train', count: 1, seed: 0 })).toThrow(/task #0 is malformed: goal\.door is undefined: a goal must be JSON \(drop the key/);
+  });
+
+  it('a positional tasks(split, count, seed): refused at load with the expected signature', async () => {
+    const path = await writeModule('positional.mjs', { tasks: 'export function tasks(split, count, seed) { return Array.from({ length: count }, (_, i) => ({ id: `p-${split}-${i}`, instruction: "go", goal: {} })); }' });
+    expect(() => load(path)).toThrow(/export "tasks" declares 3 parameters, but it is called as tasks\(\{split, count, seed\}\) with one options object/);
+  });
+
+  it('a tasks() that returns nothing says what signature is expected', async () => {
+    const m = load(await writeModule('empty-tasks.mjs', { tasks: 'export function tasks(options) { return []; }' }));
+    expect(() => m.spec.tasks({ split: 'train', count: 2, seed: 0 })).toThrow(/returned no tasks \(asked for 2\); the expected signature is tasks\(\{split, count, seed\}\)/);
+  });
+
+  it('demonstratorAction(): the spec has a demonstrator that acts through the environment, and data --policy demonstrator records it', async () => {
+    const m = load(EXAMPLE);
+    expect(m.spec.demonstrator).toBeTypeOf('function');
+    expect(m.spec.demonstratorNeedsEnvironment).toBe(true);
+    expect(m.spec.hasExpert).toBe(true);
+    const episodes = [...generateOfflineData(m.spec, { episodes: 20, seed: 4, policy: 'demonstrator', split: 'train' })];
+    expect(episodes).toHaveLength(20);
+    expect(episodes.filter((e) => e.trajectory.success).length).toBeGreaterThanOrEqual(18);
+    // The seed data's demonstrations are the demonstrator's: a module without expertAction() still gets them.
+    const noExpert = load(await writeModule('demonstrator-only.mjs', { name: "export const name = 'shown';", expert: 'demonstratorAction() { return "go"; }' }));
+    expect(noExpert.spec.hasExpert).toBe(false);
+    const data = offlineSeedData(noExpert.spec, parseTrainingConfig({ env: 'shown', mode: 'sft', seed: 0, offline: { expertEpisodes: 6, noisyEpisodes: 4, extraTasks: 0 } }));
+    expect(data.expertIds.size).toBe(6);
+    expect(data.trajectories.filter((t) => data.expertIds.has(t.id)).every((t) => t.success)).toBe(true);
+  });
+
+  it('no expertAction() and no demonstrator: seed data for zero-shot and real is random episodes; behaviour cloning is refused up front with what it needs', async () => {
+    const m = load(await writeModule('bare.mjs', { name: "export const name = 'bare';", expert: 'noExpert: true' }));
+    registerEnvSpec(m.spec);
+    try {
+      const config = parseTrainingConfig({ env: 'bare', mode: 'zero-shot', seed: 0, offline: { expertEpisodes: 5, noisyEpisodes: 4, extraTasks: 0 } });
+      const data = offlineSeedData(m.spec, config);
+      expect(data.tasks.length).toBeGreaterThan(0);
+      expect(data.expertIds.size).toBe(0);
+      const run = await prepareRun(config);
+      run.dispose();
+      await expect(prepareRun({ ...config, mode: 'sft' })).rejects.toThrow(/behaviour cloning \(mode sft, --warm-start sft\) needs demonstrations: the environment bare has neither demonstratorAction\(\) nor expertAction\(\)/);
+    } finally {
+      unregisterEnvSpec(m.spec);
+    }
+  });
+});
+
 /** A module whose only fault may be its name. */
 function loadPathSync(name: string): string {
   const path = join(dir, `named-${name}.mjs`);
-  writeFileSync(path, `export const name = ${JSON.stringify(name)}; export const description = 'x'; export const maxSteps = 1; export function create() {} export function tasks() { return []; } export function validateTask() { return { ok: true }; }`);
+  writeFileSync(path, `export const name = ${JSON.stringify(name)}; export const description = 'x'; export const maxSteps = 1; export function create() { return { reset() {}, step() {} }; } export function tasks() { return []; } export function validateTask() { return { ok: true }; }`);
   return path;
 }

@@ -13,8 +13,11 @@ import {
   instructionTokens,
   jaccard,
   repairGoal,
+  rewriteFromParent,
   taskGeneration,
 } from '../src/curriculum/validation.ts';
+import { loadEnvModule } from '../src/cli/module-host.ts';
+import { registerEnvSpec, unregisterEnvSpec } from '../src/envs/registry.ts';
 import { Rng } from '../src/core/rng.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import type { HouseholdGoal } from '../src/envs/household/index.ts';
@@ -240,6 +243,40 @@ describe('RecombinationTaskGenerator (no LLM)', () => {
     await expect(gen.generate(shopSeeds, -1)).rejects.toThrow(/n must be an integer >= 0, got -1/);
     await expect(gen.generate([], 2)).rejects.toThrow(/at least one seed task/);
     expect(() => new RecombinationTaskGenerator({ attemptsPerTask: 0 })).toThrow(/got 0/);
+  });
+});
+
+describe("a user's module: generated tasks get the parent's instruction with the new values", () => {
+  const parent = (goal: Record<string, unknown>, instruction: string): Task => ({ id: 'p', env: 'library', instruction, goal: goal as Task['goal'], split: 'train', origin: 'seed' });
+
+  it('rewriteFromParent: quoted values replaced (swaps too); unquoted fields keep the parent\'s; what cannot be written is refused', () => {
+    const p = parent({ genre: 'fantasy', author: 'ada lane', layout: 12345 }, 'borrow the fantasy book by ada lane');
+    expect(rewriteFromParent(p, { genre: 'poetry', author: 'ada lane', layout: 999 })).toEqual({ instruction: 'borrow the poetry book by ada lane', goal: { genre: 'poetry', author: 'ada lane', layout: 12345 } });
+    const swap = parent({ from: 'red', to: 'blue', n: 3 }, 'paint 3 walls from red to blue');
+    expect(rewriteFromParent(swap, { from: 'blue', to: 'red', n: 4 })).toEqual({ instruction: 'paint 4 walls from blue to red', goal: { from: 'blue', to: 'red', n: 4 } });
+    expect(rewriteFromParent(parent({ items: ['salt', 'rice'] }, 'buy salt and rice'), { items: ['salt', 'beans'] })).toEqual({ reason: expect.stringMatching(/cannot write the instruction for the new items/) });
+    expect(rewriteFromParent(parent({ genre: 'fantasy' }, 'a fantasy book'), {})).toEqual({ reason: 'the goal drops genre, which the instruction states' });
+  });
+
+  it('the recombination generator makes tasks for the example module, each accepted by its validateTask, instruction matching goal', async () => {
+    const m = loadEnvModule('src/envs/example/library.ts');
+    registerEnvSpec(m.spec);
+    try {
+      const seeds = m.spec.tasks({ split: 'train', count: 20, seed: 3 });
+      const report = await new RecombinationTaskGenerator({ seed: 1 }).generateWithReport(seeds, 6);
+      expect(report.tasks.length).toBeGreaterThan(0);
+      const layouts = new Map(seeds.map((t) => [t.id, (t.goal as { layout: number }).layout]));
+      for (const t of report.tasks) {
+        const goal = t.goal as { genre: string; author: string; layout: number };
+        expect(t.instruction).toBe(`borrow the ${goal.genre} book by ${goal.author}`);
+        expect(m.spec.validateTask(t)).toEqual({ ok: true });
+        // The layout is never said, so it stays the parent's: the child lives in its parent's library.
+        expect(goal.layout).toBe(layouts.get(t.parentId as string));
+      }
+    } finally {
+      unregisterEnvSpec(m.spec);
+      await m.dispose();
+    }
   });
 });
 

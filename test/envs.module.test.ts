@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkModuleExports, checkObservation, checkStepResult, checkTasks, checkTaskValidation, EnvModuleError, MODULE_EXPORTS, type ExportShape } from '../src/envs/module.ts';
+import { checkModuleExports, checkObservation, checkStepResult, checkTasks, checkTaskValidation, EnvModuleError, MODULE_EXPORTS, notJson, type ExportShape } from '../src/envs/module.ts';
 
 const fn: ExportShape = { kind: 'function' };
 const val = (value: unknown): ExportShape => ({ kind: 'value', value });
@@ -58,6 +58,20 @@ describe('checks of what a module returns', () => {
     expect(() => checkTasks('tasks()', 'library', o, [1, 2, 3])).toThrow(/returned 3 tasks, more than the 2/);
     expect(() => checkTasks('tasks()', 'library', o, [])).toThrow(/returned no tasks/);
     expect(() => checkTasks('tasks()', 'library', o, 'nope')).toThrow(/must return an array/);
+  });
+
+  it('a goal that is not JSON: the first offending key, with why', () => {
+    expect(notJson({ a: [1, { b: 'x' }], c: null }, 'goal')).toBeNull();
+    expect(notJson({ a: [1, { b: undefined }] }, 'goal')).toMatch(/^goal\.a\[1\]\.b is undefined: a goal must be JSON/);
+    expect(notJson({ 'two words': Number.NaN }, 'goal')).toBe('goal["two words"] is NaN: JSON numbers are finite');
+    expect(notJson({ when: new Date(0) }, 'goal')).toMatch(/^goal\.when is a Date: a goal must be JSON/);
+    const o = { split: 'train' as const, count: 1, seed: 0 };
+    expect(() => checkTasks('tasks()', 'library', o, [{ id: 'a', instruction: 'x' }])).toThrow(/task #0 is malformed: goal is undefined/);
+  });
+
+  it('tasks declared with several parameters is refused: it is called with one options object', () => {
+    expect(() => checkModuleExports('m', { ...good, tasks: { kind: 'function', arity: 3 } }, [])).toThrow(/export "tasks" declares 3 parameters, but it is called as tasks\(\{split, count, seed\}\) with one options object/);
+    expect(checkModuleExports('m', { ...good, tasks: { kind: 'function', arity: 1 } }, []).name).toBe('library');
   });
 
   it('validateTask results', () => {

@@ -8,7 +8,8 @@ import { Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import type { ArmSeedJob, ArmSeedOutcome, ArmSeedRunner } from '../train/experiment.ts';
-import type { ExperimentWorkerApi } from './experiment-worker.ts';
+import type { ExperimentWorkerApi, FidelityJob } from './experiment-worker.ts';
+import type { FidelityTable } from '../train/fidelity.ts';
 
 interface PooledWorker {
   worker: Worker;
@@ -30,23 +31,28 @@ export class ExperimentWorkerPool {
   }
 
   /** Runs one job on a worker; an aborted signal terminates that worker and rejects. */
-  readonly run: ArmSeedRunner = async (job: ArmSeedJob, signal?: AbortSignal): Promise<ArmSeedOutcome> => {
-    if (signal?.aborted) throw new Error('experiment job stopped before it started');
+  readonly run: ArmSeedRunner = (job: ArmSeedJob, signal?: AbortSignal): Promise<ArmSeedOutcome> => this.use((api) => api.run(job), `experiment job ${job.arm}, seed ${job.seed}`, signal);
+
+  /** Measures one domain's fidelity on a worker (the suite's), as {@link run} runs a job. */
+  readonly fidelity = (job: FidelityJob, signal?: AbortSignal): Promise<FidelityTable> => this.use((api) => api.fidelity(job), `fidelity of ${job.env}`, signal);
+
+  private async use<T>(call: (api: Comlink.Remote<ExperimentWorkerApi>) => Promise<T>, label: string, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) throw new Error(`${label} stopped before it started`);
     const w = await this.acquire();
     const onAbort = (): void => void w.worker.terminate();
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const outcome = await Promise.race([w.api.run(job), w.died]);
+      const outcome = await Promise.race([call(w.api), w.died]);
       this.release(w);
       return outcome;
     } catch (e) {
       // A worker whose job failed or was stopped is not reused.
       this.discard(w);
-      throw signal?.aborted ? new Error(`experiment job ${job.arm}, seed ${job.seed} stopped`) : e;
+      throw signal?.aborted ? new Error(`${label} stopped`) : e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
-  };
+  }
 
   /** Terminates every thread. */
   async close(): Promise<void> {

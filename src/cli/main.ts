@@ -67,7 +67,7 @@ export function buildProgram(out: (text: string) => void, err: (text: string) =>
     .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .option('--episodes <n>', `number of episodes (one per seed task, at most ${MAX_EPISODES})`, countArg(1, MAX_EPISODES), 100)
     .option('--seed <s>', 'seed for tasks and policy noise', seedArg, 0)
-    .option('--policy <p>', 'expert | noisy:EPS (expert with prob 1-EPS, random admissible action otherwise) | demonstrator (the environment\'s goal-blind demonstrator: shop, household)', dataPolicySpec, 'expert')
+    .option('--policy <p>', 'expert | noisy:EPS (expert with prob 1-EPS, random admissible action otherwise) | demonstrator (the environment\'s goal-blind demonstrator: shop, household, or a module\'s demonstratorAction())', dataPolicySpec, 'expert')
     .addOption(new Option('--split <split>', 'task split').choices(['train', 'test']).default('train'))
     .requiredOption('--out <file>', 'output JSONL file (- for stdout)')
     .action(async (opts: { env?: string; envModule?: string; envTimeout?: number; episodes: number; seed: number; policy: string; split: 'train' | 'test'; out: string }) => {

@@ -23,10 +23,11 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from '
 import { EnvironmentStateError, ENV_NAMES, type Observation, type RealEnvironment, type StepResult, type Task, type TaskValidation } from '../core/types.ts';
 import { checkModuleExports, checkObservation, checkStepResult, checkTasks, checkTaskValidation, EnvModuleError, type ExportShape, type ModuleHeader } from '../envs/module.ts';
 import type { AnyEnvSpec, TaskGenOptions } from '../envs/spec.ts';
+import type { Policy } from '../envs/episode.ts';
 
 /** Time limits of a loaded module. */
 export interface EnvModuleOptions {
-  /** Most milliseconds one call (`create`, `reset`, `step`, `expertAction`, `tasks`, `validateTask`) may take. Default 10,000. */
+  /** Most milliseconds one call (`create`, `reset`, `step`, `expertAction`, `demonstratorAction`, `tasks`, `validateTask`) may take. Default 10,000. */
   callTimeoutMs?: number;
   /** Most milliseconds loading the module (its top-level code) may take. Default 30,000. */
   loadTimeoutMs?: number;
@@ -82,6 +83,7 @@ async function load() {
     mod = await import(url);
     const shapes = {};
     for (const key of ['name', 'description', 'maxSteps', 'create', 'tasks', 'validateTask']) shapes[key] = shape(mod[key]);
+    if (shapes.tasks.kind === 'function') shapes.tasks.arity = mod.tasks.length;
     send({ ok: true, value: shapes });
   } catch (e) {
     send({ ok: false, error: errorText(e) });
@@ -95,11 +97,12 @@ function handle(req) {
       for (const m of ['reset', 'step']) if (typeof env[m] !== 'function') throw new Error('create() returned an environment without a ' + m + '() function');
       const id = nextEnv++;
       envs.set(id, env);
-      return { id, expert: typeof env.expertAction === 'function' };
+      return { id, expert: typeof env.expertAction === 'function', demonstrator: typeof env.demonstratorAction === 'function' };
     }
     case 'reset': return envs.get(req.env).reset(req.task);
     case 'step': return envs.get(req.env).step(req.action);
     case 'expertAction': return envs.get(req.env).expertAction();
+    case 'demonstratorAction': return envs.get(req.env).demonstratorAction();
     case 'release': envs.delete(req.env); return null;
     case 'tasks': return mod.tasks(req.options);
     case 'validateTask': return mod.validateTask(req.task);
@@ -241,14 +244,19 @@ class ModuleEnv implements RealEnvironment {
   private task: Task | null = null;
   private steps = 0;
   private done = false;
+  /** The episode's reward so far: `info.success` left out on the last step is derived from it. */
+  private reward = 0;
 
   constructor(
     private readonly worker: ModuleWorker,
     private readonly header: ModuleHeader,
-    private readonly id: number,
-    private readonly hasExpert: boolean,
+    private readonly made: CreatedEnv,
     private readonly timeoutMs: number,
   ) {}
+
+  private get id(): number {
+    return this.made.id;
+  }
 
   get name(): string {
     return this.header.name;
@@ -267,6 +275,7 @@ class ModuleEnv implements RealEnvironment {
     this.task = task;
     this.steps = 0;
     this.done = false;
+    this.reward = 0;
     const what = `create().reset()${this.on()}`;
     return checkObservation(`environment module ${this.worker.where}: ${what}`, this.worker.call({ op: 'reset', env: this.id, task }, what, this.timeoutMs));
   }
@@ -283,20 +292,47 @@ class ModuleEnv implements RealEnvironment {
       );
     }
     this.done = result.done;
+    this.reward += result.reward;
+    // The contract: a last step without info.success succeeded when the episode's reward reached 1.
+    if (result.done && result.info.success === undefined) result.info.success = this.reward >= 1 - 1e-9;
     return result;
   }
 
   expertAction(): string {
     const what = `create().expertAction()${this.on()}`;
-    if (!this.hasExpert) {
-      throw new EnvModuleError(`environment module ${this.worker.where}: ${what}: the environment has no expertAction() function, which the expert and noisy policies (offline data, behaviour cloning) need`);
+    if (!this.made.expert) {
+      throw new EnvModuleError(`environment module ${this.worker.where}: ${what}: the environment has no expertAction() function, which the expert and noisy policies (data --policy expert|noisy:EPS, fidelity) need`);
     }
-    if (this.task === null) throw new EnvironmentStateError('expertAction() called before reset()');
-    const action = this.worker.call({ op: 'expertAction', env: this.id }, what, this.timeoutMs);
+    return this.ask('expertAction', what);
+  }
+
+  /** The module's goal-blind demonstrator's next action (`demonstratorAction()` on its environment). */
+  demonstratorAction(): string {
+    const what = `create().demonstratorAction()${this.on()}`;
+    if (!this.made.demonstrator) throw new EnvModuleError(`environment module ${this.worker.where}: ${what}: the environment has no demonstratorAction() function`);
+    return this.ask('demonstratorAction', what);
+  }
+
+  private ask(op: 'expertAction' | 'demonstratorAction', what: string): string {
+    if (this.task === null) throw new EnvironmentStateError(`${op}() called before reset()`);
+    const action = this.worker.call({ op, env: this.id }, what, this.timeoutMs);
     if (typeof action !== 'string') throw new EnvModuleError(`environment module ${this.worker.where}: ${what} must return an action string, got ${typeof action}`);
     return action;
   }
 }
+
+/** What the worker says of a created environment: its id and its optional functions. */
+interface CreatedEnv {
+  id: number;
+  expert: boolean;
+  demonstrator: boolean;
+}
+
+/** The demonstrator policy of a module: it asks the environment (a {@link ModuleEnv}), which asks the module's `demonstratorAction()`. */
+const moduleDemonstrator: Policy = (env) => {
+  if (!(env instanceof ModuleEnv)) throw new EnvModuleError(`a module's demonstrator acts through its own environment, got ${env.name}'s`);
+  return env.demonstratorAction();
+};
 
 /**
  * The ESM build of tsx's `tsx/esm/api` (its `register()` installs the TypeScript hooks), so that a
@@ -330,13 +366,24 @@ export function loadEnvModule(path: string, options: EnvModuleOptions = {}): Loa
     throw e;
   }
   const where = `${path} (${header.name})`;
+  const created = (): CreatedEnv => worker.call({ op: 'create' }, 'create()', callTimeoutMs) as CreatedEnv;
+  // One environment made now says which optional functions the module's environments have.
+  let probe: CreatedEnv;
+  try {
+    probe = created();
+    worker.call({ op: 'release', env: probe.id }, 'create()', callTimeoutMs);
+  } catch (e) {
+    void worker.dispose();
+    throw e;
+  }
   const spec: AnyEnvSpec = {
     name: header.name,
     description: header.description,
     maxSteps: header.maxSteps,
+    hasExpert: probe.expert,
+    ...(probe.demonstrator ? { demonstrator: () => moduleDemonstrator, demonstratorNeedsEnvironment: true } : {}),
     create(): RealEnvironment {
-      const made = worker.call({ op: 'create' }, 'create()', callTimeoutMs) as { id: number; expert: boolean };
-      return new ModuleEnv(worker, header, made.id, made.expert, callTimeoutMs);
+      return new ModuleEnv(worker, header, created(), callTimeoutMs);
     },
     tasks(o: TaskGenOptions): Task[] {
       const what = `tasks({split: ${JSON.stringify(o.split)}, count: ${o.count}, seed: ${o.seed}})`;

@@ -30,6 +30,7 @@ import { parseTrainingConfig, PRESETS, TRAINING_MODES, TrainingConfigError, type
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
+import { runSuite, SUITE_ARMS, SUITE_DOMAINS, SUITE_FIDELITY, suiteBudgetText, SuiteError, writeSuiteFiles, type SuiteResult } from './suite.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { keptPhrase } from '../train/validation.ts';
 import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
@@ -42,6 +43,7 @@ import { createProgress, type Progress } from './progress.ts';
 import { openOutput, printable, resolveOutput, writeFileAtomic, writeOutput, type OutputTarget } from './output.ts';
 import {
   DEFAULT_STORE_DIR,
+  recordMetrics,
   RunStore,
   type RunRecord,
   type RunWriter,
@@ -592,6 +594,12 @@ function validationSummary(record: RunRecord): string {
   return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${kept ? ` (${kept})` : ''}`;
 }
 
+/** `, the curriculum generated no task` when it was on through RL iterations and its pool never held a generated task. */
+function curriculumSummary(record: RunRecord): string {
+  const rl = recordMetrics(record).filter((m) => m.phase !== 'sft');
+  return record.config.curriculum.enabled && rl.length > 0 && rl.every((m) => m.generatedTasks === 0) ? ', the curriculum generated no task' : '';
+}
+
 /** The mode, with `+sft` when an RL mode was warm-started. */
 function modeLabel(c: TrainingConfig): string {
   const rl = c.mode === 'real' || c.mode === 'dreamgym' || c.mode === 's2r';
@@ -619,6 +627,7 @@ export function oneLineSummary(record: RunRecord): string {
     `${record.iteration} iteration${record.iteration === 1 ? '' : 's'}` +
     (record.stoppedBy === 'real-budget' ? ' (stopped by the real budget)' : record.stoppedBy === 'wall-budget' ? ' (stopped by the wall-time budget)' : '') +
     validationSummary(record) +
+    curriculumSummary(record) +
     `, wall ${seconds(record.trainWallMs + record.evalWallMs)}, run ${record.id}`
   );
 }
@@ -681,11 +690,19 @@ async function evalOnEnv(opts: EvalOptions, command: Command, out: Out, moduleEn
   let episodes: number;
   let iteration: number;
   if (opts.run !== undefined) {
-    if (opts.env !== undefined) throw new CliUsageError(`--env comes from run ${opts.run}'s configuration: drop it`);
     if (command.getOptionValueSource('prior') === 'cli') throw new CliUsageError(`--prior comes from run ${opts.run}'s configuration: drop it`);
     const store = new RunStore(opts.store);
     const record = await store.readRecord(opts.run);
-    if (record.seedData !== undefined) throw new CliUsageError(`run ${record.id} trained on seed data alone: there is no environment to evaluate it in (its synthetic evaluation is in its run.json)`);
+    // A run on seed data alone names no environment; one given for its domain evaluates it for real.
+    const named = opts.env ?? moduleEnv;
+    if (record.seedData !== undefined && (named === undefined || named === null)) {
+      throw new CliUsageError(
+        `run ${record.id} trained on seed data alone: there is no environment to evaluate it in (its synthetic evaluation is in its run.json); ` +
+          `give --env-module PATH (or --env NAME) of its domain ${JSON.stringify(record.config.env)} to evaluate it in a real one`,
+      );
+    }
+    if (record.seedData === undefined && opts.env !== undefined) throw new CliUsageError(`--env comes from run ${opts.run}'s configuration: drop it`);
+    if (record.seedData !== undefined && opts.env !== undefined && opts.env !== record.config.env) throw new CliUsageError(`run ${record.id} trained on ${JSON.stringify(record.config.env)} data, not ${JSON.stringify(opts.env)}`);
     const saved = await store.readSnapshot(opts.run);
     if (!saved) throw new CliUsageError(`run ${record.id} has no checkpoint yet (no completed iteration): nothing to evaluate`);
     checkpoint = saved.snapshot.checkpoint;
@@ -882,7 +899,13 @@ function defaultJobs(): number {
 }
 
 interface ExperimentCliOptions extends SizeOptions {
-  env: EnvName;
+  env?: EnvName;
+  /** Repeatable with --suite; one path otherwise. */
+  envModule?: string[];
+  envTimeout?: number;
+  suite?: boolean;
+  domains?: string[];
+  fidelityEpisodes?: number;
   seeds: number;
   preset: PresetName;
   out: string;
@@ -893,9 +916,10 @@ interface ExperimentCliOptions extends SizeOptions {
 
 /** The command line that reproduces an experiment's figures: every option that shapes them (not --out or --jobs). */
 export function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | 'jobs'>): string {
-  const parts = ['npx dreamgym experiment', `--env ${opts.env}`, `--seeds ${opts.seeds}`, `--preset ${opts.preset}`];
+  const where = opts.envModule?.[0] !== undefined ? `--env-module ${shellWord(opts.envModule[0])}` : `--env ${opts.env ?? ''}`;
+  const parts = ['npx dreamgym experiment', where, `--seeds ${opts.seeds}`, `--preset ${opts.preset}`];
   for (const arm of opts.arm ?? []) parts.push(`--arm ${JSON.stringify(arm)}`);
-  for (const name of [...SIZE_OPTION_NAMES, 'trainEvalEpisodes'] as const) if (opts[name] !== undefined) parts.push(`${flag(name)} ${opts[name]}`);
+  parts.push(...sizeFlags(opts));
   return parts.join(' ');
 }
 
@@ -903,19 +927,89 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
   const known = EXPERIMENT_ARMS.map((a) => a.name);
   const unknown = (opts.arm ?? []).filter((a) => !known.includes(a));
   if (unknown.length > 0) throw new CliUsageError(`unknown arm ${JSON.stringify(unknown[0])}: the arms are ${known.map((a) => JSON.stringify(a)).join(', ')}`);
-  // The output directory: an existing directory, or created now, before the work.
+  if (opts.suite) {
+    if (opts.env !== undefined || opts.arm !== undefined) throw new CliUsageError('--suite runs every domain of the suite on its own arms: drop --env and --arm (--domains picks domains, --env-module adds yours)');
+    await ensureOutputDir(opts.out);
+    await resolveOutput(join(opts.out, 'suite.json'));
+    await runSuiteCommand({ ...opts, sizes: sizeOverrides(opts), sizeFlags: sizeFlags(opts) }, out, err);
+    return;
+  }
+  if (opts.domains !== undefined || opts.fidelityEpisodes !== undefined) throw new CliUsageError(`${opts.domains !== undefined ? '--domains' : '--fidelity-episodes'} applies to --suite: add --suite`);
+  if (opts.envModule === undefined && opts.env === undefined) throw new CliUsageError('--env NAME (shop or household), --env-module PATH or --suite is required');
+  if ((opts.envModule ?? []).length > 1) throw new CliUsageError('give one --env-module PATH (several add domains to --suite only)');
+  const commandEnv = chooseEnv({ env: opts.env, envModule: opts.envModule?.[0], envTimeout: opts.envTimeout });
   try {
-    const info = await stat(opts.out);
-    if (!info.isDirectory()) throw new CliUsageError(`cannot write into ${opts.out}: it is not a directory`);
+    if (commandEnv.modulePath !== null && (opts.arm ?? []).includes(EXPERIMENT_ARMS[0]?.name ?? '')) throw new CliUsageError(`the arm ${JSON.stringify(EXPERIMENT_ARMS[0]?.name)} exists for the built-in domains only`);
+    await experimentOnEnv(opts, commandEnv, out, err);
+  } finally {
+    await commandEnv.dispose();
+  }
+}
+
+/** `experiment --suite`: runs the domain suite (./suite.ts) and writes suite.md and suite.json into `--out`. */
+async function runSuiteCommand(opts: ExperimentCliOptions & { sizes: Partial<TrainingConfigInput>; sizeFlags: string[] }, out: Out, err: Out): Promise<void> {
+  const words = ['npx dreamgym experiment --suite'];
+  if (opts.domains !== undefined) words.push(`--domains ${opts.domains.join(',')}`);
+  for (const m of opts.envModule ?? []) words.push(`--env-module ${shellWord(m)}`);
+  words.push(`--seeds ${opts.seeds}`, `--preset ${opts.preset}`, ...opts.sizeFlags);
+  if (opts.fidelityEpisodes !== undefined) words.push(`--fidelity-episodes ${opts.fidelityEpisodes}`);
+  const controller = new AbortController();
+  const removeSignals = onStopSignals(controller, err, () => {});
+  let result: SuiteResult;
+  try {
+    result = await runSuite({
+      ...(opts.domains !== undefined ? { domains: opts.domains } : {}),
+      ...(opts.envModule !== undefined ? { extraModules: opts.envModule } : {}),
+      seeds: opts.seeds,
+      preset: opts.preset,
+      jobs: opts.jobs,
+      sizes: opts.sizes,
+      ...(opts.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: opts.trainEvalEpisodes } : {}),
+      ...(opts.envTimeout !== undefined ? { envTimeoutMs: opts.envTimeout } : {}),
+      ...(opts.fidelityEpisodes !== undefined ? { fidelity: { trainEpisodes: opts.fidelityEpisodes, testEpisodes: Math.round(opts.fidelityEpisodes / 4), falseSuccessEpisodes: Math.round(opts.fidelityEpisodes / 4) } } : {}),
+      command: words.join(' '),
+      signal: controller.signal,
+      onProgress: (text) => err(`dreamgym: ${text.replace(/[\x00-\x1f\x7f]+/g, ' ')}\n`),
+    });
+  } catch (e) {
+    if (e instanceof SuiteError) throw new CliUsageError(`${e.message}; nothing written`);
+    if (controller.signal.aborted) throw new CliExit(exitCodeOf(controller.signal.reason as StopReason), 'dreamgym: suite stopped; nothing written');
+    throw e;
+  } finally {
+    removeSignals();
+  }
+  const names = await writeSuiteFiles(opts.out, result);
+  out(`suite: ${result.domains.map((d) => d.name).join(', ')}; ${opts.seeds} seeds, preset ${opts.preset}, wall ${seconds(result.wallMs)}; wrote ${names.join(', ')} to ${opts.out}\n`);
+}
+
+/** `--out DIR`: an existing directory, or created now, before the work. */
+async function ensureOutputDir(dir: string): Promise<void> {
+  try {
+    const info = await stat(dir);
+    if (!info.isDirectory()) throw new CliUsageError(`cannot write into ${dir}: it is not a directory`);
   } catch (e) {
     if (e instanceof CliUsageError) throw e;
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new CliUsageError(`cannot write into ${opts.out}: ${fsReason(e)}`);
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new CliUsageError(`cannot write into ${dir}: ${fsReason(e)}`);
     try {
-      await mkdir(opts.out, { recursive: true });
+      await mkdir(dir, { recursive: true });
     } catch (e2) {
-      throw new CliUsageError(`cannot create ${opts.out}: ${fsReason(e2)}`);
+      throw new CliUsageError(`cannot create ${dir}: ${fsReason(e2)}`);
     }
   }
+}
+
+/** The size options given, as command-line words (for the command a table says made it). */
+function sizeFlags(opts: SizeOptions & { trainEvalEpisodes?: number }): string[] {
+  const parts: string[] = [];
+  for (const name of [...SIZE_OPTION_NAMES, 'trainEvalEpisodes'] as const) if (opts[name] !== undefined) parts.push(`${flag(name)} ${opts[name]}`);
+  return parts;
+}
+
+/** `experiment` on one environment, once it is chosen (a module loaded and registered). */
+async function experimentOnEnv(opts: ExperimentCliOptions, commandEnv: CommandEnv, out: Out, err: Out): Promise<void> {
+  const envName = commandEnv.spec.name;
+  // The output directory: an existing directory, or created now, before the work.
+  await ensureOutputDir(opts.out);
   // Fails now, with one line, when the directory is not writable.
   await resolveOutput(join(opts.out, 'results.json'));
   await useFastestNodeBackend();
@@ -929,7 +1023,8 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
     result = await runExperiment({
       concurrency: opts.jobs,
       ...(pool ? { runner: pool.run } : {}),
-      env: opts.env,
+      env: envName,
+      ...(commandEnv.modulePath !== null ? { envModule: commandEnv.modulePath } : {}),
       seeds: opts.seeds,
       preset: opts.preset,
       ...(opts.arm ? { arms: opts.arm } : {}),
@@ -954,7 +1049,7 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
     await mkdir(dirname(path), { recursive: true });
     await writeFileAtomic(path, files[names[i] as string] as string);
   }
-  out(`${opts.env} experiment: ${opts.seeds} seeds, preset ${opts.preset}, wall ${seconds(performance.now() - started)}; wrote ${names.join(', ')} to ${opts.out}\n`);
+  out(`${envName} experiment: ${opts.seeds} seeds, preset ${opts.preset}, wall ${seconds(performance.now() - started)}; wrote ${names.join(', ')} to ${opts.out}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1017,8 +1112,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(storeOption())
     .option('--run <id>', 'a run in the store')
     .option('--checkpoint <file>', 'a checkpoint file (serializeCheckpoint / the page\'s download)')
-    .addOption(new Option('--env <name>', 'environment of --checkpoint').choices([...ENV_NAMES]))
-    .option('--env-module <path>', 'the environment module of --checkpoint, or of a --run trained on one')
+    .addOption(new Option('--env <name>', 'environment of --checkpoint, or of a --run on seed data alone').choices([...ENV_NAMES]))
+    .option('--env-module <path>', 'the environment module of --checkpoint, or of a --run trained on one or on its seed data alone')
     .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .option('--episodes <n>', 'held-out tasks (default: the run\'s evalEpisodes, or 100)', countArg(1, 100_000))
     .addOption(new Option('--prior <prior>', 'prior of --checkpoint (a run uses its own)').choices(['uniform', 'lexical']).default('lexical'))
@@ -1056,7 +1151,12 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
         'table (table.md), results.json, learning curves (CSV) and a plot (SVG) into --out.',
     )
     .showHelpAfterError(false)
-    .addOption(new Option('--env <name>', 'environment').choices([...ENV_NAMES]).makeOptionMandatory())
+    .addOption(new Option('--env <name>', 'built-in environment (or --env-module, or --suite)').choices([...ENV_NAMES]))
+    .option('--env-module <path>', 'your own environment module (see the README), instead of --env; with --suite, added to the suite\'s domains (repeatable there)', (v: string, prev: string[] | string | undefined) => [...(Array.isArray(prev) ? prev : prev === undefined ? [] : [prev]), v])
+    .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
+    .option('--suite', `run the domain suite (${SUITE_DOMAINS.map((d) => d.name).join(', ')}) on the arms ${SUITE_ARMS.map((a) => JSON.stringify(a)).join(', ')}, with the simulator's fidelity per domain, and write suite.md and suite.json into --out (sizes: the preset with the suite's budget, ${suiteBudgetText()}; the size options override it)`)
+    .option('--domains <names>', 'with --suite: only these domains, comma-separated', (v: string) => v.split(',').map((x) => x.trim()).filter((x) => x !== ''))
+    .option('--fidelity-episodes <n>', `with --suite: train-split episodes each domain's simulator fidelity is built from (default ${SUITE_FIDELITY.trainEpisodes}); a quarter as many test-split episodes measure it, and as many random episodes per task group its false success`, countArg(4, 1_000_000))
     .option('--seeds <n>', 'seeds per mode', countArg(1, 1000), 3)
     .addOption(new Option('--preset <name>', 'sizes of each run').choices(Object.keys(PRESETS)).default('quick'))
     .requiredOption('--out <dir>', 'output directory (created if needed)')

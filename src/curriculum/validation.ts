@@ -20,7 +20,7 @@
 import { hashString } from '../core/rng.ts';
 import { type JsonValue, type Task, TaskSchema } from '../core/types.ts';
 import { instructionFor, HouseholdGoalSchema } from '../envs/household/index.ts';
-import { getEnvSpec } from '../envs/registry.ts';
+import { getEnvSpec, isBuiltinEnv } from '../envs/registry.ts';
 import { generateCatalogue, satisfiesGoal, shopInstruction, ShopGoalSchema } from '../envs/shop/index.ts';
 
 /**
@@ -161,6 +161,67 @@ export function canonicalInstruction(env: string, goal: unknown): string | null 
   return null;
 }
 
+/** Whether `text` holds `value` (a string or finite number) as a whole word or phrase, any case. */
+function quotes(text: string, value: unknown): boolean {
+  return quotePattern(value)?.test(text) ?? false;
+}
+
+function quotePattern(value: unknown): RegExp | null {
+  if (typeof value === 'string' && value.trim() !== '') return new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(value.trim())}(?![\\p{L}\\p{N}])`, 'iu');
+  if (typeof value === 'number' && Number.isFinite(value)) return new RegExp(`(?<![\\p{N}.])${escapeRegExp(String(value))}(?![\\p{N}]|\\.\\d)`, 'iu');
+  return null;
+}
+
+/** Every string and number inside a JSON value. */
+function leaves(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value.flatMap(leaves);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(leaves);
+  return typeof value === 'string' || typeof value === 'number' ? [value] : [];
+}
+
+/**
+ * The instruction and goal of a candidate for a user's module, which writes no instructions of
+ * its own: the parent's instruction with each goal value it quotes replaced by the candidate's.
+ * A field the instruction does not quote keeps the parent's value: the agent is never told it, so
+ * it is the world the task lives in (a layout, a seed), which a generated task does not change.
+ * Null, with a reason, when the instruction cannot be rewritten (a quoted list or object changed,
+ * a quoted field removed or given a value of another kind, two fields quoted by the same words).
+ */
+export function rewriteFromParent(parent: Task, goal: Record<string, unknown>): { instruction: string; goal: Record<string, JsonValue> } | { reason: string } {
+  const parentGoal = parent.goal !== null && typeof parent.goal === 'object' && !Array.isArray(parent.goal) ? (parent.goal as Record<string, JsonValue>) : {};
+  const said = (v: unknown): boolean => {
+    const xs = leaves(v);
+    return xs.length > 0 && xs.every((x) => quotes(parent.instruction, x));
+  };
+  const out: Record<string, JsonValue> = {};
+  const swaps: { value: string | number; to: string }[] = [];
+  for (const key of new Set([...Object.keys(parentGoal), ...Object.keys(goal)])) {
+    const before = parentGoal[key];
+    const after = goal[key];
+    if (before === undefined || !said(before)) {
+      if (before !== undefined) out[key] = before;
+      continue;
+    }
+    if (after === undefined) return { reason: `the goal drops ${key}, which the instruction states` };
+    if (canonicalJson(after) === canonicalJson(before)) {
+      out[key] = before;
+      continue;
+    }
+    if (!((typeof before === 'string' && typeof after === 'string' && after.trim() !== '') || (typeof before === 'number' && typeof after === 'number' && Number.isFinite(after)))) {
+      return { reason: `cannot write the instruction for the new ${key} (${JSON.stringify(after)}): only a quoted text or number is replaced` };
+    }
+    swaps.push({ value: before, to: String(after).trim() });
+    out[key] = after;
+  }
+  if (swaps.length === 0) return { instruction: parent.instruction, goal: out };
+  const froms = swaps.map((w) => String(w.value).trim().toLowerCase());
+  if (new Set(froms).size < froms.length) return { reason: 'two changed goal fields are quoted by the same words in the instruction' };
+  // One pass over every quoted value at once, so that swapped values (a -> b, b -> a) do not run into each other.
+  const all = new RegExp(swaps.map((w) => `(?:${(quotePattern(w.value) as RegExp).source})`).sort((a, b) => b.length - a.length).join('|'), 'giu');
+  const instruction = parent.instruction.replace(all, (m) => swaps[froms.indexOf(m.toLowerCase())]?.to ?? m);
+  return { instruction, goal: out };
+}
+
 /** A proposed task: an instruction (optional for built-in environments) and a goal. */
 export interface TaskCandidate {
   instruction?: unknown;
@@ -204,11 +265,16 @@ export class TaskValidator {
   /** Builds the task for `candidate` as a child of `parent` and checks it; remembers it when accepted. */
   check(candidate: TaskCandidate, parent: Task): CandidateVerdict {
     if (candidate === null || typeof candidate !== 'object') return { ok: false, kind: 'malformed', reason: `a candidate must be an object with a goal, got ${JSON.stringify(candidate)}` };
-    const goal = repairGoal(parent.env, candidate.goal);
+    let goal = repairGoal(parent.env, candidate.goal);
     if (goal === null || typeof goal !== 'object' || Array.isArray(goal)) return { ok: false, kind: 'malformed', reason: `the goal must be a JSON object, got ${JSON.stringify(candidate.goal)}` };
     // Built-in environments write the instruction from the goal; the generator's own wording is dropped.
-    const canonical = canonicalInstruction(parent.env, goal);
-    const instruction = canonical ?? candidate.instruction;
+    let instruction = canonicalInstruction(parent.env, goal) ?? candidate.instruction;
+    if (instruction === undefined && !isBuiltinEnv(parent.env)) {
+      // A module writes no instructions: the parent's, with the values it quotes replaced.
+      const rewritten = rewriteFromParent(parent, goal as Record<string, unknown>);
+      if ('reason' in rewritten) return { ok: false, kind: 'malformed', reason: rewritten.reason };
+      ({ instruction, goal } = rewritten);
+    }
     if (typeof instruction !== 'string' || instruction.trim() === '') return { ok: false, kind: 'malformed', reason: `the instruction must be a non-empty string, got ${JSON.stringify(candidate.instruction)}` };
     // The agent reads the instruction: it must not give away what only the real environment may know.
     const leak = hiddenFieldLeak(parent.env, instruction, goal);

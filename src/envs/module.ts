@@ -10,7 +10,7 @@
  * export const name = 'library';                       // DOMAIN_NAME_PATTERN, not a built-in name
  * export const description = 'Borrow the book ...';      // one line
  * export const maxSteps = 10;                            // the episode step limit
- * export function create() { return { reset(task) {...}, step(action) {...}, expertAction() {...} }; }
+ * export function create() { return { reset(task) {...}, step(action) {...}, expertAction() {...}, demonstratorAction() {...} }; }
  * export function tasks({ split, count, seed }) { return [{ id, instruction, goal }, ...]; }
  * export function validateTask(task) { return { ok: true }; }
  * ```
@@ -42,7 +42,10 @@ export interface ModuleStepResult {
   info?: {
     /** Whether the action was admissible (default true). An invalid action must not throw. */
     valid?: boolean;
-    /** Whether the goal was met; read on the step that ends the episode (default false). */
+    /**
+     * Whether the goal was met; read on the step that ends the episode. When left out there, it is
+     * derived from the reward: the episode's reward (the sum over its steps) is at least 1.
+     */
     success?: boolean;
     /** Why an action was invalid or the episode ended, in plain words. */
     message?: string;
@@ -56,11 +59,20 @@ export interface ModuleEnvironment {
   /** Applies an action; never throws on an inadmissible one. */
   step(action: string): ModuleStepResult;
   /**
-   * The optimal next action from the current state (a rule-based expert). Optional, but offline
-   * data (`data --policy expert|noisy:EPS`), behaviour cloning and the default seed data of
-   * `train` need it.
+   * The optimal next action from the current state (a rule-based expert that may read the goal).
+   * Optional: `data --policy expert|noisy:EPS` and `fidelity` need it; behaviour cloning needs it
+   * or {@link demonstratorAction}; the seed data of `train` uses it, where there is one, for its
+   * `noisy:0.3` episodes (else the demonstrator's, else random ones).
    */
   expertAction?(): string;
+  /**
+   * A goal-blind demonstrator's next action: a rule that acts only on what the agent has seen this
+   * episode (the instruction and the observations), never on the goal, as a person recording
+   * demonstrations would. Optional; where there is one, behaviour cloning and the simulator's
+   * grounding data use it instead of the expert (as the built-in domains do), and
+   * `data --policy demonstrator` records it.
+   */
+  demonstratorAction?(): string;
 }
 
 /** The named exports of an environment module. Every call must return within the host's time limit. */
@@ -85,13 +97,13 @@ export const MODULE_EXPORTS = {
   description: 'a non-empty string',
   maxSteps: 'a positive integer (the episode step limit)',
   create: 'a function returning an environment with reset(task) and step(action)',
-  tasks: 'a function tasks({split, count, seed}) returning tasks',
+  tasks: 'a function tasks({split, count, seed}) of one options object, returning tasks',
   validateTask: 'a function validateTask(task) returning {ok: true} or {ok: false, reason}',
 } as const;
 export type ModuleExportName = keyof typeof MODULE_EXPORTS;
 
-/** How an export looks from outside the module's thread: a function, or a copyable value. */
-export type ExportShape = { kind: 'missing' } | { kind: 'function' } | { kind: 'value'; value: unknown };
+/** How an export looks from outside the module's thread: a function (with its declared parameter count), or a copyable value. */
+export type ExportShape = { kind: 'missing' } | { kind: 'function'; arity?: number } | { kind: 'value'; value: unknown };
 
 /** A module's checked plain exports. */
 export interface ModuleHeader {
@@ -127,7 +139,13 @@ export function checkModuleExports(where: string, shapes: Readonly<Record<string
       problems.push(`export "${key}" must be ${wanted}, got ${shape.kind === 'function' ? 'a function' : describe(value(key))}`);
       continue;
     }
-    if (isFunction) continue;
+    if (isFunction) {
+      // A positional tasks(split, count, seed) would get the options object as its split.
+      if (key === 'tasks' && shape.kind === 'function' && (shape.arity ?? 1) > 1) {
+        problems.push(`export "tasks" declares ${shape.arity} parameters, but it is called as tasks({split, count, seed}) with one options object`);
+      }
+      continue;
+    }
     const v = value(key);
     const ok =
       key === 'name'
@@ -145,6 +163,31 @@ function describe(v: unknown): string {
   if (v === undefined) return 'undefined';
   const text = JSON.stringify(v);
   return text === undefined ? typeof v : text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/**
+ * Where `value` stops being JSON, as `goal.layout is undefined (...)`, or null when it is JSON.
+ * Keys whose value is undefined are the usual cause: a field read from something that lacks it.
+ */
+export function notJson(value: unknown, path: string): string | null {
+  if (value === undefined) return `${path} is undefined: a goal must be JSON (drop the key, or give it a value such as null)`;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return null;
+  if (typeof value === 'number') return Number.isFinite(value) ? null : `${path} is ${value}: JSON numbers are finite`;
+  if (typeof value !== 'object') return `${path} is a ${typeof value}: a goal must be JSON`;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const inner = notJson(value[i], `${path}[${i}]`);
+      if (inner !== null) return inner;
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return `${path} is a ${(value as object).constructor?.name ?? 'non-plain object'}: a goal must be JSON (plain objects, arrays, strings, finite numbers, booleans, null)`;
+  for (const [k, v] of Object.entries(value)) {
+    const inner = notJson(v, /^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`);
+    if (inner !== null) return inner;
+  }
+  return null;
 }
 
 /** The first problems of a failed zod parse, with their paths. */
@@ -195,12 +238,18 @@ const ModuleTaskSchema = z.object({
 /** Checks what `tasks(options)` returned and fills in `env`, `split` and `origin`. */
 export function checkTasks(what: string, name: string, options: TaskGenOptions, value: unknown): Task[] {
   if (!Array.isArray(value)) throw new EnvModuleError(`${what} must return an array of tasks, got ${describe(value)}`);
-  if (value.length === 0 && options.count > 0) throw new EnvModuleError(`${what} returned no tasks (asked for ${options.count})`);
+  if (value.length === 0 && options.count > 0) {
+    throw new EnvModuleError(`${what} returned no tasks (asked for ${options.count}); the expected signature is tasks({split, count, seed}): one options object, returning up to count tasks of that split`);
+  }
   if (value.length > options.count) throw new EnvModuleError(`${what} returned ${value.length} tasks, more than the ${options.count} asked for`);
   const ids = new Set<string>();
   return value.map((item: unknown, i) => {
     const parsed = ModuleTaskSchema.safeParse(item);
-    if (!parsed.success) throw new EnvModuleError(`${what}: task #${i} is malformed: ${issuesOf(parsed.error)}`);
+    if (!parsed.success) {
+      // zod says only "Invalid input" for a goal that is not JSON: name the key and its value.
+      const goal = item !== null && typeof item === 'object' ? notJson((item as { goal: unknown }).goal, 'goal') : null;
+      throw new EnvModuleError(`${what}: task #${i} is malformed: ${goal ?? issuesOf(parsed.error)}`);
+    }
     const t = parsed.data;
     if (t.env !== undefined && t.env !== name) throw new EnvModuleError(`${what}: task ${JSON.stringify(t.id)} has env ${JSON.stringify(t.env)}, not the module's name ${JSON.stringify(name)}`);
     if (t.split !== undefined && t.split !== options.split) throw new EnvModuleError(`${what}: task ${JSON.stringify(t.id)} has split ${t.split}, asked for ${options.split}`);

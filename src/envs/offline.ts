@@ -10,7 +10,11 @@ export const DEMONSTRATOR = 'demonstrator';
 export interface OfflineDataOptions {
   episodes: number;
   seed: number;
-  /** `expert`, `noisy:EPS`, or `demonstrator` (the environment's `EnvSpec.demonstrator`, a fresh one per episode). */
+  /**
+   * `expert`, `noisy:EPS`, `demonstrator` (the environment's `EnvSpec.demonstrator`, a fresh one
+   * per episode) or `demonstrator:EPS` (that demonstrator, a random admissible action with
+   * probability EPS).
+   */
   policy: string;
   split: Split;
 }
@@ -54,13 +58,19 @@ export function* generateOfflineData(
 
 /** The policy of each episode: the environment's demonstrator is a fresh one per episode (it remembers its episode), the others are one rule. */
 function policyPerEpisode(spec: AnyEnvSpec, name: string): () => Policy {
-  if (name !== DEMONSTRATOR) {
+  const noisy = /^demonstrator:(\d*\.?\d+)$/.exec(name);
+  if (name !== DEMONSTRATOR && !noisy) {
     const policy = parsePolicy(name);
     return () => policy;
   }
   const demonstrator = spec.demonstrator;
   if (!demonstrator) throw new RangeError(`environment ${spec.name} has no demonstrator: use "expert" or "noisy:EPS"`);
-  return () => demonstrator.call(spec);
+  const eps = noisy ? Number(noisy[1]) : 0;
+  if (!(eps >= 0 && eps <= 1)) throw new RangeError(`demonstrator noise must be in [0, 1], got ${eps}`);
+  return () => {
+    const policy = demonstrator.call(spec);
+    return eps === 0 ? policy : (env, observation, rng) => (observation.actions.length > 0 && rng.chance(eps) ? rng.pick(observation.actions) : policy(env, observation, rng));
+  };
 }
 
 /** Success rate, mean steps and mean reward of a set of trajectories. */

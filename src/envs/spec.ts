@@ -38,6 +38,17 @@ export interface EnvSpec<N extends DomainName = EnvName> {
    * `demonstrator`); without one they use the expert.
    */
   demonstrator?(): Policy;
+  /**
+   * True when the demonstrator's policy asks its environment for the action (a module's
+   * `demonstratorAction()` lives on the environment object): it still reads no goal, but cannot
+   * act inside a simulator, where there is no such environment.
+   */
+  readonly demonstratorNeedsEnvironment?: boolean;
+  /**
+   * False when the environment has no rule-based expert (a module without `expertAction()`): the
+   * seed data then leaves out the expert's episodes, and what needs one says so. Default true.
+   */
+  readonly hasExpert?: boolean;
 }
 
 /** An environment of any domain: a built-in one or a user's module (`EnvSpec` alone is a built-in's). */

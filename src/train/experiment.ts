@@ -10,13 +10,13 @@
  * `real` is also run on that budget for the paired comparison.
  */
 import { Rng } from '../core/rng.ts';
-import type { EnvName } from '../core/types.ts';
+import type { DomainName } from '../core/types.ts';
 import { parseTrainingConfig, type PresetName, type TrainingConfig, type TrainingConfigInput } from './config.ts';
 import { aggregateEvaluations, bootstrapInterval, evaluate, type EvalActor, type EvalResult, type Interval } from './evaluate.ts';
 import type { PolicyAgent } from './agent.ts';
 import { plannedIterations, runTraining, type IterationMetrics, type RunSnapshot } from './loop.ts';
 import { keptPhrase, type SyntheticValidation } from './validation.ts';
-import { referencePolicy } from './reference.ts';
+import { hasReferencePolicy, referencePolicy } from './reference.ts';
 import { prepareRun } from './setup.ts';
 
 /** One row of the table: a mode (or reference), how it started, and its ablation. */
@@ -85,7 +85,7 @@ export interface ArmResult {
 }
 
 export interface ExperimentResult {
-  env: EnvName;
+  env: DomainName;
   preset: PresetName;
   seeds: number[];
   evalEpisodes: number;
@@ -97,7 +97,10 @@ export interface ExperimentResult {
 }
 
 export interface ExperimentOptions {
-  env: EnvName;
+  /** A built-in environment, or a loaded module's domain (registered; `envModule` names its file for worker threads). */
+  env: DomainName;
+  /** The environment module's path when `env` is one: a runner in another thread loads it from there. */
+  envModule?: string;
   seeds: number;
   preset?: PresetName;
   /** Overrides applied to every arm (sizes for quick checks). */
@@ -122,7 +125,9 @@ export interface ExperimentOptions {
 
 /** One (arm, seed) run of an experiment: everything a thread needs to run it alone. */
 export interface ArmSeedJob {
-  env: EnvName;
+  env: DomainName;
+  /** The environment module's path when `env` is one (a worker thread loads and registers it before the run). */
+  envModule?: string;
   preset: PresetName;
   overrides?: Partial<TrainingConfigInput>;
   /** An arm of {@link EXPERIMENT_ARMS}, by name. */
@@ -264,7 +269,7 @@ function planJobs(options: ExperimentOptions, preset: PresetName, arms: readonly
   const providers = new Map<string, number>(); // prefix key -> the first job that runs it
   for (const arm of ordered) {
     for (const seed of seeds) {
-      const job: ArmSeedJob = { env: options.env, preset, ...(options.overrides ? { overrides: options.overrides } : {}), arm: arm.name, seed, trainEvalEpisodes: trainEval };
+      const job: ArmSeedJob = { env: options.env, ...(options.envModule !== undefined ? { envModule: options.envModule } : {}), preset, ...(options.overrides ? { overrides: options.overrides } : {}), arm: arm.name, seed, trainEvalEpisodes: trainEval };
       let budgetFrom: number | null = null;
       if (arm.budgetShareOfReal !== undefined) {
         const from = planned.findIndex((p) => p.job.arm === (arm.budgetOf ?? 'real (warm sft)') && p.job.seed === seed);
@@ -297,7 +302,10 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const started = performance.now();
   const preset = options.preset ?? 'quick';
   const seeds = Array.from({ length: options.seeds }, (_, i) => i);
-  const arms = EXPERIMENT_ARMS.filter((a) => !options.arms || options.arms.includes(a.name));
+  // The scripted reference exists for the built-in domains only.
+  const arms = EXPERIMENT_ARMS.filter((a) => (options.arms ? options.arms.includes(a.name) : a.kind !== 'reference' || hasReferencePolicy(options.env)));
+  const reference = arms.find((a) => a.kind === 'reference');
+  if (reference && !hasReferencePolicy(options.env)) throw new RangeError(`the arm ${JSON.stringify(reference.name)} has no policy for ${options.env}: it exists for the built-in domains only`);
   const trainEval = options.trainEvalEpisodes ?? 100;
   const concurrency = options.concurrency ?? 1;
   if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError(`concurrency must be an integer >= 1, got ${concurrency}`);

@@ -141,6 +141,10 @@ export interface FidelityOptions {
   falseSuccessEpisodes: number;
   /** Which trivial simulators to measure next to the model. */
   baselines: readonly ('echo' | 'majority')[];
+  /** The policies of the false-success rates (`random`, `noisy:EPS`); default both `random` and `noisy:0.3`. */
+  falseSuccessPolicies?: readonly string[];
+  /** Whether to measure the goal-blind policies' false success too (default true). */
+  goalBlind?: boolean;
   /**
    * Measure the LLM experience model on this LLM instead of the retrieval model, grounded by the
    * top-3 real transitions of the train data retrieved for each step.
@@ -240,15 +244,16 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
         grounded: tasks.slice(0, opts.falseSuccessEpisodes),
         'held-out': test.slice(0, opts.falseSuccessEpisodes).map((p) => p.task),
       } as const;
-      for (const policy of ['random', 'noisy:0.3']) {
+      for (const policy of opts.falseSuccessPolicies ?? ['random', 'noisy:0.3']) {
         for (const group of ['grounded', 'held-out'] as const) {
           falseSuccess.push(...(await measureFalseSuccess(spec, model, groups[group], policy, opts.seed, group, demos)));
         }
       }
-      if (hasReferencePolicy(spec.name)) {
+      if (opts.goalBlind !== false && hasReferencePolicy(spec.name)) {
         for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureGoalBlindFalseSuccess(spec, model, groups[group], 'scripted', 0.3, opts.seed, group, demos)));
       }
-      if (spec.demonstrator) {
+      // A demonstrator that asks its environment (a module's) cannot act inside the simulator.
+      if (opts.goalBlind !== false && spec.demonstrator && !spec.demonstratorNeedsEnvironment) {
         for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureGoalBlindFalseSuccess(spec, model, groups[group], 'demonstrator', 0.3, opts.seed, group, demos)));
       }
     }

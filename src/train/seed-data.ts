@@ -68,6 +68,10 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
     throw new SeedDataError(`the data mixes domains (${[...domains].map(([d, n]) => `${d}: ${n} records`).join(', ')}): a data-only run trains on one domain; split the file by domain`);
   }
   const domain = tasks[0]!.env;
+  // Synthetic rollouts (a run's export) show what a simulator said, not what happened: they ground nothing.
+  if (trajectories.length > 0 && trajectories.every((t) => t.source === 'synthetic')) {
+    throw new SeedDataError(`all ${trajectories.length} trajectories are synthetic (source "synthetic", a simulator's rollouts): the experience model is grounded on recorded real episodes only; add offline or real trajectories (dreamgym data, or a run's real rollouts)`);
+  }
   const seedTasks = tasks.filter((t) => t.origin === 'seed');
   const byTask = new Map<string, Trajectory[]>();
   for (const t of seedTasks) byTask.set(t.id, []);
@@ -89,7 +93,7 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
   const heldOut = order.slice(0, nHeld);
   const grounding = order.slice(nHeld);
   const groundingTrajectories = grounding.flatMap((t) => byTask.get(t.id) ?? []);
-  const successes = groundingTrajectories.filter((t) => t.success);
+  const successes = groundingTrajectories.filter((t) => t.success && t.source !== 'synthetic');
   if (successes.length === 0) {
     throw new SeedDataError(`none of the ${groundingTrajectories.length} trajectories that ground the experience model succeeds: it could never show the policy a success; add successful trajectories (at least one; more is better)`);
   }

@@ -34,7 +34,9 @@ export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
  * Offline seed data on train tasks: `expertEpisodes` demonstrations (the behaviour-cloning data:
  * the environment's goal-blind demonstrator where it has one, else its expert) and
  * `noisyEpisodes` noisy ones, half `noisy:0.3` and half random, so that the simulator's reward
- * model has seen failures. Deterministic for the seed.
+ * model has seen failures. Deterministic for the seed. An environment without an expert (a
+ * module without `expertAction()`) gets its demonstrator's noisy episodes instead of the
+ * expert's, and, with no demonstrator either, random episodes throughout (no demonstrations).
  */
 export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'>): OfflineData {
   const tasks: Task[] = [];
@@ -52,9 +54,11 @@ export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, '
       if (expert) expertIds.add(trajectory.id);
     }
   };
-  add(config.offline.expertEpisodes, spec.demonstrator ? DEMONSTRATOR : 'expert', 0, true);
+  const expert = spec.hasExpert !== false;
+  const demonstrations = spec.demonstrator ? DEMONSTRATOR : expert ? 'expert' : null;
+  add(config.offline.expertEpisodes, demonstrations ?? 'noisy:1', 0, demonstrations !== null);
   const half = Math.floor(config.offline.noisyEpisodes / 2);
-  add(config.offline.noisyEpisodes - half, 'noisy:0.3', 1, false);
+  add(config.offline.noisyEpisodes - half, expert ? 'noisy:0.3' : spec.demonstrator ? `${DEMONSTRATOR}:0.3` : 'noisy:1', 1, false);
   add(half, 'noisy:1', 2, false);
   const extraTasks = config.offline.extraTasks > 0 ? spec.tasks({ split: 'train', count: config.offline.extraTasks, seed: config.seed * 7919 + 3 }) : [];
   const known = new Set(tasks.map((t) => t.id));
@@ -117,6 +121,10 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   if (config.prior === 'llm' && !llm) throw new TrainingSetupError('the LLM prior needs an LLM: WebLLM on WebGPU (the page) or an OpenAI-compatible server with logprobs (--llm-url); or use --prior uniform or lexical');
   const data = options.data ?? null;
   const spec = data?.spec ?? getEnvSpec(config.env);
+  const cloning = config.mode === 'sft' || (config.warmStart === 'sft' && config.mode !== 'zero-shot');
+  if (cloning && data === null && !spec.demonstrator && spec.hasExpert === false) {
+    throw new TrainingSetupError(`behaviour cloning (mode sft, --warm-start sft) needs demonstrations: the environment ${spec.name} has neither demonstratorAction() nor expertAction(); add one, or use zero-shot, real or dreamgym from scratch`);
+  }
   const offline = data?.offline ?? offlineSeedData(spec, config);
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   const model = llm?.model !== undefined ? { model: llm.model } : {};

@@ -3,7 +3,9 @@
  * The agent is asked to borrow "the <genre> book by <author>": it walks to the right shelf, takes
  * the book by that author (the same author may have books on other shelves), carries it to the
  * front desk and checks it out. Every observation lists the admissible actions. Reward 1 when the
- * checked-out book is the one asked for, 0 otherwise; at most 10 steps.
+ * checked-out book is the one asked for, 0 otherwise; at most 10 steps. It has an expert, which
+ * reads the goal, and a goal-blind demonstrator, which reads only the instruction and what it is
+ * shown.
  *
  * It stands alone, as a user's module would: it imports nothing at run time (types only), and
  * everything follows from each task's goal, so the same task always plays the same way.
@@ -120,11 +122,14 @@ class Library implements ModuleEnvironment {
   private place = 'lobby';
   private holding: Book | null = null;
   private steps = 0;
+  /** What the agent reads: the demonstrator's only source besides the observations. */
+  private instruction = '';
 
   reset(task: Task): Observation {
     const goal = parseGoal(task.goal);
     if (goal === null) throw new Error(`task ${task.id} has no library goal`);
     this.goal = goal;
+    this.instruction = task.instruction;
     this.books = shelves(goal);
     this.place = 'lobby';
     this.holding = null;
@@ -183,6 +188,17 @@ class Library implements ModuleEnvironment {
     const target = (this.books.get(this.goal.genre) ?? []).find((b) => b.author === this.goal?.author) as Book;
     if (this.holding !== target) return this.place === this.goal.genre ? `take ${bookLabel(target)}` : `go to ${this.goal.genre} shelf`;
     return this.place === 'desk' ? `check out ${target.title}` : 'go to front desk';
+  }
+
+  /** Goal-blind: the genre and author come from the instruction, the book from the shelf it is shown. */
+  demonstratorAction(): string {
+    const asked = /the (\S+) book by (.+)$/.exec(this.instruction);
+    const actions = this.actions();
+    if (asked === null) return actions[0] ?? '';
+    const [, genre, author] = asked as unknown as [string, string, string];
+    if (this.holding !== null && this.holding.author === author) return this.place === 'desk' ? `check out ${this.holding.title}` : 'go to front desk';
+    if (this.place !== genre) return `go to ${genre} shelf`;
+    return actions.find((a) => a.startsWith('take ') && a.endsWith(` by ${author}`)) ?? actions[0] ?? '';
   }
 }
 

@@ -1,0 +1,82 @@
+import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { keptValidation, runSuite, SUITE_ARMS, SUITE_DOMAINS, type SuiteResult } from '../src/cli/suite.ts';
+import { cli } from './fixtures/cli.ts';
+
+const LIBRARY = 'src/envs/example/library.ts';
+let dir: string;
+let counter: string;
+
+/** A second tiny domain: press go as many times as the instruction says, then stop; with an expert and a goal-blind demonstrator. */
+const COUNTER = `export const name = 'counter'; export const description = 'press go n times, then stop'; export const maxSteps = 6;
+export function tasks({ split, count, seed }) { return Array.from({ length: count }, (_, i) => { const n = 1 + ((seed + i + (split === 'test' ? 1 : 0)) % 3); return { id: 'counter-' + split + '-' + seed + '-' + i, instruction: 'press go ' + n + ' times then stop', goal: { n } }; }); }
+export function validateTask() { return { ok: true }; }
+export function create() { return {
+  reset(task) { this.n = 0; this.goal = task.goal.n; this.instruction = task.instruction; return { text: 'count 0', actions: ['go', 'stop'] }; },
+  step(a) { if (a === 'go') this.n++; const done = a === 'stop' || this.n >= 5; return { observation: { text: 'count ' + this.n, actions: done ? [] : ['go', 'stop'] }, reward: done && a === 'stop' && this.n === this.goal ? 1 : 0, done }; },
+  expertAction() { return this.n < this.goal ? 'go' : 'stop'; },
+  demonstratorAction() { const want = Number(/go (\\d+) times/.exec(this.instruction)[1]); return this.n < want ? 'go' : 'stop'; } }; }`;
+
+const TINY = ['--seeds', '1', '--iterations', '2', '--offline-episodes', '20', '--group-size', '4', '--tasks-per-iteration', '4', '--sft-epochs', '5', '--eval-episodes', '10', '--validation-tasks', '5', '--train-eval-episodes', '5', '--fidelity-episodes', '40'];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dreamgym-suite-'));
+  counter = join(dir, 'counter.mjs');
+  await writeFile(counter, COUNTER);
+});
+
+describe('experiment --suite (tiny settings)', () => {
+  it('runs every arm on two module domains in worker threads and writes one table with success, dreamgym / real, fidelity, the simulator\'s claim and cost', async () => {
+    const out = join(dir, 'suite');
+    const res = await cli('experiment', '--suite', '--domains', 'library,counter', '--env-module', LIBRARY, '--env-module', counter, '--jobs', '2', ...TINY, '--out', out);
+    expect(res.code, res.err).toBe(0);
+    expect(res.out).toMatch(/^suite: library, counter; 1 seeds, preset quick, wall \d+\.\d s; wrote suite\.md, suite\.json to /);
+    const table = await readFile(join(out, 'suite.md'), 'utf8');
+    expect(table).toContain('| domain | zero-shot | sft | real | dreamgym | dreamgym (warm sft) | s2r (10% of real\'s real transitions) | dreamgym / real [95% CI] | next-state match (best trivial) | reward accuracy | random in sim / real: grounded; held-out | core-min |');
+    expect(table).toMatch(/Command: `npx dreamgym experiment --suite --domains library,counter --env-module src\/envs\/example\/library\.ts --env-module \S+counter\.mjs --seeds 1 --preset quick --iterations 2 /);
+    for (const name of ['library', 'counter']) {
+      expect(table).toMatch(new RegExp(`^\\| ${name} \\| (\\d+\\.\\d \\[\\d+\\.\\d, \\d+\\.\\d\\] \\| ){6}`, 'm'));
+      expect(table).toMatch(new RegExp(`^\\| ${name} \\| \\d+\\.\\d / \\d+\\.\\d \\| \\d+\\.\\d / \\d+\\.\\d \\| \\d+\\.\\d / \\d+\\.\\d \\|$`, 'm'));
+      expect(table).toMatch(new RegExp(`^\\| ${name} \\| \`[^\`]+\` \\| \\d+ \\| \\d+\\.\\d \\|$`, 'm'));
+    }
+    const result = JSON.parse(await readFile(join(out, 'suite.json'), 'utf8')) as SuiteResult;
+    expect(result.domains.map((d) => d.name)).toEqual(['library', 'counter']);
+    for (const d of result.domains) {
+      expect(d.experiment.arms.map((a) => a.name)).toEqual([...SUITE_ARMS]);
+      expect(d.experiment.arms.every((a) => a.seeds.length === 1)).toBe(true);
+      expect(d.fidelity.rows.map((r) => r.sim)).toEqual(['retrieval', 'echo', 'majority']);
+      expect(d.fidelity.falseSuccess.every((r) => r.policy === 'random')).toBe(true);
+      expect(d.fidelity.rows[0]?.testEpisodes).toBe(10);
+      // Behaviour cloning on a domain with a demonstrator learns it: the arms ran, not a placeholder.
+      expect(d.experiment.arms.find((a) => a.name === 'real')?.realTransitions).toBeGreaterThan(0);
+      expect(d.experiment.arms.find((a) => a.name === 'dreamgym')?.realTransitions).toBe(0);
+    }
+    expect(result.domains[0]?.experiment.arms.find((a) => a.name === 'sft')?.success.mean).toBe(1);
+  });
+
+  it('an unknown domain, or a suite module that is not there: one line, nothing written', async () => {
+    const out = join(dir, 'bad');
+    const res = await cli('experiment', '--suite', '--domains', 'library,nowhere', '--env-module', LIBRARY, ...TINY, '--out', out);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(/unknown domain "nowhere": the suite's domains are shop, household, .*dungeon, library; nothing written/);
+    expect(await readdir(out)).toEqual([]);
+    await expect(runSuite({ suite: [{ name: 'gone', module: 'src/envs/gone/index.ts' }], seeds: 1, preset: 'quick', jobs: 1, command: 'x' })).rejects.toThrow(/the suite's domain gone has no module at src\/envs\/gone\/index\.ts: leave it out with --domains/);
+    const arm = await cli('experiment', '--suite', '--arm', 'sft', '--out', out);
+    expect(arm.err).toMatch(/--suite runs every domain of the suite on its own arms: drop --env and --arm/);
+    const domains = await cli('experiment', '--env', 'shop', '--domains', 'shop', '--out', out);
+    expect(domains.err).toMatch(/--domains applies to --suite: add --suite/);
+  });
+
+  it('the suite names the two built-in domains and the five module domains', () => {
+    expect(SUITE_DOMAINS.map((d) => d.name)).toEqual(['shop', 'household', 'files', 'tickets', 'calendar', 'travel', 'dungeon']);
+    expect(SUITE_DOMAINS.filter((d) => d.module !== undefined).map((d) => d.module)).toEqual(['files', 'tickets', 'calendar', 'travel', 'dungeon'].map((n) => `src/envs/${n}/index.ts`));
+  });
+
+  it("keptValidation: the simulator's figure for the policy a phase kept", () => {
+    expect(keptValidation({ tasks: 5, start: 0.2, end: 0.6, kept: 'end' })).toBe(0.6);
+    expect(keptValidation({ tasks: 5, start: 0.2, end: 0.1, kept: 'start' })).toBe(0.2);
+    expect(keptValidation({ tasks: 5, start: 0.2, end: 0.1, best: { iteration: 3, success: 0.8 }, kept: 'between' })).toBe(0.8);
+  });
+});
