@@ -3,7 +3,7 @@ import { Rng } from '../src/core/rng.ts';
 import type { Task } from '../src/core/types.ts';
 import * as files from '../src/envs/files/index.ts';
 import { checkModuleExports } from '../src/envs/module.ts';
-import { blindDemonstrator, demonstrator, expert, play, random, seedTasks, successRate, type DemoEnvironment } from './fixtures/domain-play.ts';
+import { blindDemonstrator, demonstrator, expert, offListChoices, play, random, seedTasks, successRate, type DemoEnvironment } from './fixtures/domain-play.ts';
 
 const test200 = seedTasks(files, 'test', 200);
 type Goal = { op: string; kind: string; party: string; month: string; layout: number };
@@ -57,6 +57,18 @@ describe('the files module', () => {
       }
     }
     expect(backedOut).toBeGreaterThan(10);
+  });
+
+  it('from states random actions reach, the expert and the demonstrator choose admissible actions', () => {
+    expect(offListChoices(files, test200)).toEqual([]);
+    // After cutting the document and opening another file on the way, the expert first closes it.
+    const move = test200.find((t) => (t.goal as Goal).op === 'move')!;
+    const env = files.create() as DemoEnvironment;
+    let obs = env.reset(move);
+    while (!obs.text.startsWith('You cut ')) obs = env.step(env.expertAction!()).observation;
+    obs = env.step(obs.actions.find((a) => a.startsWith('open ')) ?? 'go up').observation;
+    while (!obs.text.includes('Viewing file ')) obs = env.step(obs.actions.find((a) => /^open .+\./.test(a)) ?? obs.actions.find((a) => a.startsWith('open ')) ?? 'go up').observation;
+    expect(env.expertAction!()).toBe('close');
   });
 
   it('the same task and actions give the same observations; an inadmissible action is invalid, not thrown', () => {

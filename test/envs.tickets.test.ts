@@ -3,7 +3,7 @@ import { Rng } from '../src/core/rng.ts';
 import type { Task } from '../src/core/types.ts';
 import * as tickets from '../src/envs/tickets/index.ts';
 import { checkModuleExports } from '../src/envs/module.ts';
-import { blindDemonstrator, demonstrator, expert, play, random, seedTasks, successRate, type DemoEnvironment } from './fixtures/domain-play.ts';
+import { blindDemonstrator, demonstrator, expert, offListChoices, play, random, seedTasks, successRate, type DemoEnvironment } from './fixtures/domain-play.ts';
 
 const test200 = seedTasks(tickets, 'test', 200);
 type Goal = { customers: string[]; layout: number };
@@ -55,6 +55,10 @@ describe('the tickets module', () => {
         }
       }
     }
+  });
+
+  it('from states random actions reach, the expert and the demonstrator choose admissible actions', () => {
+    expect(offListChoices(tickets, test200)).toEqual([]);
   });
 
   it('the same task and actions give the same observations; an inadmissible action is invalid, not thrown', () => {

@@ -318,6 +318,7 @@ class FileManager implements ModuleEnvironment {
     const goal = this.goal;
     if (goal === null) throw new Error('expertAction() before reset()');
     if (this.clipboard !== null) {
+      if (this.open !== null) return 'close';
       if (this.isTarget(this.clipboard.folder, this.clipboard.name, goal) && goal.dest !== undefined) return walk(this.folder, goal.dest) ?? 'paste';
     }
     let where = '';
