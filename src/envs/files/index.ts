@@ -71,7 +71,7 @@ function contentsOf(kind: Kind, party: string, month: string, amount: number): s
   switch (kind) {
     case 'invoice': return `Invoice billed by ${party} for ${month}. Amount due: ${amount} euros.`;
     case 'receipt': return `Receipt from ${party}, paid in ${month}. Total: ${amount} euros.`;
-    case 'payslip': return `Payslip issued by ${party} for ${month}. Net pay: ${amount * 10} euros.`;
+    case 'payslip': return `Payslip paid by ${party} for ${month}. Net pay: ${amount * 10} euros.`;
     case 'contract': return `Service contract with ${party}, signed in ${month}, running ${amount % 24 + 1} months.`;
     case 'letter': return `Letter from ${party}, written in ${month}. Dear customer, thank you for your patience.`;
     case 'report': return `Quarterly report on ${party}, prepared in ${month}: ${amount} pages.`;
