@@ -230,7 +230,7 @@ class Travel implements ModuleEnvironment {
   step(action: string): ModuleStepResult {
     const result = this.act(action);
     // The contract: the episode ends at the step limit at the latest, with no reward.
-    const out: ModuleStepResult = ++this.steps >= maxSteps && !result.done ? { ...result, observation: { text: `${result.observation.text} The booking session timed out.`, actions: [] }, done: true, info: { ...result.info, success: false, message: 'step limit reached' } } : result;
+    const out: ModuleStepResult = ++this.steps >= maxSteps && !result.done ? { ...result, observation: { text: `${result.observation.text} The booking page timed out.`, actions: [] }, done: true, info: { ...result.info, success: false, message: 'step limit reached' } } : result;
     this.seen.push({ action, observation: out.observation });
     return out;
   }
@@ -275,10 +275,13 @@ class Travel implements ModuleEnvironment {
       this.page = 'passenger';
       return { observation: this.observe(''), reward: 0, done: false };
     }
-    if (a.startsWith('traveller ')) this.traveller = a.slice('traveller '.length);
-    else if (a.startsWith('seat ')) this.seat = a.slice('seat '.length);
-    else if (a.startsWith('bags ')) this.bags = Number(a.slice('bags '.length));
-    if (this.page === 'passenger' && a !== 'continue') return { observation: this.observe(''), reward: 0, done: false };
+    if (a.startsWith('traveller ') || a.startsWith('seat ') || a.startsWith('bags ')) {
+      const value = a.slice(a.indexOf(' ') + 1);
+      if (a.startsWith('traveller ')) this.traveller = value;
+      else if (a.startsWith('seat ')) this.seat = value;
+      else this.bags = Number(value);
+      return { observation: this.observe(''), reward: 0, done: false };
+    }
     if (a === 'continue') {
       const missing = [this.traveller === null ? 'traveller' : '', this.seat === null ? 'seat' : ''].filter((m) => m !== '');
       if (missing.length > 0) return this.stay(`Error: please choose ${missing.join(', ')}.`);
