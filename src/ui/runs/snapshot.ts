@@ -75,6 +75,7 @@ export function snapshotFromCheckpoint(record: CheckpointRecord): RunSnapshot {
     if (!(e instanceof RunStateFormatError)) throw e;
     throw new SnapshotFormatError(`checkpoint ${JSON.stringify(record.name)} holds no valid run state: ${e.message}`);
   }
-  const checkpoint = { ...fromRecord(record), iteration: updates };
+  // The run's environment travels with the checkpoint so a download cannot be evaluated in another one.
+  const checkpoint = { ...fromRecord(record), iteration: updates, env: state.config.env };
   return { ...state, checkpoint };
 }
