@@ -15,7 +15,7 @@ import type { AppConfig } from '../src/llm/engine.ts';
 import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPage.tsx';
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
 import { freshStorage, setUpTinyRun } from './fixtures/training-page.ts';
-import { RunIndex } from '../src/ui/runs/records.ts';
+import { RunIndex } from '../src/train/runs/records.ts';
 
 /** The test's model list: two chat models that run here (one cached), two that cannot, an embedding model. */
 const appConfig: AppConfig = {

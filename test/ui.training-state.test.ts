@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import type { IterationMetrics } from '../src/train/loop.ts';
-import type { PageRunRecord, StoredRunEvaluation } from '../src/ui/runs/records.ts';
+import type { PageRunRecord, StoredRunEvaluation } from '../src/train/runs/records.ts';
 import { initialTrainingState, isActive, reduceTraining, type TrainingAction, type TrainingViewState } from '../src/ui/state/training-state.ts';
 
 const config = parseTrainingConfig({ env: 'shop', mode: 'dreamgym', iterations: 3 });

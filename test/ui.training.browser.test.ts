@@ -19,7 +19,7 @@ import { getEnvSpec } from '../src/envs/registry.ts';
 import { openReplayStore } from '../src/replay/index.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import { offlineSeedData } from '../src/train/setup.ts';
-import { RunIndex, type PageRunRecord } from '../src/ui/runs/records.ts';
+import { RunIndex, type PageRunRecord } from '../src/train/runs/records.ts';
 
 async function readRecord(names: StorageNames, runId: string): Promise<PageRunRecord | undefined> {
   const index = await RunIndex.open({ name: names.index as string });

@@ -3,7 +3,7 @@
  * thread, behind the typed RPC of ./trainer.protocol.ts (comlink). Start it with
  * `startTrainerWorker()` from ./trainer.client.ts.
  */
-import '../src/ui/strict-csp.ts';
+import '../src/core/strict-csp.ts';
 import * as Comlink from 'comlink';
 import { currentGpuDevice } from '../src/policy/backend.ts';
 import { parseCheckpoint, type CheckpointSink } from '../src/policy/checkpoint.ts';

@@ -24,9 +24,9 @@ import { LLMBridgeClient, type BridgeEndpoint } from '../src/llm/bridge.ts';
 import { WebLLMEmbedder } from '../src/llm/embedder.ts';
 import { LLMConfigError, LLMRequestError, LLMUnavailableError } from '../src/llm/errors.ts';
 import type { Embedder } from '../src/core/embedding.ts';
-import { isUnfinished, RunIndex, type PageRunRecord, type RunLLMModels, type StoredRunEvaluation } from '../src/ui/runs/records.ts';
-import { seedFileOffline, seedFileRun, storedSeedData } from '../src/ui/runs/seed-file.ts';
-import { metricValues, SNAPSHOT_CHECKPOINT, snapshotFromCheckpoint, snapshotToCheckpoint } from '../src/ui/runs/snapshot.ts';
+import { isUnfinished, RunIndex, type PageRunRecord, type RunLLMModels, type StoredRunEvaluation } from '../src/train/runs/records.ts';
+import { seedFileOffline, seedFileRun, storedSeedData } from '../src/train/runs/seed-file.ts';
+import { metricValues, SNAPSHOT_CHECKPOINT, snapshotFromCheckpoint, snapshotToCheckpoint } from '../src/train/runs/snapshot.ts';
 import type { LLMLink, StorageNames, TrainingCommand, TrainingEvent } from './training.protocol.ts';
 
 /** Options of {@link TrainingHost}. */

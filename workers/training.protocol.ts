@@ -5,7 +5,7 @@
 import type { BackendPreference, BackendReport } from '../src/policy/backend.ts';
 import type { TrainingConfig } from '../src/train/config.ts';
 import type { IterationMetrics } from '../src/train/loop.ts';
-import type { PageRunRecord, StoredRunEvaluation } from '../src/ui/runs/records.ts';
+import type { PageRunRecord, StoredRunEvaluation } from '../src/train/runs/records.ts';
 
 /** Where the run's data lives (database names; the defaults when absent). Tests isolate runs with their own names. */
 export interface StorageNames {

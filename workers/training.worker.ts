@@ -3,7 +3,7 @@
  * page never blocks. Commands and events are the `kind` unions of ./training.protocol.ts; the
  * logic lives in ./training-host.ts. Start it with `startTrainingWorker()` (./training.client.ts).
  */
-import '../src/ui/strict-csp.ts';
+import '../src/core/strict-csp.ts';
 import { chooseBackend } from '../src/policy/backend.ts';
 import { TFJS_WASM_PATHS } from '../src/policy/wasm-urls.ts';
 import { TrainingHost } from './training-host.ts';

@@ -1,7 +1,7 @@
 /**
  * Page entry: mounts the app into `#app` of index.html.
  */
-import './strict-csp.ts';
+import '../core/strict-csp.ts';
 import './style.css';
 import { ENVIRONMENTS } from '../envs/registry.ts';
 import { backendFromUrl } from '../policy/backend-preference.ts';

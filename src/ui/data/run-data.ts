@@ -25,8 +25,8 @@ import {
 import { chatLine, trajectoryToChat } from '../../train/chat.ts';
 import type { IterationMetrics } from '../../train/loop.ts';
 import type { StorageNames } from '../../../workers/training.protocol.ts';
-import { DEFAULT_RUN_INDEX_NAME, RunIndex, type PageRunRecord } from '../runs/records.ts';
-import { metricsFromValues, SNAPSHOT_CHECKPOINT, snapshotFromCheckpoint } from '../runs/snapshot.ts';
+import { DEFAULT_RUN_INDEX_NAME, RunIndex, type PageRunRecord } from '../../train/runs/records.ts';
+import { metricsFromValues, SNAPSHOT_CHECKPOINT, snapshotFromCheckpoint } from '../../train/runs/snapshot.ts';
 import { buildCurriculum, type CurriculumRow } from '../inspect/curriculum.ts';
 
 /** Trajectory outcomes the inspector filters by. */

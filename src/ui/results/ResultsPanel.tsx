@@ -4,7 +4,7 @@
  */
 import { memo } from 'preact/compat';
 import type { Interval } from '../../train/evaluate.ts';
-import type { PageRunRecord, StoredRunEvaluation } from '../runs/records.ts';
+import type { PageRunRecord, StoredRunEvaluation } from '../../train/runs/records.ts';
 import { keptPhrase } from '../../train/validation.ts';
 
 const formatPercent = (x: number): string => `${(100 * x).toFixed(1)}%`;

@@ -6,7 +6,7 @@
 import type { BackendReport } from '../../policy/backend.ts';
 import type { IterationMetrics } from '../../train/loop.ts';
 import type { TrainingEvent } from '../../../workers/training.protocol.ts';
-import type { PageRunRecord, StoredRunEvaluation } from '../runs/records.ts';
+import type { PageRunRecord, StoredRunEvaluation } from '../../train/runs/records.ts';
 
 /** What the training view shows. */
 export type TrainingStatus = 'idle' | 'starting' | 'seeding' | 'running' | 'pausing' | 'paused' | 'stopping' | 'evaluating' | 'done' | 'failed';

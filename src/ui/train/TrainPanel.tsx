@@ -6,7 +6,7 @@
 import type { LLMViewState } from '../state/llm-state.ts';
 import type { TrainingViewState } from '../state/training-state.ts';
 import { isActive } from '../state/training-state.ts';
-import { isUnfinished, type PageRunRecord } from '../runs/records.ts';
+import { isUnfinished, type PageRunRecord } from '../../train/runs/records.ts';
 
 /** Props of {@link TrainPanel}. */
 export interface TrainPanelProps {

@@ -21,8 +21,8 @@ import type { LLMLink, StorageNames, TrainingCommand } from '../../../workers/tr
 import type { LLMClient } from '../../llm/client.ts';
 import type { LLMController } from '../llm/controller.ts';
 import type { LLMSelection } from '../state/llm-state.ts';
-import { isUnfinished, newRunId, RunIndex, type PageRunRecord } from '../runs/records.ts';
-import { metricsFromValues } from '../runs/snapshot.ts';
+import { isUnfinished, newRunId, RunIndex, type PageRunRecord } from '../../train/runs/records.ts';
+import { metricsFromValues } from '../../train/runs/snapshot.ts';
 import { openLiveChannel, type LiveChannel } from './live-channel.ts';
 import type { TrainingStore } from '../state/store.ts';
 import { isActive, type TrainingViewState } from '../state/training-state.ts';

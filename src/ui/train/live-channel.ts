@@ -4,7 +4,7 @@
  * locked by another (Web Locks guard one trainer per run) shows them read-only.
  */
 import type { StorageNames, TrainingEvent } from '../../../workers/training.protocol.ts';
-import { DEFAULT_RUN_INDEX_NAME } from '../runs/records.ts';
+import { DEFAULT_RUN_INDEX_NAME } from '../../train/runs/records.ts';
 
 /** The channel name for the page's storage (tabs with the same run index share it). */
 export function liveChannelName(storage: StorageNames = {}): string {

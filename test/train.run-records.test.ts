@@ -1,9 +1,9 @@
-/** The page's run index (src/ui/runs/records.ts) over fake-indexeddb. */
+/** The page's run index (src/train/runs/records.ts) over fake-indexeddb. */
 import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
 import { installIdbGlobals } from '../src/replay/node.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
-import { isUnfinished, newRunId, RunIndex, UnknownPageRunError, type PageRunRecord } from '../src/ui/runs/records.ts';
+import { isUnfinished, newRunId, RunIndex, UnknownPageRunError, type PageRunRecord } from '../src/train/runs/records.ts';
 
 installIdbGlobals();
 

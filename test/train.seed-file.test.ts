@@ -1,5 +1,5 @@
 /**
- * A dreamgym JSONL file as a new run's offline seed data (src/ui/runs/seed-file.ts): checked whole,
+ * A dreamgym JSONL file as a new run's offline seed data (src/train/runs/seed-file.ts): checked whole,
  * errors by line, one environment, recorded episodes only.
  */
 import { describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { JsonlError, toJsonl } from '../src/core/jsonl.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import { offlineSeedData } from '../src/train/setup.ts';
-import { seedFileOffline, seedFileRun, SeedFileError } from '../src/ui/runs/seed-file.ts';
+import { seedFileOffline, seedFileRun, SeedFileError } from '../src/train/runs/seed-file.ts';
 
 const config = parseTrainingConfig({ env: 'shop', mode: 'dreamgym', offline: { expertEpisodes: 4, noisyEpisodes: 2, extraTasks: 0 } });
 const data = offlineSeedData(getEnvSpec('shop'), config);

@@ -1,10 +1,10 @@
-/** The run snapshot as one replay-store checkpoint record, and metrics as plain numbers (src/ui/runs/snapshot.ts). */
+/** The run snapshot as one replay-store checkpoint record, and metrics as plain numbers (src/train/runs/snapshot.ts). */
 import { describe, expect, it } from 'vitest';
 import type { CheckpointRecord } from '../src/replay/index.ts';
 import type { IterationMetrics, RunSnapshot } from '../src/train/loop.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
-import { metricsFromValues, metricValues, SNAPSHOT_CHECKPOINT, SnapshotFormatError, snapshotFromCheckpoint, snapshotToCheckpoint } from '../src/ui/runs/snapshot.ts';
+import { metricsFromValues, metricValues, SNAPSHOT_CHECKPOINT, SnapshotFormatError, snapshotFromCheckpoint, snapshotToCheckpoint } from '../src/train/runs/snapshot.ts';
 
 const metrics = (iteration: number, phase: IterationMetrics['phase']): IterationMetrics => ({
   iteration, phase, successRate: 0.5, meanReward: 0.25, loss: 1.5, kl: 0.01, clipFraction: 0.1, entropy: 0.7, vTauMean: 0.2, vTauPositiveShare: 0.5,
