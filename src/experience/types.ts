@@ -41,6 +41,18 @@ export interface ExperienceStepRequest {
   demos: readonly Demonstration[];
 }
 
+/**
+ * How well the recorded data supports one synthetic transition. A step whose support is too weak
+ * is `unknown`: the episode halts there without success, so a policy cannot profit from what the
+ * simulator made up.
+ */
+export interface StepGrounding {
+  /** Estimated probability, calibrated on held-out recorded episodes, that the predicted outcome is what the real environment would do. */
+  support: number;
+  /** Whether the support fell below the calibrated threshold (the step halted its episode). */
+  unknown: boolean;
+}
+
 /** The predicted outcome: reasoning first, then the next state, reward and done. */
 export interface ExperienceStep {
   reasoning: string;
@@ -48,6 +60,8 @@ export interface ExperienceStep {
   reward: number;
   done: boolean;
   valid: boolean;
+  /** The data's support for this step, when the backend measures it. */
+  grounding?: StepGrounding;
 }
 
 /** An environment simulator used for synthetic rollouts. */
