@@ -38,7 +38,7 @@ afterEach(() => {
   for (const host of hosts.splice(0)) host.remove();
 });
 
-/** Fresh database names per test, so runs of other tests (and earlier sessions) do not show. */
+/** Fresh database names per test, so runs of other tests (and earlier test runs) do not show. */
 function storage(): StorageNames {
   const tag = `${Date.now()}-${Math.floor(Math.random() * 1e9)}`;
   return { replay: `test-replay-${tag}`, index: `test-runs-${tag}` };

@@ -90,7 +90,7 @@ export interface ExperimentResult {
   seeds: number[];
   evalEpisodes: number;
   arms: ArmResult[];
-  /** Paired comparisons named in the issue, each with a bootstrap interval over tasks and seeds. */
+  /** Paired comparisons that test the method's claims, each with a bootstrap interval over tasks and seeds. */
   comparisons: { name: string; value: number; low: number; high: number; note: string }[];
   wallMs: number;
   command: string;

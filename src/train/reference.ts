@@ -6,7 +6,7 @@
  * many parallel episodes). The household one is the environment's demonstrator
  * (`src/envs/household/explorer.ts`, which reads no goal either); shop's demonstrator is a
  * different, more careful rule (`src/envs/shop/demonstrator.ts`), so this row stays the simple
- * one the issue describes.
+ * one described here.
  *
  * - `shop`: search with the suggested query that shares the most words with the instruction (the
  *   first suggestion; an unused one after an empty result), click the first product, click for
