@@ -22,7 +22,7 @@ type Env = 'shop' | 'household';
 
 /**
  * Floors set from measurement at this size (150 train / 40 test episodes, seed 0; BENCHMARKS.md
- * "fidelity" has the full-size table): the model measured shop agreement 0.73, verdict 0.96,
+ * "Simulator fidelity" has the full-size table): the model measured shop agreement 0.73, verdict 0.96,
  * next-state match 0.42; household agreement 0.95, match 0.51, consistency 0.99, verdict 1.0;
  * random-policy success inside the simulator 0-2.5%. The broken variants measured: neighbours
  * ranked farthest first, shop agreement 0.63, household match 0.34 and consistency 0.62 (since

@@ -9,7 +9,7 @@
  * `dreamgym` run's CPU in that kernel. The override below handles the head's case (gather along
  * axis 0, no batch dimensions, int32 indices, a numeric tensor) by copying rows inside the wasm
  * heap, and hands every other call to the original kernel. Its output is the original's bit for
- * bit (a copy either way). BENCHMARKS.md ("train") measures both side by side.
+ * bit (a copy either way). BENCHMARKS.md ("Training speed") measures both side by side.
  */
 import * as tf from '@tensorflow/tfjs';
 
