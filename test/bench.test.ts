@@ -26,6 +26,18 @@ describe('bench markdown sections', () => {
     const next = replaceSection('# B\n', 'replay', 'rows');
     expect(next).toBe('# B\n\n## replay\n\n<!-- bench:replay:start -->\nrows\n<!-- bench:replay:end -->\n');
   });
+  // `--markdown BENCHMARKS.md` appends a stray section at the end of the file when a suite's markers
+  // are lost, so every suite keeps one pair, start before end.
+  it('BENCHMARKS.md holds one pair of markers for every suite', () => {
+    const doc = readFileSync(join(root, 'BENCHMARKS.md'), 'utf8');
+    const count = (s: string): number => doc.split(s).length - 1;
+    const broken = BENCH_SUITES.filter((suite) => {
+      const start = `<!-- bench:${suite}:start -->`;
+      const end = `<!-- bench:${suite}:end -->`;
+      return count(start) !== 1 || count(end) !== 1 || doc.indexOf(start) > doc.indexOf(end);
+    });
+    expect(broken).toEqual([]);
+  });
 });
 
 const CORE = ['core', 'envs', 'replay', 'policy', 'rl', 'experience', 'llm', 'curriculum', 'train'];
