@@ -33,6 +33,42 @@ describe('dreamgym CLI', () => {
     }
   });
 
+  it('every dreamgym command that README.md and BENCHMARKS.md show exists, with the options and choices it names', async () => {
+    const program = buildProgram(() => {}, () => {});
+    const problems: string[] = [];
+    let checked = 0;
+    for (const file of ['README.md', 'BENCHMARKS.md']) {
+      const text = await readFile(join(import.meta.dirname, '..', file), 'utf8');
+      // `npx dreamgym CMD ...` anywhere, or `dreamgym CMD ...` right after a backtick; up to the end of
+      // the code span, a shell comment or the line.
+      for (const m of text.matchAll(/(?:npx |`)dreamgym ([a-z][a-z-]*)([^`#\n]*)/g)) {
+        const [, name, rest] = m as unknown as [string, string, string];
+        const command = program.commands.find((c) => c.name() === name);
+        if (!command) {
+          problems.push(`${file}: no command ${name}`);
+          continue;
+        }
+        checked++;
+        const tokens = rest.trim().split(/\s+/);
+        tokens.forEach((token, i) => {
+          if (!token.startsWith('--')) return;
+          const option = command.options.find((o) => o.long === token || o.negate && o.long === token);
+          if (!option) {
+            if (token !== '--help') problems.push(`${file}: dreamgym ${name} has no option ${token}`);
+            return;
+          }
+          const value = tokens[i + 1];
+          // An upper-case word (NAME, N) is a placeholder; a real value of a choice option must be a choice.
+          if (option.argChoices && value !== undefined && !value.startsWith('--') && !/^[A-Z]+$/.test(value) && !option.argChoices.includes(value)) {
+            problems.push(`${file}: dreamgym ${name} ${token} ${value} is not one of ${option.argChoices.join(', ')}`);
+          }
+        });
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(checked).toBeGreaterThan(10);
+  });
+
   it('data writes tasks and trajectories and prints a one-line summary', async () => {
     const out = join(dir, 'shop.jsonl');
     const res = await cli('data', '--env', 'shop', '--episodes', '12', '--seed', '3', '--policy', 'expert', '--split', 'test', '--out', out);
