@@ -52,7 +52,7 @@ describe('dreamgym CLI', () => {
         const tokens = rest.trim().split(/\s+/);
         tokens.forEach((token, i) => {
           if (!token.startsWith('--')) return;
-          const option = command.options.find((o) => o.long === token || o.negate && o.long === token);
+          const option = command.options.find((o) => o.long === token);
           if (!option) {
             if (token !== '--help') problems.push(`${file}: dreamgym ${name} has no option ${token}`);
             return;
