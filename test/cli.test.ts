@@ -331,7 +331,7 @@ describe('dreamgym fidelity', () => {
       const res = await cli('fidelity', '--env', 'shop', '--sim', 'llm', '--llm-url', server.url, '--train-episodes', '10', '--test-episodes', '2', '--false-success-episodes', '1', '--json');
       expect(res.err).toBe('');
       expect(res.code).toBe(0);
-      const report = JSON.parse(res.out) as { rows: { sim: string; testTransitions: number; doneAccuracy: number }[]; falseSuccess: unknown[] };
+      const report = JSON.parse(res.out) as { rows: { sim: string; testTransitions: number; doneAccuracy: number }[]; falseSuccess: object[] };
       expect(report.rows.map((r) => r.sim)).toEqual(['llm', 'echo', 'majority']);
       expect(report.rows[0]!.testTransitions).toBeGreaterThan(0);
       const expected = await measureFidelityTable(getEnvSpec('shop'), { trainEpisodes: 10, testEpisodes: 2, falseSuccessEpisodes: 1, seed: 0, policy: 'noisy:0.3,noisy:1', llm: await connectLlm(server.url, 'scripted-model') });
