@@ -383,6 +383,42 @@ describe('runTraining smoke: every mode and ablation runs two iterations', () =>
   }
 });
 
+describe('the RL algorithm', () => {
+  // Two RL iterations of each RL mode (s2r: two synthetic, then two real).
+  const cases: [Partial<TrainingConfigInput>, number][] = [
+    [{ mode: 'real' }, 2],
+    [{ mode: 'dreamgym', warmStart: 'sft' }, 2],
+    [{ mode: 's2r', s2r: { realBudget: 1000 } }, 4],
+  ];
+  for (const [over, rlIterations] of cases) {
+    it(`${over.mode}${over.warmStart ? ' --warm-start sft' : ''}: PPO updates through a value head where set, GRPO by default`, async () => {
+      const before = tf.memory().numTensors;
+      for (const algorithm of ['grpo', 'ppo'] as const) {
+        const ppo = vi.spyOn(Trainer.prototype, 'ppoUpdate');
+        const grpo = vi.spyOn(Trainer.prototype, 'grpoUpdate');
+        const c = config({ ...over, rl: { algorithm } });
+        const run = await prepareRun(c);
+        try {
+          const res = await runTraining(c, run.deps);
+          res.trainer.dispose();
+          expect(res.metrics).toHaveLength(plannedIterations(c));
+          const rl = res.metrics.filter((m) => m.phase !== 'sft');
+          expect(rl).toHaveLength(rlIterations);
+          expect((algorithm === 'ppo' ? ppo : grpo).mock.calls).toHaveLength(rlIterations);
+          expect((algorithm === 'ppo' ? grpo : ppo).mock.calls).toHaveLength(0);
+          expect(rl.every((m) => Number.isFinite(m.loss) && m.updateMs > 0)).toBe(true);
+          expect(res.snapshot.checkpoint.weights.some((w) => w.name.includes('value'))).toBe(algorithm === 'ppo');
+        } finally {
+          ppo.mockRestore();
+          grpo.mockRestore();
+          run.dispose();
+        }
+      }
+      expect(tf.memory().numTensors).toBe(before);
+    });
+  }
+});
+
 describe('a real budget that runs out mid-iteration', () => {
   it('stops the run at the start of the first iteration after the budget is spent', async () => {
     // Every iteration runs at least four episodes of at least one step: a budget of 4 is spent by

@@ -17,6 +17,10 @@ import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
 export const TRAINING_MODES = ['zero-shot', 'sft', 'real', 'dreamgym', 's2r'] as const;
 export type TrainingMode = (typeof TRAINING_MODES)[number];
 
+/** The RL update: GRPO (group-relative advantages), or PPO (a value head and GAE over each step's reward). */
+export const RL_ALGORITHMS = ['grpo', 'ppo'] as const;
+export type RlAlgorithm = (typeof RL_ALGORITHMS)[number];
+
 const EMBEDDING_SCALE_DEFAULT = 1;
 /** Initial scale of the head's output weights from scratch (see `policy.initScale`). */
 export const SCRATCH_INIT_SCALE = 0.01;
@@ -104,6 +108,8 @@ export const TrainingConfigSchema = z
       .prefault({}),
     rl: z
       .object({
+        /** GRPO, or PPO; the other `rl` settings apply to both except `lossType`, `scaleRewards`, `beta` and `dropZeroVarianceGroups` (GRPO's). */
+        algorithm: z.enum(RL_ALGORITHMS).default('grpo'),
         /**
          * Default: 3e-4 after a warm start (at 1e-3 rollouts drifted from the SFT policy, KL 0.25 in
          * ten iterations, without gain); 2e-3 from scratch (lexical prior, `initScale` 0.01, quick

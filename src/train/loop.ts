@@ -3,7 +3,7 @@
  *
  *   warm start (sft) -> for each iteration: choose tasks (seed + generated, lambda mix) ->
  *   G rollouts per task with the current policy, in the real environment or the experience
- *   model -> GRPO update -> store the rollouts -> curriculum (reward variance per task group,
+ *   model -> GRPO (or PPO) update -> store the rollouts -> curriculum (reward variance per task group,
  *   new tasks from the informative ones) -> log and checkpoint. A synthetic phase is validated
  *   inside the simulator on recorded tasks when it starts, every few iterations and when it
  *   ends, and ends with the policy that validated best (see `validation` in the config).
@@ -239,6 +239,7 @@ export function createTrainer(config: TrainingConfig, featurizer: Featurizer): T
       leadDim: dims.dim,
       seed: config.seed,
       initScale: config.policy.initScale,
+      valueHead: config.rl.algorithm === 'ppo',
     },
     optimizer: { learningRate: config.sft.learningRate },
     epochs: config.rl.epochs,
@@ -251,6 +252,7 @@ export function createTrainer(config: TrainingConfig, featurizer: Featurizer): T
       entropyCoef: config.rl.entropyCoef,
       dropZeroVarianceGroups: config.rl.dropZeroVarianceGroups,
     },
+    ppo: { entropyCoef: config.rl.entropyCoef },
     seed: config.seed,
   });
 }
@@ -267,6 +269,18 @@ interface Episode {
   success: boolean;
   /** The real budget ran out while this episode was still going: its outcome is unknown, not a failure. */
   cut: boolean;
+}
+
+/**
+ * The RL update on whole groups of episodes: GRPO on each episode's return, or PPO on each
+ * step's reward (an episode the step limit ended counts as ended: no value is bootstrapped).
+ */
+function updatePolicy(trainer: Trainer, config: TrainingConfig, episodes: readonly Episode[]): Promise<UpdateMetrics> {
+  if (config.rl.algorithm === 'ppo') {
+    const trajectories = episodes.map((e) => ({ steps: e.grpo.steps.map((s, t) => ({ ...s, reward: (e.steps[t] as Step).reward })) }));
+    return trainer.ppoUpdate({ trajectories });
+  }
+  return trainer.grpoUpdate({ groupSize: config.groupSize, trajectories: episodes.map((e) => e.grpo) });
 }
 
 /** Runs the loop. The returned trainer is the caller's to dispose. */
@@ -576,7 +590,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
 
     // 3. Update.
     if (whole.length > 0) {
-      const update: UpdateMetrics = await trainer.grpoUpdate({ groupSize: config.groupSize, trajectories: whole.flat().map((e) => e.grpo) });
+      const update = await updatePolicy(trainer, config, whole.flat());
       Object.assign(m, { loss: update.loss, kl: update.kl, clipFraction: update.clipFraction, entropy: update.entropy, updateMs: update.ms });
     }
 
