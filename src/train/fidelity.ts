@@ -402,7 +402,7 @@ export async function measureFalseSuccess(
   const eps = policy === 'random' ? 1 : Number(/^noisy:(.+)$/.exec(policy)?.[1]);
   if (!(eps >= 0 && eps <= 1)) throw new RangeError(`policy must be "random" or "noisy:EPS", got ${JSON.stringify(policy)}`);
   // One stream per task and side, so that the real column does not depend on how long the
-  // simulator's episodes ran (with one shared stream it moved 91% -> 87% when the model changed).
+  // simulator's episodes ran.
   const streamOf = (task: Task, side: 'real' | 'sim'): Rng => new Rng(seed ^ hashString(`false-success:${policy}:${group}:${task.id}:${side}`));
   const realPolicy = policy === 'random' ? parsePolicy('noisy:1') : parsePolicy(policy);
   const outcomes: { type: string; sim: boolean; real: boolean }[] = [];

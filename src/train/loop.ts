@@ -448,8 +448,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         if (phase === 'synthetic' && iteration === rlStart && validation === null && validating.length > 0) validation = { tasks: validating.length, start: await validate() };
         if (phase === 'real' && iteration === realStart) await selectSynthetic();
         // s2r's real phase is RL of its own, from where the synthetic phase left the policy: its KL
-        // reference is that policy, not the start of the synthetic phase, which it would pull back
-        // to (household, 3 seeds, held-out greedy: 32.7 -> 39.3% from scratch, 58.0 -> 65.3% after SFT).
+        // reference is that policy, not the start of the synthetic phase, which it would pull back to.
         if (iteration === realStart && config.mode === 's2r') trainer.syncReference();
         m = await rlIteration(phase);
       }
