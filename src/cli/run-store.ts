@@ -109,7 +109,7 @@ function code(e: unknown): string | undefined {
 const IntervalSchema = z.object({ mean: z.number(), low: z.number(), high: z.number() }).strict();
 
 /** A held-out evaluation as stored: `evaluate`'s result plus when and how long. */
-export const StoredEvaluationSchema = z
+const StoredEvaluationSchema = z
   .object({
     episodes: z.number().int().min(1),
     successRate: z.number(),

@@ -89,7 +89,7 @@ export function countArg(min: number, max = 1_000_000_000): (value: string) => n
 }
 
 /** A plain decimal number (no exponent, hex or spaces) in [min, max]. */
-export function decimalArg(min: number, max: number): (value: string) => number {
+function decimalArg(min: number, max: number): (value: string) => number {
   return (value: string) => {
     const n = /^\d+(?:\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
     if (!Number.isFinite(n) || n < min || n > max) throw new InvalidArgumentError(`expected a number from ${min} to ${max}, got ${JSON.stringify(value)}`);
@@ -141,7 +141,7 @@ const interval = (i: Interval, f: (x: number) => string = pct): string => `${f(i
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
 /** The summary JSON of a run (`train --out`): what run.json holds, under its own format name. */
-export function runSummary(record: RunRecord): Record<string, unknown> {
+function runSummary(record: RunRecord): Record<string, unknown> {
   const { format: _f, version: _v, ...rest } = record;
   return { format: 'dreamgym-train-summary', version: 1, runId: record.id, ...rest, wallMs: record.trainWallMs + record.evalWallMs };
 }
@@ -612,7 +612,7 @@ function modeLabel(c: TrainingConfig): string {
 }
 
 /** `shop dreamgym: success 42.0% [31.0%, 53.0%] on 50 held-out tasks, ...` */
-export function oneLineSummary(record: RunRecord): string {
+function oneLineSummary(record: RunRecord): string {
   const ev = record.evaluation;
   const c = record.config;
   const d = record.seedData;
@@ -920,7 +920,7 @@ interface ExperimentCliOptions extends SizeOptions {
 }
 
 /** The command line that reproduces an experiment's figures: every option that shapes them (not --out or --jobs). */
-export function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | 'jobs'>): string {
+function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | 'jobs'>): string {
   const where = opts.envModule?.[0] !== undefined ? `--env-module ${shellWord(opts.envModule[0])}` : `--env ${opts.env ?? ''}`;
   const parts = ['npx dreamgym experiment', where, `--seeds ${opts.seeds}`, `--preset ${opts.preset}`];
   for (const arm of opts.arm ?? []) parts.push(`--arm ${JSON.stringify(arm)}`);

@@ -146,7 +146,7 @@ export interface LLMPriorConfig {
 }
 
 /** Defaults of {@link LLMPriorConfig}. */
-export const DEFAULT_LLM_PRIOR_CONFIG: LLMPriorConfig = { readout: 'auto', maxStateChars: 2000, maxHistory: 3 };
+const DEFAULT_LLM_PRIOR_CONFIG: LLMPriorConfig = { readout: 'auto', maxStateChars: 2000, maxHistory: 3 };
 
 /** Counters of an {@link LLMPrior}. */
 export interface LLMPriorStats {

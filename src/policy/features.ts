@@ -76,7 +76,7 @@ export function situationText(ctx: StateContext, options: StateTextOptions = {})
 }
 
 /** The observation's text without the lines that repeat the instruction. */
-export function observationWithoutInstruction(ctx: StateContext): string {
+function observationWithoutInstruction(ctx: StateContext): string {
   const instruction = ctx.instruction.trim().toLowerCase();
   if (instruction.length === 0) return ctx.observation.text;
   return ctx.observation.text

@@ -152,7 +152,7 @@ export interface FidelityOptions {
   llm?: RunLLM | null;
 }
 
-export const DEFAULT_FIDELITY_OPTIONS: FidelityOptions = {
+const DEFAULT_FIDELITY_OPTIONS: FidelityOptions = {
   trainEpisodes: 300,
   testEpisodes: 100,
   seed: 0,
@@ -261,12 +261,6 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
   } finally {
     retrieval?.dispose();
   }
-}
-
-/** The retrieval model's row alone (kept for callers that want one figure set). */
-export async function measureRetrievalFidelity(spec: AnyEnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityReport> {
-  const table = await measureFidelityTable(spec, { ...options, baselines: [], falseSuccessEpisodes: 0 });
-  return table.rows[0] as FidelityReport;
 }
 
 /** Offline episodes from one policy or an even mixture of several (each on its own tasks). */

@@ -177,7 +177,7 @@ export interface RealCounter {
 }
 
 /** Wraps a real environment so that every reset and step is counted. */
-export function countedEnvironment(env: RealEnvironment, counter: RealCounter): RealEnvironment {
+function countedEnvironment(env: RealEnvironment, counter: RealCounter): RealEnvironment {
   return {
     get name() {
       return env.name;
@@ -227,7 +227,7 @@ export function plannedIterations(config: TrainingConfig): number {
 }
 
 /** A trainer for the configuration and the featurizer's dimensions. */
-export function createTrainer(config: TrainingConfig, featurizer: Featurizer): Trainer {
+function createTrainer(config: TrainingConfig, featurizer: Featurizer): Trainer {
   const dims = featurizer as unknown as { stateDim?: number; actionDim?: number; dim: number };
   return new Trainer({
     policy: {
