@@ -63,7 +63,6 @@ import { openOutput, syncDir, writeFileAtomic } from './output.ts';
 export const DEFAULT_STORE_DIR = '.dreamgym';
 
 export const RUN_STATUSES = ['running', 'stopped', 'done', 'failed'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /** A run id: a directory name, never a path. */
 const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
