@@ -16,9 +16,9 @@ import {
   CorruptRunError,
   RunBusyError,
   RunStore,
-  UnknownRunError,
   type RunWriter,
 } from '../src/cli/run-store.ts';
+import { UnknownRunError } from '../src/replay/errors.ts';
 import { tree } from './fixtures/cli.ts';
 
 let dir: string;

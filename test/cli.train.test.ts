@@ -212,6 +212,8 @@ describe('dreamgym train', () => {
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--llm-url', 'ftp://127.0.0.1/', '--no-curriculum', '--store', store], /--llm-url serves --sim llm, --prior llm and the curriculum's task generator/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--sim', 'llm', '--llm-url', 'ftp://127.0.0.1/', '--store', store], /--llm-url: the LLM server URL must be http or https/],
       [['train', '--env', 'shop', '--mode', 'sft', '--warm-start', 'sft', '--store', store], /--warm-start sft applies to the RL modes/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--algorithm', 'ppo', '--store', store], /--algorithm applies to the RL modes \(real, dreamgym, s2r\), not sft/],
+      [['train', '--env', 'shop', '--mode', 'real', '--algorithm', 'a2c', '--store', store], /--algorithm .*'a2c' is invalid\. Allowed choices are grpo, ppo/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--real-budget', '100', '--store', store], /--real-budget applies to .* not dreamgym/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--store', store, '--out', dir], /cannot write .*: it is a directory/],
       [['train', '--env', 'shop', '--mode', 'dreamgym', '--store', store, '--out', join(dir, 'no', 'such', 'x.json')], /cannot write .*: directory .* does not exist/],
@@ -291,6 +293,16 @@ describe('dreamgym train, other modes', () => {
     expect(summary.realTransitions).toBeGreaterThan(0);
     expect(summary.stoppedBy).toBe('real-budget');
     expect(real.out).toMatch(/real transitions [1-9]\d*, .*\(stopped by the real budget\)/);
+  });
+
+  it('--algorithm ppo trains with PPO, and the run\'s config says so', async () => {
+    const s = join(dir, 'ppo-store');
+    const out = join(dir, 'ppo.json');
+    const res = await cli('train', '--env', 'shop', '--mode', 'real', '--algorithm', 'ppo', '--iterations', '2', ...TINY, '--store', s, '--out', out);
+    expect(res.code).toBe(0);
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { rl: { algorithm: string } } };
+    expect(summary.config.rl.algorithm).toBe('ppo');
+    expect(summary.realTransitions).toBeGreaterThan(0);
   });
 
   it('--validation-tasks 0 trains dreamgym without validating its synthetic phase, and the config says so', async () => {

@@ -22,7 +22,13 @@ describe('update loop', () => {
     const adam = new Adam(head.trainable('policy'), { learningRate: 1e-3, beta1: 0.9, beta2: 0.999, epsilon: 1e-8 });
     const decisions = syntheticDecisions({ count: 10, ...dims, minCandidates: 2, maxCandidates: 3, seed: 1 });
     const batch: PreparedBatch = { input: packDecisions(decisions), actions: new Int32Array(10), weights: new Float32Array(10).fill(0.1), columns: {} };
-    const r = await runUpdate(batch, sftLoss(head.config, 1), adam, {
+    // The loss also reports its minibatch's size: 4, 4 and 2 rows per epoch, a mean of 10/3.
+    const sft = sftLoss(head.config, 1);
+    const counting: typeof sft = (ctx) => {
+      const out = sft(ctx);
+      return { ...out, metrics: { ...out.metrics, rows: tf.scalar(ctx.actions.shape[0]) } };
+    };
+    const r = await runUpdate(batch, counting, adam, {
       epochs: 3,
       minibatchSize: 4,
       maxGradNorm: 1,
@@ -34,7 +40,8 @@ describe('update loop', () => {
     expect(r.minibatches).toBe(9);
     expect(adam.step).toBe(9);
     expect(Number.isFinite(r.loss) && Number.isFinite(r.gradNorm)).toBe(true);
-    expect(r.metrics['accuracy']).toBeGreaterThanOrEqual(0);
+    expect(Object.keys(r.metrics).sort()).toEqual(['accuracy', 'entropy', 'policyLoss', 'rows']);
+    expect(r.metrics['rows']).toBeCloseTo(10 / 3, 6);
     await expect(
       runUpdate({ ...batch, weights: new Float32Array(3) }, sftLoss(head.config, 1), adam, {
         epochs: 1,

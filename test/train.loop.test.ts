@@ -54,6 +54,9 @@ function spy(spec: AnyEnvSpec): { spec: AnyEnvSpec; calls: { create: number; res
 const withoutTimes = (ms: readonly IterationMetrics[]) =>
   ms.map(({ wallMs: _w, rolloutMs: _r, updateMs: _u, syntheticStepsPerSec: _s, ...rest }) => rest);
 
+/** A snapshot as on disk: the state as JSON, the policy as a checkpoint file. */
+const asOnDisk = (s: RunSnapshot): RunSnapshot => ({ ...(JSON.parse(JSON.stringify({ ...s, checkpoint: null })) as RunSnapshot), checkpoint: parseCheckpoint(serializeCheckpoint(s.checkpoint)) });
+
 describe('training config', () => {
   it('layers defaults < preset < run config and explains a bad value', () => {
     const c = parseTrainingConfig({ env: 'household', mode: 'real', iterations: 3 }, 'quick');
@@ -317,7 +320,7 @@ describe('keeping the best validated policy', () => {
 
       // Resumed after the second iteration (its copy is in the checkpoint), it ends the same.
       const at2 = snapshots.find((s) => s.iteration === 2) as RunSnapshot;
-      const onDisk = { ...(JSON.parse(JSON.stringify({ ...at2, checkpoint: null })) as RunSnapshot), checkpoint: parseCheckpoint(serializeCheckpoint(at2.checkpoint)) };
+      const onDisk = asOnDisk(at2);
       // Rounds 0-2 happened before the snapshot; the resumed run's first validation is the end's.
       const resumed = await runTraining(c, scriptedValidation(run.deps, validating, []), { resume: onDisk });
       resumed.trainer.dispose();
@@ -338,7 +341,8 @@ describe('runTraining smoke: every mode and ablation runs two iterations', () =>
     ['dreamgym', { mode: 'dreamgym' }],
     ['dreamgym --warm-start sft', { mode: 'dreamgym', warmStart: 'sft' }],
     ['dreamgym --no-curriculum', { mode: 'dreamgym', curriculum: { enabled: false } }],
-    ['s2r', { mode: 's2r', s2r: { realBudget: 20 } }],
+    // A budget the real phase does not reach: the run goes through every planned iteration.
+    ['s2r', { mode: 's2r', s2r: { realBudget: 1000 } }],
     ['real, household, lexical prior', { mode: 'real', env: 'household', prior: 'lexical' }],
   ];
   for (const [name, over] of cases) {
@@ -346,23 +350,28 @@ describe('runTraining smoke: every mode and ablation runs two iterations', () =>
       const before = tf.memory().numTensors;
       const c = config(over);
       const run = await prepareRun(c);
-      const res = await runTraining(c, run.deps);
+      const stored: Trajectory[] = [];
+      const res = await runTraining(c, { ...run.deps, storeRollouts: async (t) => void stored.push(...t) });
       try {
-        expect(res.metrics).toHaveLength(c.mode === 's2r' ? res.metrics.length : plannedIterations(c));
+        expect(res.metrics).toHaveLength(plannedIterations(c));
+        expect(res.stoppedBy).toBe('done');
         for (const m of res.metrics) {
           expect(Number.isFinite(m.loss)).toBe(true);
-          expect(m.successRate).toBeGreaterThanOrEqual(0);
           expect(m.offlineTransitions).toBe(res.offlineTransitions);
+          if (m.phase === 'sft') continue;
+          // An RL iteration's figures are those of the rollouts it stored (no budget cut any).
+          const rollouts = stored.filter((t) => t.id.includes(`:it${m.iteration}:`));
+          expect(rollouts).toHaveLength(c.tasksPerIteration * c.groupSize);
+          expect(m.successRate).toBeCloseTo(rollouts.filter((t) => t.success).length / rollouts.length, 12);
+          expect(m.meanReward).toBeCloseTo(rollouts.reduce((s, t) => s + t.reward, 0) / rollouts.length, 12);
+          expect(m.steps).toBe(rollouts.reduce((s, t) => s + t.steps.length, 0));
         }
         expect(res.offlineTransitions).toBeGreaterThan(0);
+        const realSteps = res.metrics.filter((m) => m.phase === 'real').reduce((s, m) => s + m.steps, 0);
+        expect(res.realTransitions).toBe(realSteps);
         if (c.mode === 'zero-shot' || c.mode === 'sft' || c.mode === 'dreamgym') expect(res.realTransitions).toBe(0);
-        if (c.mode === 'real') expect(res.realTransitions).toBe(res.metrics.reduce((s, m) => s + m.steps, 0));
-        if (c.mode === 's2r') {
-          expect(res.metrics.some((m) => m.phase === 'synthetic')).toBe(true);
-          expect(res.metrics.some((m) => m.phase === 'real')).toBe(true);
-          expect(res.stoppedBy === 'real-budget' || res.stoppedBy === 'done').toBe(true);
-          expect(res.realTransitions).toBeLessThanOrEqual(c.s2r.realBudget);
-        }
+        if (c.mode === 'real' || c.mode === 's2r') expect(res.realTransitions).toBeGreaterThan(0);
+        if (c.mode === 's2r') expect(res.metrics.map((m) => m.phase)).toEqual(['synthetic', 'synthetic', 'real', 'real']);
         if (c.mode === 'dreamgym') expect(res.syntheticSteps).toBeGreaterThan(0);
         expect(res.snapshot.iteration).toBe(res.metrics.length);
       } finally {
@@ -374,7 +383,64 @@ describe('runTraining smoke: every mode and ablation runs two iterations', () =>
   }
 });
 
+describe('the RL algorithm', () => {
+  // Two RL iterations of each RL mode (s2r: two synthetic, then two real).
+  const cases: [Partial<TrainingConfigInput>, number][] = [
+    [{ mode: 'real' }, 2],
+    [{ mode: 'dreamgym', warmStart: 'sft' }, 2],
+    [{ mode: 's2r', s2r: { realBudget: 1000 } }, 4],
+  ];
+  for (const [over, rlIterations] of cases) {
+    it(`${over.mode}${over.warmStart ? ' --warm-start sft' : ''}: PPO updates through a value head where set, GRPO by default`, async () => {
+      const before = tf.memory().numTensors;
+      for (const algorithm of ['grpo', 'ppo'] as const) {
+        const ppo = vi.spyOn(Trainer.prototype, 'ppoUpdate');
+        const grpo = vi.spyOn(Trainer.prototype, 'grpoUpdate');
+        const c = config({ ...over, rl: { algorithm } });
+        const run = await prepareRun(c);
+        try {
+          const res = await runTraining(c, run.deps);
+          res.trainer.dispose();
+          expect(res.metrics).toHaveLength(plannedIterations(c));
+          const rl = res.metrics.filter((m) => m.phase !== 'sft');
+          expect(rl).toHaveLength(rlIterations);
+          expect((algorithm === 'ppo' ? ppo : grpo).mock.calls).toHaveLength(rlIterations);
+          expect((algorithm === 'ppo' ? grpo : ppo).mock.calls).toHaveLength(0);
+          expect(rl.every((m) => Number.isFinite(m.loss) && m.updateMs > 0)).toBe(true);
+          expect(res.snapshot.checkpoint.weights.some((w) => w.name.includes('value'))).toBe(algorithm === 'ppo');
+        } finally {
+          ppo.mockRestore();
+          grpo.mockRestore();
+          run.dispose();
+        }
+      }
+      expect(tf.memory().numTensors).toBe(before);
+    });
+  }
+});
+
 describe('a real budget that runs out mid-iteration', () => {
+  it('stops the run at the start of the first iteration after the budget is spent', async () => {
+    // Every iteration runs at least four episodes of at least one step: a budget of 4 is spent by
+    // the first real iteration, and the next one does not start.
+    const cases: [Partial<TrainingConfigInput>, IterationMetrics['phase'][]][] = [
+      [{ mode: 's2r', s2r: { realBudget: 4 } }, ['synthetic', 'synthetic', 'real']],
+      [{ mode: 'real', budgets: { realTransitions: 4 } }, ['real']],
+    ];
+    for (const [over, phases] of cases) {
+      const c = config(over);
+      const run = await prepareRun(c);
+      const res = await runTraining(c, run.deps);
+      res.trainer.dispose();
+      run.dispose();
+      expect(plannedIterations(c)).toBeGreaterThan(phases.length);
+      expect(res.metrics.map((m) => m.phase)).toEqual(phases);
+      expect(res.metrics.at(-1)?.realTransitions).toBe(4);
+      expect(res.realTransitions).toBe(4);
+      expect(res.stoppedBy).toBe('real-budget');
+    }
+  });
+
   it('leaves groups with an unfinished episode out of the update and the iteration figures', async () => {
     // 4 tasks x 2 rollouts of shop after a short behaviour cloning, against 24 real transitions:
     // the budget stops some episodes before they end. Their outcome is unknown; scoring them 0 (as
@@ -428,16 +494,37 @@ describe('a real budget that runs out mid-iteration', () => {
 });
 
 describe('honesty: a synthetic-only run never touches the real environment', () => {
-  it('dreamgym (with sft warm start and curriculum) makes 0 real resets and steps', async () => {
+  it('dreamgym (with sft warm start and curriculum) makes 0 real resets and steps, also on tasks without a recorded first state', async () => {
     const c = config({ mode: 'dreamgym', warmStart: 'sft', iterations: 3 });
     const run = await prepareRun(c);
     const counted = spy(run.deps.spec);
-    const res = await runTraining(c, { ...run.deps, spec: counted.spec });
+    // RL's pool holds only tasks without a recorded episode (and the generated ones that join it):
+    // every rollout starts from the experience model's reset.
+    const offline = run.deps.offline;
+    const unrecorded = offline.extraTasks ?? [];
+    expect(unrecorded.length).toBeGreaterThan(0);
+    const recorded = new Set(offline.trajectories.map((t) => t.taskId));
+    expect(unrecorded.some((t) => recorded.has(t.id))).toBe(false);
+    const experience = run.deps.experience as NonNullable<TrainingDeps['experience']>;
+    let simResets = 0;
+    const stored: Trajectory[] = [];
+    const res = await runTraining(c, {
+      ...run.deps,
+      spec: counted.spec,
+      offline: { ...offline, poolTasks: unrecorded },
+      experience: { kind: experience.kind, reset: (task, demos) => (simResets++, experience.reset(task, demos)), step: (request) => experience.step(request) },
+      storeRollouts: async (t) => void stored.push(...t),
+    });
     res.trainer.dispose();
     run.dispose();
-    expect(res.syntheticSteps).toBeGreaterThan(0);
+    const episodes = c.iterations * c.tasksPerIteration * c.groupSize;
+    expect(simResets).toBe(episodes);
+    expect(stored).toHaveLength(episodes);
+    expect(stored.some((t) => recorded.has(t.taskId))).toBe(false);
+    expect(res.syntheticSteps).toBe(stored.reduce((s, t) => s + t.steps.length, 0));
     expect(counted.calls).toEqual({ create: 0, reset: 0, step: 0 });
     expect(res.realTransitions).toBe(0);
+    expect(res.realResets).toBe(0);
   });
 
   it('a real run counts every real step it takes', async () => {
@@ -492,42 +579,80 @@ describe('prepareRun with an injected LLM', () => {
   });
 });
 
-describe('abort and resume', () => {
-  it('a run stopped midway and resumed from its last snapshot equals an uninterrupted one', async () => {
-    const c = config({ mode: 'dreamgym', warmStart: 'sft', iterations: 3 });
-    const run = await prepareRun(c);
-    const stored: Trajectory[][] = [];
-    const deps: TrainingDeps = { ...run.deps, storeRollouts: async (t) => void stored.push(t.slice()) };
-
-    const full = await runTraining(c, deps);
+/**
+ * Runs `c` uninterrupted, then again stopped (through the AbortSignal) once `stopAt` iterations
+ * are done and resumed from that snapshot as from disk. Every run gets a fresh task generator, as
+ * a resumed run in another process has, and its own store of rollouts.
+ */
+async function stopAndResume(c: ReturnType<typeof config>, stopAt: number) {
+  const run = await prepareRun(c);
+  const freshGenerator = (): RecombinationTaskGenerator => new RecombinationTaskGenerator({ seed: c.seed });
+  const storing = (into: Trajectory[]): TrainingDeps => ({ ...run.deps, generator: freshGenerator(), storeRollouts: async (t) => void into.push(...t) });
+  const stored = { full: [] as Trajectory[], stopped: [] as Trajectory[], resumed: [] as Trajectory[] };
+  try {
+    const full = await runTraining(c, storing(stored.full));
     full.trainer.dispose();
-
-    // Stop after the third iteration (sft, sft, first RL iteration) through the AbortSignal.
     const controller = new AbortController();
     let last: RunSnapshot | undefined;
-    const interrupted = runTraining(c, {
-      ...deps,
-      persist: async (s) => {
-        last = s;
-        if (s.iteration === 3) controller.abort();
-      },
-    }, { signal: controller.signal });
-    await expect(interrupted).rejects.toThrow(TrainingAbortedError);
-    expect(last?.iteration).toBe(3);
-
-    // As on disk: the state as JSON, the policy as a checkpoint file.
-    const onDisk = { ...(JSON.parse(JSON.stringify({ ...last, checkpoint: null })) as RunSnapshot), checkpoint: parseCheckpoint(serializeCheckpoint(last!.checkpoint)) };
-    const resumed = await runTraining(c, deps, { resume: onDisk });
+    const persist = async (s: RunSnapshot) => {
+      last = s;
+      if (s.iteration === stopAt) controller.abort();
+    };
+    await expect(runTraining(c, { ...storing(stored.stopped), persist }, { signal: controller.signal })).rejects.toThrow(TrainingAbortedError);
+    const at = last as RunSnapshot;
+    expect(at.iteration).toBe(stopAt);
+    const resumed = await runTraining(c, storing(stored.resumed), { resume: asOnDisk(at) });
     resumed.trainer.dispose();
+    return { full, resumed, at, stored, initialGeneratorState: freshGenerator().saveState() };
+  } finally {
     run.dispose();
+  }
+}
+
+describe('abort and resume', () => {
+  it('a run stopped midway and resumed from its last snapshot equals an uninterrupted one', async () => {
+    // Stopped after the third iteration (sft, sft, first RL iteration).
+    const c = config({ mode: 'dreamgym', warmStart: 'sft', iterations: 3 });
+    const { full, resumed, stored } = await stopAndResume(c, 3);
     expect(resumed.snapshot.iteration).toBe(full.snapshot.iteration);
     expect(resumed.snapshot.pool.map((t) => t.id)).toEqual(full.snapshot.pool.map((t) => t.id));
     expect(withoutTimes(resumed.metrics)).toEqual(withoutTimes(full.metrics));
     expect(resumed.snapshot.checkpoint.weights).toEqual(full.snapshot.checkpoint.weights);
+    // The buffer: what the stopped run stored, then the resumed one, is what the uninterrupted run stored.
+    expect(stored.full.length).toBeGreaterThan(0);
+    expect(stored.stopped.length).toBeGreaterThan(0);
+    expect([...stored.stopped, ...stored.resumed]).toEqual(stored.full);
     // The synthetic phase's validation too (started before the stop, ended after the resume).
     expect(full.validation?.end).toBeDefined();
     expect(resumed.validation).toEqual(full.validation);
   });
+
+  const midRealPhase: [string, Partial<TrainingConfigInput>, number][] = [
+    // From scratch in the real environment: stopped after two of four iterations.
+    ['real', { mode: 'real', iterations: 4, tasksPerIteration: 3, budgets: { realTransitions: 90 } }, 2],
+    // Two synthetic iterations, then the real phase under its budget: stopped after its first iteration.
+    ['s2r', { mode: 's2r', iterations: 3, tasksPerIteration: 3, s2r: { realBudget: 45 } }, 4],
+  ];
+  for (const [name, over, stopAt] of midRealPhase) {
+    it(`${name}: resumed mid-real-phase, it spends the same real budget and generates the same tasks as an uninterrupted run`, async () => {
+      const c = config(over);
+      const { full, resumed, at, stored, initialGeneratorState } = await stopAndResume(c, stopAt);
+      // The stop fell inside the real phase, after real steps and generated tasks, and the run went on.
+      expect(at.metrics.at(-1)?.phase).toBe('real');
+      expect(at.realTransitions).toBeGreaterThan(0);
+      expect(at.realResets).toBeGreaterThan(0);
+      expect(at.generatorState).not.toEqual(initialGeneratorState);
+      expect(full.metrics.length).toBeGreaterThan(stopAt);
+      expect(resumed.realTransitions).toBe(full.realTransitions);
+      expect(resumed.realResets).toBe(full.realResets);
+      expect(resumed.stoppedBy).toBe(full.stoppedBy);
+      expect(resumed.snapshot.generatorState).toEqual(full.snapshot.generatorState);
+      expect(resumed.snapshot.pool.map((t) => t.id)).toEqual(full.snapshot.pool.map((t) => t.id));
+      expect(withoutTimes(resumed.metrics)).toEqual(withoutTimes(full.metrics));
+      expect(resumed.snapshot.checkpoint.weights).toEqual(full.snapshot.checkpoint.weights);
+      expect([...stored.stopped, ...stored.resumed]).toEqual(stored.full);
+    });
+  }
 });
 
 /** A fresh run's generator (as a resumed run in another process has: see setup.ts), counting its calls by iteration. */
@@ -564,9 +689,8 @@ describe('resume and the curriculum', () => {
     };
     const stopped = runTraining(c, { ...deps, generator: countedGenerator(c, [], () => iteration), persist }, { signal: controller.signal, onProgress });
     await expect(stopped).rejects.toThrow(TrainingAbortedError);
-    const onDisk = { ...(JSON.parse(JSON.stringify({ ...last, checkpoint: null })) as RunSnapshot), checkpoint: parseCheckpoint(serializeCheckpoint(last!.checkpoint)) };
     const resumedCalls: number[] = [];
-    const resumed = await runTraining(c, { ...deps, generator: countedGenerator(c, resumedCalls, () => iteration) }, { resume: onDisk, onProgress });
+    const resumed = await runTraining(c, { ...deps, generator: countedGenerator(c, resumedCalls, () => iteration) }, { resume: asOnDisk(last!), onProgress });
     resumed.trainer.dispose();
     run.dispose();
 
@@ -574,6 +698,7 @@ describe('resume and the curriculum', () => {
     expect(fullCalls.filter((i) => i < 2).length).toBeGreaterThan(0);
     expect(resumedCalls.length).toBeGreaterThan(0);
     expect(generated(resumed.snapshot)).toEqual(generated(full.snapshot));
+    expect(resumed.snapshot.generatorState).toEqual(full.snapshot.generatorState);
     expect(withoutTimes(resumed.metrics)).toEqual(withoutTimes(full.metrics));
   });
 });

@@ -19,7 +19,7 @@ export interface CommandEnv {
 }
 
 /** Thrown for a bad `--env`/`--env-module` choice (the CLI prints it as one line). */
-export class EnvChoiceError extends Error {
+class EnvChoiceError extends Error {
   override name = 'EnvChoiceError';
 }
 

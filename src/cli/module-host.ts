@@ -42,14 +42,14 @@ export interface LoadedEnvModule {
   dispose(): Promise<void>;
 }
 
-export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
 /** The most characters of JSON one reply of `reset`, `step` or `expertAction` may have (1 Mi): an observation is text for a policy, not a file. */
-export const MAX_OBSERVATION_CHARS = 1024 * 1024;
+const MAX_OBSERVATION_CHARS = 1024 * 1024;
 
 /** How long a call may block with the signal listeners in place (a signal then waits this long at most). */
 const SIGNAL_GRACE_MS = 100;
-export const DEFAULT_LOAD_TIMEOUT_MS = 30_000;
+const DEFAULT_LOAD_TIMEOUT_MS = 30_000;
 
 // The worker: imports the module, describes its exports, then answers one request at a time. Plain
 // JavaScript, evaluated as a script, so that it needs no TypeScript loader of its own.

@@ -116,7 +116,7 @@ function alive(pid: number): boolean {
 }
 
 /** Removes `FILE.partial-PID-N` files next to `file` whose process is gone (a SIGKILL leaves them). */
-export async function removeStalePartials(file: string): Promise<string[]> {
+async function removeStalePartials(file: string): Promise<string[]> {
   const base = basename(file);
   const removed: string[] = [];
   let names: string[];

@@ -52,6 +52,7 @@ import { z } from 'zod';
 import { formatIssue, parseJsonlLine, taskLine, trajectoryLine } from '../core/jsonl.ts';
 import { TaskSchema, type Task, type Trajectory } from '../core/types.ts';
 import { parseCheckpoint, serializeCheckpoint, CheckpointError, type Checkpoint } from '../policy/checkpoint.ts';
+import { UnknownRunError } from '../replay/errors.ts';
 import { TrainingConfigSchema, type TrainingConfig } from '../train/config.ts';
 import type { EvalResult } from '../train/evaluate.ts';
 import type { IterationMetrics, RunSnapshot } from '../train/loop.ts';
@@ -62,7 +63,6 @@ import { openOutput, syncDir, writeFileAtomic } from './output.ts';
 export const DEFAULT_STORE_DIR = '.dreamgym';
 
 export const RUN_STATUSES = ['running', 'stopped', 'done', 'failed'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /** A run id: a directory name, never a path. */
 const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -73,20 +73,6 @@ const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Base class of the store's errors. Messages are one line. */
 export class RunStoreError extends Error {
   override name = 'RunStoreError';
-}
-
-/** No run with this id in the store; the message lists the known ones. */
-export class UnknownRunError extends RunStoreError {
-  override name = 'UnknownRunError';
-  constructor(
-    readonly runId: string,
-    readonly store: string,
-    readonly known: readonly string[],
-  ) {
-    const shown = known.slice(0, 20).join(', ');
-    const more = known.length > 20 ? ` and ${known.length - 20} more` : '';
-    super(`unknown run ${JSON.stringify(runId)} in ${store}: ${known.length === 0 ? 'the store has no runs' : `known runs: ${shown}${more}`}`);
-  }
 }
 
 /** A run directory whose file `file` cannot be used; `problem` says why. */
@@ -122,7 +108,7 @@ function code(e: unknown): string | undefined {
 const IntervalSchema = z.object({ mean: z.number(), low: z.number(), high: z.number() }).strict();
 
 /** A held-out evaluation as stored: `evaluate`'s result plus when and how long. */
-export const StoredEvaluationSchema = z
+const StoredEvaluationSchema = z
   .object({
     episodes: z.number().int().min(1),
     successRate: z.number(),

@@ -45,7 +45,7 @@ export const SUITE_ARMS = ['zero-shot', 'sft', 'real', 'dreamgym', 'dreamgym (wa
 const SIMULATOR_ARMS = ['dreamgym', 'dreamgym (warm sft)', 's2r, 10% real budget'] as const;
 
 /** The suite's sizes on top of the preset (the size options override them): seven domains' three seeds in the time budget. */
-export const SUITE_BUDGET: Partial<TrainingConfigInput> = { iterations: 15 };
+const SUITE_BUDGET: Partial<TrainingConfigInput> = { iterations: 15 };
 
 /** The fidelity measurement of each domain: the retrieval simulator against trivial ones, and a random policy's false success. */
 export const SUITE_FIDELITY: Readonly<SuiteFidelitySizes> = { trainEpisodes: 200, testEpisodes: 50, falseSuccessEpisodes: 50, seed: 0 };
@@ -271,7 +271,7 @@ const armOf = (d: SuiteDomainResult, name: string): ArmResult | undefined => d.e
 const KINDS_SHOWN = 6;
 
 /** The suite's files: suite.md (the table) and suite.json (every figure). */
-export function suiteFiles(r: SuiteResult): Record<string, string> {
+function suiteFiles(r: SuiteResult): Record<string, string> {
   const evalEpisodes = r.domains[0]?.experiment.evalEpisodes ?? 0;
   const armHeads = SUITE_ARMS.map((a) => (a === 's2r, 10% real budget' ? 's2r (10% of real\'s real transitions)' : a));
   const lines = [

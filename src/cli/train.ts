@@ -26,7 +26,7 @@ import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { PolicyAgent } from '../train/agent.ts';
 import { chatLine, trajectoryToChat } from '../train/chat.ts';
-import { parseTrainingConfig, PRESETS, TRAINING_MODES, TrainingConfigError, type PresetName, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { parseTrainingConfig, PRESETS, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
@@ -89,7 +89,7 @@ export function countArg(min: number, max = 1_000_000_000): (value: string) => n
 }
 
 /** A plain decimal number (no exponent, hex or spaces) in [min, max]. */
-export function decimalArg(min: number, max: number): (value: string) => number {
+function decimalArg(min: number, max: number): (value: string) => number {
   return (value: string) => {
     const n = /^\d+(?:\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
     if (!Number.isFinite(n) || n < min || n > max) throw new InvalidArgumentError(`expected a number from ${min} to ${max}, got ${JSON.stringify(value)}`);
@@ -141,7 +141,7 @@ const interval = (i: Interval, f: (x: number) => string = pct): string => `${f(i
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
 /** The summary JSON of a run (`train --out`): what run.json holds, under its own format name. */
-export function runSummary(record: RunRecord): Record<string, unknown> {
+function runSummary(record: RunRecord): Record<string, unknown> {
   const { format: _f, version: _v, ...rest } = record;
   return { format: 'dreamgym-train-summary', version: 1, runId: record.id, ...rest, wallMs: record.trainWallMs + record.evalWallMs };
 }
@@ -236,6 +236,7 @@ interface TrainOptions extends SizeOptions {
   envTimeout?: number;
   mode?: TrainingConfig['mode'];
   warmStart?: 'none' | 'sft';
+  algorithm?: RlAlgorithm;
   sim?: 'retrieval' | 'llm';
   preset: PresetName;
   seed?: number;
@@ -254,7 +255,7 @@ interface TrainOptions extends SizeOptions {
 
 /** Options that shape a run's config: not allowed with --resume (a run continues with its own). */
 const CONFIG_OPTIONS: readonly (keyof TrainOptions)[] = [
-  'env', 'mode', 'warmStart', 'sim', 'preset', 'seed', 'realBudget', 'curriculum', 'prior', ...SIZE_OPTION_NAMES, 'replay', 'reasoning',
+  'env', 'mode', 'warmStart', 'algorithm', 'sim', 'preset', 'seed', 'realBudget', 'curriculum', 'prior', ...SIZE_OPTION_NAMES, 'replay', 'reasoning',
 ];
 
 const flag = (name: string): string => (name === 'replay' || name === 'reasoning' ? `--no-${name}` : `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -308,6 +309,10 @@ function configFromOptions(opts: TrainOptions, env: DomainName): TrainingConfig 
   if (opts.replay === false) input.demos = 0;
   if (opts.reasoning === false) input.reasoning = false;
   if (opts.warmStart !== undefined) input.warmStart = opts.warmStart;
+  if (opts.algorithm !== undefined) {
+    if (!rl) throw new CliUsageError(`--algorithm applies to the RL modes (real, dreamgym, s2r), not ${opts.mode}`);
+    input.rl = { algorithm: opts.algorithm };
+  }
   if (opts.prior !== undefined) input.prior = opts.prior;
   if (opts.seed !== undefined) input.seed = opts.seed;
   if (!opts.curriculum) input.curriculum = { enabled: false };
@@ -607,7 +612,7 @@ function modeLabel(c: TrainingConfig): string {
 }
 
 /** `shop dreamgym: success 42.0% [31.0%, 53.0%] on 50 held-out tasks, ...` */
-export function oneLineSummary(record: RunRecord): string {
+function oneLineSummary(record: RunRecord): string {
   const ev = record.evaluation;
   const c = record.config;
   const d = record.seedData;
@@ -915,7 +920,7 @@ interface ExperimentCliOptions extends SizeOptions {
 }
 
 /** The command line that reproduces an experiment's figures: every option that shapes them (not --out or --jobs). */
-export function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | 'jobs'>): string {
+function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | 'jobs'>): string {
   const where = opts.envModule?.[0] !== undefined ? `--env-module ${shellWord(opts.envModule[0])}` : `--env ${opts.env ?? ''}`;
   const parts = ['npx dreamgym experiment', where, `--seeds ${opts.seeds}`, `--preset ${opts.preset}`];
   for (const arm of opts.arm ?? []) parts.push(`--arm ${JSON.stringify(arm)}`);
@@ -1075,6 +1080,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .addOption(new Option('--mode <mode>', 'training mode (required unless --resume)').choices([...TRAINING_MODES]))
     .addOption(new Option('--warm-start <how>', 'start an RL mode from behaviour cloning on the offline expert data').choices(['none', 'sft']))
+    .addOption(new Option('--algorithm <name>', 'RL update of the RL modes (default grpo; ppo: a value head and per-step advantages)').choices([...RL_ALGORITHMS]))
     .addOption(new Option('--sim <model>', 'experience model of the synthetic modes (llm: with --llm-url, or in the page)').choices(['retrieval', 'llm']))
     .addOption(new Option('--preset <name>', 'sizes of the run').choices(Object.keys(PRESETS)).default('quick'))
     .option('--iterations <n>', 'RL iterations (synthetic ones for s2r)', countArg(0))

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { TaskSchema, TrajectorySchema, type Task, type Trajectory } from './types.ts';
 
 /** The format version this build writes and reads. */
-export const JSONL_VERSION = 1;
+const JSONL_VERSION = 1;
 
 const TaskRecordSchema = z.object({ v: z.literal(JSONL_VERSION), type: z.literal('task'), task: TaskSchema });
 const TrajectoryRecordSchema = z.object({
@@ -20,7 +20,7 @@ const TrajectoryRecordSchema = z.object({
 });
 
 /** One line of a dreamgym JSONL file. */
-export const JsonlRecordSchema = z.discriminatedUnion('type', [TaskRecordSchema, TrajectoryRecordSchema]);
+const JsonlRecordSchema = z.discriminatedUnion('type', [TaskRecordSchema, TrajectoryRecordSchema]);
 export type JsonlRecord = z.infer<typeof JsonlRecordSchema>;
 
 /** Tasks and trajectories, in file order. */
@@ -56,7 +56,7 @@ export class JsonlError extends Error {
 }
 
 /** The deepest nesting of arrays and objects a line may have (a task goal needs a handful). */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /** Whether `text` nests arrays/objects deeper than `max`, found without parsing (deep input would overflow the stack). */
 export function nestsDeeperThan(text: string, max: number): boolean {
@@ -135,7 +135,7 @@ export function parseJsonlLine(text: string, line: number): JsonlRecord | null |
 }
 
 /** How many issues a `JsonlError` lists (the rest are counted). */
-export const MAX_JSONL_ISSUES = 50;
+const MAX_JSONL_ISSUES = 50;
 
 /**
  * Parses a whole JSONL text. All or nothing: throws `JsonlError` naming every bad line

@@ -7,7 +7,7 @@ import { z } from 'zod';
 
 /** Names of the built-in environments. */
 export const ENV_NAMES = ['shop', 'household'] as const;
-export const EnvNameSchema = z.enum(ENV_NAMES);
+const EnvNameSchema = z.enum(ENV_NAMES);
 export type EnvName = z.infer<typeof EnvNameSchema>;
 
 /**
@@ -84,7 +84,7 @@ export function agentView(task: AgentTask | Task): AgentTask {
 const finite = z.number().finite();
 
 /** One step of a trajectory: the observation the agent saw, the action it took and what followed. */
-export const StepSchema = z.object({
+const StepSchema = z.object({
   observation: ObservationSchema,
   action: z.string(),
   reward: finite,

@@ -70,7 +70,7 @@ export interface LLMTaskGeneratorConfig {
 }
 
 /** Defaults of {@link LLMTaskGeneratorConfig}. */
-export const DEFAULT_LLM_GENERATOR_CONFIG: LLMTaskGeneratorConfig = {
+const DEFAULT_LLM_GENERATOR_CONFIG: LLMTaskGeneratorConfig = {
   temperature: 0.9,
   maxTokens: 1024,
   perSeed: 3,
@@ -111,14 +111,14 @@ export function parseGeneratorReply(reply: string): TaskCandidate[] | null {
 }
 
 /** Longest instruction a generated task may have (the environments' own run to about 200 characters). */
-export const GENERATED_INSTRUCTION_MAX_CHARS = 400;
+const GENERATED_INSTRUCTION_MAX_CHARS = 400;
 
 /**
  * The `response_format` of a generator request: `{"tasks": [...]}` with 1 to `count` tasks.
  * WebLLM compiles the `schema` of every `json_object` request and fails without one. The goal
  * stays any JSON object: its fields are the seed environment's, checked by `TaskValidator`.
  */
-export function generatorResponseFormat(count: number): { type: 'json_object'; schema: string } {
+function generatorResponseFormat(count: number): { type: 'json_object'; schema: string } {
   if (!(Number.isInteger(count) && count >= 1)) throw new LLMConfigError(`count must be an integer >= 1, got ${count}`);
   const task = {
     type: 'object',
@@ -214,7 +214,7 @@ export interface RecombinationConfig {
 }
 
 /** Defaults of {@link RecombinationConfig}. */
-export const DEFAULT_RECOMBINATION_CONFIG: RecombinationConfig = { seed: 0, attemptsPerTask: 40, nearDuplicateThreshold: 0.9 };
+const DEFAULT_RECOMBINATION_CONFIG: RecombinationConfig = { seed: 0, attemptsPerTask: 40, nearDuplicateThreshold: 0.9 };
 
 /** Goal fields kept from the parent: they fix the world the goal lives in. */
 const PINNED_FIELDS: Record<string, readonly string[]> = {

@@ -57,7 +57,7 @@ export function environmentContext(task: Task): string {
 }
 
 /** The reply format of the generator. */
-export const GENERATOR_REPLY_FORMAT = '{"tasks": [{"instruction": "<what the user asks for>", "goal": {<the goal, same fields as the original>}}, ...]}';
+const GENERATOR_REPLY_FORMAT = '{"tasks": [{"instruction": "<what the user asks for>", "goal": {<the goal, same fields as the original>}}, ...]}';
 
 /** The request to keep the goal's hidden fields out of the instruction (none for an environment without any). */
 function hiddenFieldsLine(env: string): string[] {

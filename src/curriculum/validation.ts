@@ -82,7 +82,7 @@ export function hiddenFieldLeak(env: string, instruction: string, goal: unknown)
 }
 
 /** Default instruction-similarity threshold above which a candidate is a near-duplicate. */
-export const NEAR_DUPLICATE_JACCARD = 0.9;
+const NEAR_DUPLICATE_JACCARD = 0.9;
 
 /**
  * Lower-cased word tokens of an instruction, for near-duplicate checks. A number becomes a

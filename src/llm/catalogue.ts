@@ -145,7 +145,7 @@ export function needsShaderF16(record: ModelRecord): boolean {
 }
 
 /** What a model record is for. */
-export function modelKind(record: ModelRecord): ModelKind {
+function modelKind(record: ModelRecord): ModelKind {
   const t = record.model_type as number | undefined;
   if (t === MODEL_TYPE_EMBEDDING) return 'embedding';
   if (t === MODEL_TYPE_VLM) return 'vision';
@@ -153,7 +153,7 @@ export function modelKind(record: ModelRecord): ModelKind {
 }
 
 /** The largest `navigator.deviceMemory` Chrome reports, GiB. */
-export const DEVICE_MEMORY_CAP_GB = 8;
+const DEVICE_MEMORY_CAP_GB = 8;
 
 /**
  * An estimate of the GPU memory available to models, MB. WebGPU does not report memory, so this
@@ -192,11 +192,11 @@ function judge(record: ModelRecord, facts: DeviceFacts, budgetMB: number): strin
 }
 
 /** Tokens of the experience model's reply (its `maxTokens` default). */
-export const EXPERIENCE_REPLY_TOKENS = 768;
+const EXPERIENCE_REPLY_TOKENS = 768;
 /** Tokens the chat template adds around the messages (role markers, system wrapper), an upper estimate. */
 export const CHAT_TEMPLATE_TOKENS = 64;
 /** The shortest prompt the experience model can work with, tokens: the system prompt, the task, a state, the action. */
-export const EXPERIENCE_MIN_PROMPT_TOKENS = 1024;
+const EXPERIENCE_MIN_PROMPT_TOKENS = 1024;
 
 /**
  * Why a chat model with a `contextWindow`-token window cannot serve as the experience model

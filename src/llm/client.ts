@@ -31,7 +31,7 @@ import { LLMPrior, type LLMPriorConfig } from './prior.ts';
 import { SideChannelClient } from './protocol.ts';
 
 /** How long {@link LLMClient.dispose} waits for the models to unload before it stops the worker anyway, ms. */
-export const DISPOSE_TIMEOUT_MS = 5000;
+const DISPOSE_TIMEOUT_MS = 5000;
 
 /** Where WebLLM caches downloaded models. */
 export type CacheBackend = NonNullable<AppConfig['cacheBackend']>;
@@ -73,7 +73,7 @@ export interface LLMClientOptions {
 }
 
 /** Defaults of {@link LLMClientOptions}. */
-export const DEFAULT_LLM_CLIENT_OPTIONS = {
+const DEFAULT_LLM_CLIENT_OPTIONS = {
   stallTimeoutMs: 120_000,
   fetchStallTimeoutMs: 600_000,
   logitCapture: false,
@@ -114,7 +114,7 @@ export async function detectDevice(): Promise<DeviceFacts> {
 }
 
 /** `appConfig` with `cacheBackend` set (a copy; the input is not changed). */
-export function withCacheBackend(appConfig: AppConfig, cacheBackend?: CacheBackend): AppConfig {
+function withCacheBackend(appConfig: AppConfig, cacheBackend?: CacheBackend): AppConfig {
   if (cacheBackend === undefined) return appConfig;
   const allowed: readonly CacheBackend[] = ['cache', 'indexeddb', 'cross-origin', 'opfs'];
   if (!allowed.includes(cacheBackend)) throw new LLMConfigError(`cacheBackend must be one of ${allowed.join(', ')}, got ${JSON.stringify(cacheBackend)}`);
@@ -305,7 +305,7 @@ export interface LoadTimings {
 }
 
 /** Which phase WebLLM's progress text says a load is in. */
-export function loadPhase(text: string): 'fetch' | 'load' {
+function loadPhase(text: string): 'fetch' | 'load' {
   return /^(?:Start to fetch params|Fetching param cache)/.test(text) ? 'fetch' : 'load';
 }
 
@@ -338,7 +338,7 @@ class LoadTimer {
 }
 
 /** Whether `error` says the engine has no model loaded (WebLLM unloads everything when the GPU device is lost). */
-export function isModelNotLoaded(error: unknown): boolean {
+function isModelNotLoaded(error: unknown): boolean {
   return /ModelNotLoadedError|WorkerEngineModelNotLoadedError|Model not loaded before/i.test(errorText(error));
 }
 

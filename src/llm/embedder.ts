@@ -105,7 +105,7 @@ export class WebLLMEmbedder implements Embedder {
 }
 
 /** Whether `error` is WebLLM's refusal of an embedding input longer than the model's context. */
-export function isEmbeddingTooLong(error: unknown): boolean {
+function isEmbeddingTooLong(error: unknown): boolean {
   return /EmbeddingExceedContextWindowSizeError|only supports up to \d+ context size/i.test(errorText(error));
 }
 

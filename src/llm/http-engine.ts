@@ -20,7 +20,7 @@ import type { ChatCompletion, ChatCompletionRequestNonStreaming, ChatEngine, Cre
 import { LLMConfigError, LLMServerError } from './errors.ts';
 
 /** The most bytes of one reply body read from a server (32 MiB): a reply is a few kilobytes of text, never a stream without end. */
-export const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+const MAX_REPLY_BYTES = 32 * 1024 * 1024;
 
 /** How a `{type: 'grammar'}` response format is sent. */
 export type GrammarDialect = 'llama.cpp' | 'drop';
@@ -44,7 +44,7 @@ export interface HttpEngineConfig {
 }
 
 /** Defaults of {@link HttpEngineConfig}: generous, because a CPU-only server can take minutes per reply. */
-export const DEFAULT_HTTP_ENGINE_CONFIG: HttpEngineConfig = {
+const DEFAULT_HTTP_ENGINE_CONFIG: HttpEngineConfig = {
   timeoutMs: 300_000,
   maxRetries: 4,
   backoffMs: 500,

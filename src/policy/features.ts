@@ -76,7 +76,7 @@ export function situationText(ctx: StateContext, options: StateTextOptions = {})
 }
 
 /** The observation's text without the lines that repeat the instruction. */
-export function observationWithoutInstruction(ctx: StateContext): string {
+function observationWithoutInstruction(ctx: StateContext): string {
   const instruction = ctx.instruction.trim().toLowerCase();
   if (instruction.length === 0) return ctx.observation.text;
   return ctx.observation.text
@@ -148,7 +148,7 @@ export interface FeaturizerOptions extends StateTextOptions {
    * (ids neutralised); `element`, the action plus the observation line it acts on
    * ({@link candidateText}). The match features always read the element line. Default `action`:
    * with the element line, a list item's own words (a product's brand and title) let the head
-   * memorise which items were right in training (shop SFT: 66% held-out, 100% train).
+   * memorise which items were right in training, and held-out tasks lose.
    */
   candidateSlot?: 'element' | 'action';
   /** Width of the hashed template-conjunction block ({@link conjunctionKeys}); 0 turns it off. Default 64. */

@@ -184,7 +184,7 @@ type SaveFn = (tensors: tf.Tensor[]) => void;
  * x W for a data input x: only W gets a gradient, dW = (dy^T x)^T. Use it only where x does not
  * depend on trainable parameters (features), or their gradient through x is silently dropped.
  */
-export function linearOfInput(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+function linearOfInput(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
   const f = tf.customGrad((wv, save) => {
     (save as SaveFn)([x]);
     return {
@@ -277,7 +277,7 @@ export function headScores(params: ParamTensors, input: InputTensors, config: Po
 export const MASKED_LOGIT = -1e9;
 
 /** (prior + head) / temperature, with padding candidates at {@link MASKED_LOGIT}; [n, K]. */
-export function policyLogits(params: ParamTensors, input: InputTensors, config: PolicyHeadConfig, temperature = 1): tf.Tensor2D {
+function policyLogits(params: ParamTensors, input: InputTensors, config: PolicyHeadConfig, temperature = 1): tf.Tensor2D {
   const raw = tf.div(tf.add(input.prior, headScores(params, input, config)), temperature);
   return tf.add(tf.mul(raw, input.mask), tf.mul(tf.sub(1, input.mask), MASKED_LOGIT));
 }

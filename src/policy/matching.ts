@@ -20,8 +20,8 @@ export const ID_PLACEHOLDER = 'opaqueid';
  */
 export function isOpaqueId(token: string): boolean {
   if (token.length < 6 || !/^[\p{L}\p{N}]+$/u.test(token)) return false;
-  // Most tokens are words or numbers: without both kinds the answer is no. The walk below (a
-  // regular expression per character) was 7.5% of a household `real` run's CPU profile.
+  // Most tokens are words or numbers: without both kinds the answer is no, before the costly
+  // walk below (a regular expression per character).
   if (!/\p{N}/u.test(token) || !/\p{L}/u.test(token)) return false;
   let changes = 0;
   let prev: 'l' | 'd' | null = null;
@@ -43,7 +43,7 @@ export function neutralizeIds(text: string, placeholder = ID_PLACEHOLDER): strin
 const replaceIds = (text: string, placeholder: string): string => text.replace(TOKEN_RE, (t) => (isOpaqueId(t) ? placeholder : t));
 
 /** The opaque identifiers of `text`, lower-cased. */
-export function opaqueIds(text: string): string[] {
+function opaqueIds(text: string): string[] {
   return (text.match(TOKEN_RE) ?? []).filter(isOpaqueId).map((t) => t.toLowerCase());
 }
 
@@ -60,7 +60,7 @@ const STOPWORDS = new Set(
 );
 
 /** Light, language-generic normalisation of a word: lower case, plural `s` dropped. */
-export function normalizeWord(word: string): string {
+function normalizeWord(word: string): string {
   const w = word.toLowerCase();
   if (w.length > 3 && w.endsWith('s') && !w.endsWith('ss')) return w.slice(0, -1);
   return w;
@@ -99,7 +99,7 @@ const contentWordsMemo = memo((text: string): string[] => {
 });
 
 /** The numbers written in `text` (outside opaque ids), as numbers. */
-export function numbersIn(text: string): number[] {
+function numbersIn(text: string): number[] {
   const out: number[] = [];
   for (const t of tokenize(neutralizeIds(text))) {
     const plain = t.replace(/,/g, '');

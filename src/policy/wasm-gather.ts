@@ -3,13 +3,11 @@
  *
  * The policy head packs candidates without padding, so every forward pass gathers rows: each
  * decision's state row once per candidate, each distinct lead row once per candidate. tfjs-wasm
- * 4.22's gather computes coordinates element by element: 165-200 ms for 70,800 rows of 64 floats
- * on these machines, where copying whole rows with `TypedArray.set` inside the heap takes 9-16 ms
- * (a matMul producing the same [70,800, 64] output, 55 ms): household's profile spent 12% of a
- * `dreamgym` run's CPU in that kernel. The override below handles the head's case (gather along
- * axis 0, no batch dimensions, int32 indices, a numeric tensor) by copying rows inside the wasm
- * heap, and hands every other call to the original kernel. Its output is the original's bit for
- * bit (a copy either way). BENCHMARKS.md ("Training speed") measures both side by side.
+ * 4.22's gather computes coordinates element by element, an order of magnitude slower than
+ * copying whole rows with `TypedArray.set`. The override below handles the head's case (gather
+ * along axis 0, no batch dimensions, int32 indices, a numeric tensor) by copying rows inside the
+ * wasm heap, and hands every other call to the original kernel. Its output is the original's bit
+ * for bit (a copy either way). BENCHMARKS.md ("Training speed") measures both side by side.
  */
 import * as tf from '@tensorflow/tfjs';
 

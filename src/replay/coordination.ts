@@ -52,7 +52,7 @@ export class InProcessLockManager implements LockManagerLike {
 }
 
 /** The lock manager used when none is injected and `navigator.locks` is missing. */
-export const inProcessLocks = new InProcessLockManager();
+const inProcessLocks = new InProcessLockManager();
 
 /** `navigator.locks` when present, else the in-process manager. */
 export function defaultLockManager(): LockManagerLike {

@@ -55,12 +55,25 @@ export class EmbedderMismatchError extends ReplayError {
   }
 }
 
-/** No run with this id. */
+/**
+ * No run with this id: in the replay store, or (with `store` and `known`) in the CLI's run
+ * directory, whose message lists the runs it has.
+ */
 export class UnknownRunError extends ReplayError {
   override name = 'UnknownRunError';
-  constructor(readonly runId: string) {
-    super(`No run ${JSON.stringify(runId)} in the replay store`);
+  constructor(
+    readonly runId: string,
+    readonly store?: string,
+    readonly known?: readonly string[],
+  ) {
+    super(store === undefined ? `No run ${JSON.stringify(runId)} in the replay store` : `unknown run ${JSON.stringify(runId)} in ${store}: ${listRuns(known ?? [])}`);
   }
+}
+
+function listRuns(known: readonly string[]): string {
+  if (known.length === 0) return 'the store has no runs';
+  const more = known.length > 20 ? ` and ${known.length - 20} more` : '';
+  return `known runs: ${known.slice(0, 20).join(', ')}${more}`;
 }
 
 /** `createRun` with an id that already exists. */

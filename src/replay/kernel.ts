@@ -211,8 +211,3 @@ export function createScanKernel(memory: WebAssembly.Memory): ScanKernel | null 
   const exports = instance.exports as unknown as { dots: ScanKernel['dots']; sum: ScanKernel['sum'] };
   return { memory, dots: exports.dots, sum: exports.sum };
 }
-
-/** Exposed for tests: the module's bytes. */
-export function scanModuleBytes(): Uint8Array<ArrayBuffer> {
-  return moduleBytes();
-}

@@ -39,7 +39,7 @@ export function runProblem(r: unknown): RecordProblem {
 }
 
 /** Valid run counters (every count a non-negative integer, sums finite)? */
-export function countersProblem(c: unknown): RecordProblem {
+function countersProblem(c: unknown): RecordProblem {
   if (!isObject(c)) return 'counters: missing';
   if (!isCount(c.tasks)) return 'counters.tasks: expected a count';
   if (!isObject(c.bySource)) return 'counters.bySource: missing';
@@ -267,7 +267,7 @@ export function toTransitionRecords(runId: string, trajectory: Trajectory, first
 }
 
 /** The step a transition stores (fields in schema order, `reasoning` only when present). */
-export function stepOf(t: TransitionRecord): Step {
+function stepOf(t: TransitionRecord): Step {
   const step: Step = {
     observation: { text: t.state, actions: t.actions },
     action: t.action,

@@ -401,7 +401,7 @@ export class RetrievalIndex {
 }
 
 /** Best first: higher score, then smaller seq. */
-export function compareHits(a: SearchHit, b: SearchHit): number {
+function compareHits(a: SearchHit, b: SearchHit): number {
   return b.score - a.score || a.seq - b.seq;
 }
 

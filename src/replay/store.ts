@@ -231,6 +231,166 @@ function deleteTrajectoryRecords(rawTraj: IDBObjectStore, rawTransitions: IDBObj
   if (h.success) c.successes -= 1;
 }
 
+/** A trajectory to write, with the embeddings of its steps. */
+interface PendingTrajectory {
+  trajectory: Trajectory;
+  vectors: Float32Array[];
+}
+
+/** `putTrajectories`' arguments, checked: the trajectories validated, none twice. */
+function checkPutTrajectories(runId: string, trajectories: readonly Trajectory[], options: PutTrajectoriesWriteOptions): { parsed: Trajectory[]; onDuplicate: 'error' | 'skip'; evict: boolean } {
+  if (!Array.isArray(trajectories)) throw new TypeError(`trajectories must be an array, got ${String(trajectories)}`);
+  const onDuplicate = options.onDuplicate ?? 'error';
+  if (onDuplicate !== 'error' && onDuplicate !== 'skip') throw new RangeError(`onDuplicate must be "error" or "skip", got ${JSON.stringify(onDuplicate)}`);
+  const evict = options.evict ?? true;
+  if (typeof evict !== 'boolean') throw new TypeError(`options.evict must be a boolean, got ${JSON.stringify(evict)}`);
+  const parsed = trajectories.map((t, i) => validateTrajectory(t, i));
+  const seen = new Set<string>();
+  for (const t of parsed) {
+    if (seen.has(t.id)) throw new DuplicateTrajectoryError(runId, t.id);
+    seen.add(t.id);
+  }
+  return { parsed, onDuplicate, evict };
+}
+
+/**
+ * The trajectories to write. Duplicates already stored are looked up only when skipping them;
+ * otherwise the headers are written with add(), which fails the transaction on an existing id
+ * (one request fewer per trajectory; every IndexedDB request costs tens of microseconds in Chromium).
+ */
+async function newTrajectories(tx: RW, runId: string, parsed: readonly Trajectory[], embeddings: readonly Float32Array[][], onDuplicate: 'error' | 'skip'): Promise<{ todo: PendingTrajectory[]; skipped: string[] }> {
+  const pending = parsed.map((trajectory, i) => ({ trajectory, vectors: embeddings[i] as Float32Array[] }));
+  if (onDuplicate !== 'skip') return { todo: pending, skipped: [] };
+  const trajStore = tx.objectStore('trajectories');
+  const existingKeys = await Promise.all(parsed.map((t) => trajStore.getKey([runId, t.id])));
+  return { todo: pending.filter((_, i) => existingKeys[i] === undefined), skipped: parsed.filter((_, i) => existingKeys[i] !== undefined).map((t) => t.id) };
+}
+
+/**
+ * The stored tasks of the trajectories, which must exist, be sound and share the trajectory's
+ * environment. One getAll when the batch touches a good part of the run's tasks, else one get per task.
+ */
+async function tasksOfTrajectories(tx: RW, run: RunRecord, todo: readonly PendingTrajectory[]): Promise<Map<string, TaskRecord>> {
+  const runId = run.id;
+  const taskStore = tx.objectStore('tasks');
+  const taskIds = [...new Set(todo.map((d) => d.trajectory.taskId))];
+  const taskById = new Map<string, TaskRecord>();
+  if (run.counters.tasks <= 4 * taskIds.length) {
+    const wanted = new Set(taskIds);
+    for (const t of await taskStore.getAll(runRange(runId))) if (wanted.has(t.id)) taskById.set(t.id, t);
+  } else {
+    for (const t of await Promise.all(taskIds.map((id) => taskStore.get([runId, id])))) if (t) taskById.set(t.id, t);
+  }
+  for (const [id, t] of taskById) {
+    const problem = taskProblem(t);
+    if (problem) throw new CorruptRecordError('tasks', [runId, id], problem);
+  }
+  for (const id of taskIds) {
+    if (!taskById.has(id)) {
+      const user = todo.find((d) => d.trajectory.taskId === id) as PendingTrajectory;
+      throw new UnknownTaskError(runId, id, `trajectory ${user.trajectory.id}`);
+    }
+  }
+  for (const { trajectory } of todo) {
+    const task = taskById.get(trajectory.taskId) as TaskRecord;
+    if (task.task.env !== trajectory.env) {
+      throw new ReplayValidationError(`trajectory ${JSON.stringify(trajectory.id)} is in env ${trajectory.env} but its task ${JSON.stringify(task.id)} is in ${task.task.env}`);
+    }
+  }
+  return taskById;
+}
+
+/** The oldest unpinned trajectories (synthetic first) to evict so that `adding` more transitions fit in `max`; throws when they cannot. */
+async function evictionsFor(tx: RW, run: RunRecord, max: number, adding: number): Promise<TrajectoryRecord[]> {
+  let total = totalTransitions(run) + adding;
+  const evicted: TrajectoryRecord[] = [];
+  if (total <= max) return evicted;
+  const index = tx.objectStore('trajectories').index('by-evict');
+  let lower: IDBKeyRange = IDBKeyRange.bound([run.id], [run.id, []]);
+  while (total > max) {
+    const page = await index.getAll(lower, EVICT_PAGE);
+    for (const victim of page) {
+      if (total <= max) break;
+      // A damaged header cannot be evicted correctly (its length may be wrong); repairStore removes it.
+      if (trajectoryProblem(victim) !== null) continue;
+      evicted.push(victim);
+      total -= victim.length;
+    }
+    const last = page[page.length - 1];
+    if (page.length < EVICT_PAGE || last === undefined) break;
+    lower = IDBKeyRange.bound([run.id, last.evictRank as number, last.seq], [run.id, []], true, false);
+  }
+  if (total > max) throw new CapacityError(run.id, max, total);
+  return evicted;
+}
+
+/**
+ * Writes the trajectories' headers and transitions, and counts them on the run and on their
+ * tasks' reward statistics (the run and the tasks are written too). `onConflict` hears of a
+ * header whose add() failed on an existing id.
+ */
+function writeTrajectories(
+  tx: RW,
+  run: RunRecord,
+  todo: readonly PendingTrajectory[],
+  taskById: ReadonlyMap<string, TaskRecord>,
+  options: { pinned: boolean | undefined; onDuplicate: 'error' | 'skip' },
+  onConflict: (id: string) => void,
+): { added: TrajectoryRecord[]; rows: TransitionRecord[] } {
+  const rawTraj = unwrap(tx.objectStore('trajectories'));
+  const rawTransitions = unwrap(tx.objectStore('transitions'));
+  const now = Date.now();
+  const added: TrajectoryRecord[] = [];
+  const rows: TransitionRecord[] = [];
+  for (const { trajectory, vectors } of todo) {
+    const pinned = options.pinned ?? trajectory.source === 'offline';
+    const header: TrajectoryRecord = {
+      runId: run.id,
+      id: trajectory.id,
+      seq: run.next.trajectory++,
+      taskId: trajectory.taskId,
+      env: trajectory.env,
+      source: trajectory.source,
+      reward: trajectory.reward,
+      success: trajectory.success,
+      length: trajectory.steps.length,
+      firstStep: run.next.transition,
+      pinned,
+      createdAt: now,
+    };
+    const rank = evictRankOf(trajectory.source, pinned);
+    if (rank !== undefined) header.evictRank = rank;
+    run.next.transition += header.length;
+    if (options.onDuplicate === 'skip') rawTraj.put(header);
+    else {
+      const request = rawTraj.add(header);
+      request.onerror = () => {
+        if (request.error?.name === 'ConstraintError') onConflict(header.id);
+      };
+    }
+    for (const record of toTransitionRecords(run.id, trajectory, header.firstStep, vectors)) {
+      rawTransitions.put(record);
+      rows.push(record);
+    }
+    added.push(header);
+    const c = run.counters.bySource[trajectory.source];
+    c.trajectories += 1;
+    c.transitions += header.length;
+    c.rewardSum += trajectory.reward;
+    if (trajectory.success) c.successes += 1;
+    const stats = (taskById.get(trajectory.taskId) as TaskRecord).stats;
+    stats.count += 1;
+    stats.rewardSum += trajectory.reward;
+    stats.rewardSumSq += trajectory.reward * trajectory.reward;
+    if (trajectory.success) stats.successes += 1;
+  }
+  const rawTasks = unwrap(tx.objectStore('tasks'));
+  for (const task of taskById.values()) rawTasks.put(task);
+  run.updatedAt = now;
+  unwrap(tx.objectStore('runs')).put(run);
+  return { added, rows };
+}
+
 /**
  * Opens (creating or upgrading) the replay database. In Node pass fake-indexeddb's factory
  * (or use `openNodeReplayStore` from `src/replay/node.ts`).
@@ -621,158 +781,36 @@ export class ReplayStore {
   async putTrajectories(runId: string, trajectories: readonly Trajectory[], options: PutTrajectoriesWriteOptions = {}): Promise<PutTrajectoriesResult> {
     checkId('run id', runId);
     await this.refuseIfLockedElsewhere(runId);
-    if (!Array.isArray(trajectories)) throw new TypeError(`trajectories must be an array, got ${String(trajectories)}`);
-    const onDuplicate = options.onDuplicate ?? 'error';
-    if (onDuplicate !== 'error' && onDuplicate !== 'skip') throw new RangeError(`onDuplicate must be "error" or "skip", got ${JSON.stringify(onDuplicate)}`);
-    const evict = options.evict ?? true;
-    if (typeof evict !== 'boolean') throw new TypeError(`options.evict must be a boolean, got ${JSON.stringify(evict)}`);
-    const parsed = trajectories.map((t, i) => validateTrajectory(t, i));
-    const seen = new Set<string>();
-    for (const t of parsed) {
-      if (seen.has(t.id)) throw new DuplicateTrajectoryError(runId, t.id);
-      seen.add(t.id);
-    }
+    const { parsed, onDuplicate, evict } = checkPutTrajectories(runId, trajectories, options);
     const meta = await this.meta(runId);
     const embeddings = await this.embeddingsFor(runId, meta, parsed, options);
-    const empty: PutTrajectoriesResult = { added: [], skipped: [], transitions: 0, evicted: { trajectoryIds: [], transitions: 0 } };
-    if (parsed.length === 0) return empty;
+    if (parsed.length === 0) return { added: [], skipped: [], transitions: 0, evicted: { trajectoryIds: [], transitions: 0 } };
 
     const operation = `putTrajectories(${runId}, ${parsed.length} trajectories)`;
     let duplicate: string | undefined;
     const outcome = await this.write(['runs', 'tasks', 'trajectories', 'transitions'], operation, async (tx) => {
       const run = await this.requireRun(tx, runId);
-      const trajStore = tx.objectStore('trajectories');
-      const taskStore = tx.objectStore('tasks');
-
-      // Duplicates already stored: looked up when skipping them; otherwise the headers are
-      // written with add(), which fails the transaction on an existing id (one request fewer per
-      // trajectory; every IndexedDB request costs tens of microseconds in Chromium).
-      const skipped: string[] = [];
-      const todo: { trajectory: Trajectory; vectors: Float32Array[] }[] = [];
-      if (onDuplicate === 'skip') {
-        const existingKeys = await Promise.all(parsed.map((t) => trajStore.getKey([runId, t.id])));
-        parsed.forEach((t, i) => {
-          if (existingKeys[i] !== undefined) skipped.push(t.id);
-          else todo.push({ trajectory: t, vectors: embeddings[i] as Float32Array[] });
-        });
-      } else parsed.forEach((t, i) => todo.push({ trajectory: t, vectors: embeddings[i] as Float32Array[] }));
+      const { todo, skipped } = await newTrajectories(tx, runId, parsed, embeddings, onDuplicate);
       if (todo.length === 0) return { added: [] as TrajectoryRecord[], rows: [] as TransitionRecord[], evicted: [] as TrajectoryRecord[], skipped };
-
-      // Tasks: must exist; collect their reward statistics updates. One getAll when the batch
-      // touches a good part of the run's tasks, else one get per task.
-      const taskIds = [...new Set(todo.map((d) => d.trajectory.taskId))];
-      const taskById = new Map<string, TaskRecord>();
-      if (run.counters.tasks <= 4 * taskIds.length) {
-        const wanted = new Set(taskIds);
-        for (const t of await taskStore.getAll(runRange(runId))) if (wanted.has(t.id)) taskById.set(t.id, t);
-      } else {
-        for (const t of await Promise.all(taskIds.map((id) => taskStore.get([runId, id])))) if (t) taskById.set(t.id, t);
-      }
-      for (const [id, t] of taskById) {
-        const problem = taskProblem(t);
-        if (problem) throw new CorruptRecordError('tasks', [runId, id], problem);
-      }
-      for (const id of taskIds) {
-        if (!taskById.has(id)) {
-          const user = todo.find((d) => d.trajectory.taskId === id) as { trajectory: Trajectory };
-          throw new UnknownTaskError(runId, id, `trajectory ${user.trajectory.id}`);
-        }
-      }
-      for (const { trajectory } of todo) {
-        const task = taskById.get(trajectory.taskId) as TaskRecord;
-        if (task.task.env !== trajectory.env) {
-          throw new ReplayValidationError(`trajectory ${JSON.stringify(trajectory.id)} is in env ${trajectory.env} but its task ${JSON.stringify(task.id)} is in ${task.task.env}`);
-        }
-      }
-
-      // Capacity: evict the oldest unpinned trajectories (synthetic first) until the batch fits.
-      const max = run.maxTransitions ?? this.settings.maxTransitions;
+      const taskById = await tasksOfTrajectories(tx, run, todo);
       const adding = todo.reduce((n, d) => n + d.trajectory.steps.length, 0);
-      let total = totalTransitions(run) + adding;
-      const evicted: TrajectoryRecord[] = [];
-      if (evict && total > max) {
-        const index = trajStore.index('by-evict');
-        let lower: IDBKeyRange = IDBKeyRange.bound([runId], [runId, []]);
-        while (total > max) {
-          const page = await index.getAll(lower, EVICT_PAGE);
-          for (const victim of page) {
-            if (total <= max) break;
-            // A damaged header cannot be evicted correctly (its length may be wrong); repairStore removes it.
-            if (trajectoryProblem(victim) !== null) continue;
-            evicted.push(victim);
-            total -= victim.length;
-          }
-          const last = page[page.length - 1];
-          if (page.length < EVICT_PAGE || last === undefined) break;
-          lower = IDBKeyRange.bound([runId, last.evictRank as number, last.seq], [runId, []], true, false);
-        }
-        if (total > max) throw new CapacityError(runId, max, total);
-      }
+      const evicted = evict ? await evictionsFor(tx, run, run.maxTransitions ?? this.settings.maxTransitions, adding) : [];
       // A new trajectory with the id of one evicted here would silently replace it: the header's
       // add() cannot fail once the victim's delete has run in this transaction.
       if (onDuplicate === 'error') {
-        const victim = evicted.find((v) => seen.has(v.id));
+        const ids = new Set(parsed.map((t) => t.id));
+        const victim = evicted.find((v) => ids.has(v.id));
         if (victim) throw new DuplicateTrajectoryError(runId, victim.id);
       }
-      const rawTraj = unwrap(trajStore);
+      const rawTraj = unwrap(tx.objectStore('trajectories'));
       const rawTransitions = unwrap(tx.objectStore('transitions'));
       for (const victim of evicted) {
         deleteTrajectoryRecords(rawTraj, rawTransitions, run, victim);
         run.counters.evicted.trajectories += 1;
         run.counters.evicted.transitions += victim.length;
       }
-
-      // Writes.
-      const now = Date.now();
-      const added: TrajectoryRecord[] = [];
-      const rows: TransitionRecord[] = [];
-      for (const { trajectory, vectors } of todo) {
-        const pinned = options.pinned ?? trajectory.source === 'offline';
-        const header: TrajectoryRecord = {
-          runId,
-          id: trajectory.id,
-          seq: run.next.trajectory++,
-          taskId: trajectory.taskId,
-          env: trajectory.env,
-          source: trajectory.source,
-          reward: trajectory.reward,
-          success: trajectory.success,
-          length: trajectory.steps.length,
-          firstStep: run.next.transition,
-          pinned,
-          createdAt: now,
-        };
-        const rank = evictRankOf(trajectory.source, pinned);
-        if (rank !== undefined) header.evictRank = rank;
-        run.next.transition += header.length;
-        if (onDuplicate === 'skip') rawTraj.put(header);
-        else {
-          const request = rawTraj.add(header);
-          request.onerror = () => {
-            if (request.error?.name === 'ConstraintError') duplicate ??= header.id;
-          };
-        }
-        for (const record of toTransitionRecords(runId, trajectory, header.firstStep, vectors)) {
-          rawTransitions.put(record);
-          rows.push(record);
-        }
-        added.push(header);
-        const c = run.counters.bySource[trajectory.source];
-        c.trajectories += 1;
-        c.transitions += header.length;
-        c.rewardSum += trajectory.reward;
-        if (trajectory.success) c.successes += 1;
-        const stats = (taskById.get(trajectory.taskId) as TaskRecord).stats;
-        stats.count += 1;
-        stats.rewardSum += trajectory.reward;
-        stats.rewardSumSq += trajectory.reward * trajectory.reward;
-        if (trajectory.success) stats.successes += 1;
-      }
-      const rawTasks = unwrap(taskStore);
-      for (const task of taskById.values()) rawTasks.put(task);
-      run.updatedAt = now;
-      unwrap(tx.objectStore('runs')).put(run);
-      return { added, rows, evicted, skipped };
+      const written = writeTrajectories(tx, run, todo, taskById, { pinned: options.pinned, onDuplicate }, (id) => (duplicate ??= id));
+      return { ...written, evicted, skipped };
     }).catch((err: unknown) => {
       throw duplicate !== undefined && (err as { name?: unknown } | null)?.name === 'ConstraintError' ? new DuplicateTrajectoryError(runId, duplicate) : err;
     });
@@ -782,23 +820,27 @@ export class ReplayStore {
     this.indexes.apply(runId, (index) => {
       for (const r of outcome.rows) index.add({ seq: r.seq, source: r.source, taskId: r.taskId, vector: r.embedding });
     });
-    if (outcome.added.length > 0) {
-      const perSource: Partial<Record<TrajectorySource, number>> = {};
-      for (const h of outcome.added) perSource[h.source] = (perSource[h.source] ?? 0) + h.length;
-      this.notifier.publish({
-        type: 'trajectories-added',
-        runId,
-        trajectoryIds: outcome.added.map((h) => h.id),
-        transitions: perSource,
-        seqRanges: seqRanges(outcome.rows.map((r) => r.seq)),
-      });
-    }
+    this.publishAdded(runId, outcome.added, outcome.rows);
     return {
       added: outcome.added.map((h) => h.id),
       skipped: outcome.skipped,
       transitions: outcome.rows.length,
       evicted: { trajectoryIds: outcome.evicted.map((v) => v.id), transitions: evictedTransitions },
     };
+  }
+
+  /** Tells every listener which trajectories were added, with their transitions per source. */
+  private publishAdded(runId: string, added: readonly TrajectoryRecord[], rows: readonly TransitionRecord[]): void {
+    if (added.length === 0) return;
+    const perSource: Partial<Record<TrajectorySource, number>> = {};
+    for (const h of added) perSource[h.source] = (perSource[h.source] ?? 0) + h.length;
+    this.notifier.publish({
+      type: 'trajectories-added',
+      runId,
+      trajectoryIds: added.map((h) => h.id),
+      transitions: perSource,
+      seqRanges: seqRanges(rows.map((r) => r.seq)),
+    });
   }
 
   /**

@@ -43,7 +43,6 @@ export const PpoConfigSchema = z
   })
   .strict();
 export type PpoConfig = z.output<typeof PpoConfigSchema>;
-export type PpoConfigInput = z.input<typeof PpoConfigSchema>;
 
 /**
  * Generalised advantage estimates and returns of one trajectory (see the module comment).

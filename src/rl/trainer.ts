@@ -16,7 +16,7 @@ import { prepareSftBatch, sftLoss, type SftExample } from './sft.ts';
 import { runUpdate, type LossFn, type PreparedBatch } from './update.ts';
 
 /** Adam and clipping settings. */
-export const OptimizerConfigSchema = z
+const OptimizerConfigSchema = z
   .object({
     learningRate: z.number().positive().default(1e-3),
     beta1: z.number().min(0).lt(1).default(0.9),
@@ -33,7 +33,7 @@ export const OptimizerConfigSchema = z
  * `grpo` and `ppo` set their losses; `epochs` and `minibatchSize` (rows, i.e. decisions) the
  * optimisation loop; `temperature` the softmax temperature of acting and of the losses.
  */
-export const TrainerConfigSchema = z
+const TrainerConfigSchema = z
   .object({
     policy: PolicyHeadConfigSchema,
     optimizer: OptimizerConfigSchema.prefault({}),

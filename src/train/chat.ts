@@ -23,14 +23,14 @@
 import { z } from 'zod';
 import { DomainNameSchema, TrajectorySourceSchema, type DomainName, type EnvName, type Observation, type Task, type Trajectory } from '../core/types.ts';
 
-export const CHAT_ROLES = ['system', 'user', 'assistant'] as const;
+const CHAT_ROLES = ['system', 'user', 'assistant'] as const;
 export type ChatRole = (typeof CHAT_ROLES)[number];
 
-export const ChatMessageSchema = z.object({ role: z.enum(CHAT_ROLES), content: z.string() }).strict();
+const ChatMessageSchema = z.object({ role: z.enum(CHAT_ROLES), content: z.string() }).strict();
 export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 
 /** One line of a chat export. */
-export const ChatRecordSchema = z
+const ChatRecordSchema = z
   .object({
     messages: z.array(ChatMessageSchema).min(1),
     reward: z.number().finite(),

@@ -17,6 +17,10 @@ import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
 export const TRAINING_MODES = ['zero-shot', 'sft', 'real', 'dreamgym', 's2r'] as const;
 export type TrainingMode = (typeof TRAINING_MODES)[number];
 
+/** The RL update: GRPO (group-relative advantages), or PPO (a value head and GAE over each step's reward). */
+export const RL_ALGORITHMS = ['grpo', 'ppo'] as const;
+export type RlAlgorithm = (typeof RL_ALGORITHMS)[number];
+
 const EMBEDDING_SCALE_DEFAULT = 1;
 /** Initial scale of the head's output weights from scratch (see `policy.initScale`). */
 export const SCRATCH_INIT_SCALE = 0.01;
@@ -39,20 +43,14 @@ export const TrainingConfigSchema = z
     /**
      * Prior over candidates added to the head's logits: none (`uniform`), word overlap with the
      * instruction less a penalty on repeated actions (`lexical`, the offline stand-in for an LLM's
-     * common sense), or an LLM's. Default `lexical`: greedy on 50 held-out tasks it takes the
-     * untrained policy from 0% to 6.0% (shop) and 2.7% (household; 3 seeds each), gives RL from
-     * scratch rewards to start from, and behaviour cloning does as well with it (shop 66% against
-     * 62%, household 52% both; one seed).
+     * common sense), or an LLM's. Default `lexical`: it gives RL from scratch rewards to start from
+     * and costs behaviour cloning nothing (BENCHMARKS.md, "training").
      */
     prior: z.enum(['uniform', 'lexical', 'llm']).default('lexical'),
     /**
      * The `lexical` prior's log-odds off an action per earlier time the episode took it (see
-     * `LexicalPrior`). Default 2. At 2 a trained head can outweigh it (household `real` from
-     * scratch, seed 1: 41% of its greedy held-out steps repeated an earlier action). At 4 the
-     * experiment tables moved both ways (3 seeds, 30 iterations, held-out greedy, 2 -> 4): household `real` from
-     * scratch 20.0 -> 43.3% (12 seeds: 22.5 -> 32.0%), but `dreamgym` from scratch 34.0 -> 20.0%,
-     * and every household RL arm after SFT 5-9 points lower (`dreamgym` after SFT 64.0 -> 54.7%;
-     * sft itself 54.0 -> 52.0%); shop `s2r` from scratch 54.0 -> 61.3%. See BENCHMARKS.md ("training").
+     * `LexicalPrior`). Default 2: a trained head can still outweigh it; a stronger penalty helped
+     * some arms and hurt others (BENCHMARKS.md, "training").
      */
     repeatPenalty: z.number().min(0).max(100).default(2),
     seed: z.number().int().default(0),
@@ -76,11 +74,8 @@ export const TrainingConfigSchema = z
         /**
          * How many of the generated demonstrations' tasks join RL's task pool (in recorded order;
          * the others are behaviour-cloning and grounding data only; a run on seed data from a file
-         * pools all its tasks). Default 200, so the pool is what it was before shop recorded 800.
-         * From scratch GRPO learns less from a bigger pool: shop `real`, seed 0, held-out 66% with
-         * 500 tasks in the pool, 60% with 600 more tasks that have no demonstration, 54% with 600
-         * more demonstrated ones (3 seeds: 64.0% against 54.7%). After SFT the bigger pool did
-         * better (3 seeds: `dreamgym (warm sft)` 82.7% against 76.7%); BENCHMARKS.md, "training".
+         * pools all its tasks). Default 200: from scratch GRPO learned less from a bigger pool
+         * (BENCHMARKS.md, "training").
          */
         poolDemonstrations: z.number().int().min(0).default(200),
         /** Noisy episodes (half `noisy:0.3`, half random) that show the simulator failures too. */
@@ -104,42 +99,28 @@ export const TrainingConfigSchema = z
       .prefault({}),
     rl: z
       .object({
+        /** GRPO, or PPO; the other `rl` settings apply to both except `lossType`, `scaleRewards`, `beta` and `dropZeroVarianceGroups` (GRPO's). */
+        algorithm: z.enum(RL_ALGORITHMS).default('grpo'),
         /**
-         * Default: 3e-4 after a warm start (at 1e-3 rollouts drifted from the SFT policy, KL 0.25 in
-         * ten iterations, without gain); 2e-3 from scratch (lexical prior, `initScale` 0.01, quick
-         * preset, one seed, held-out success: shop `real` 20 / 48 / 62 / 36% at 1e-2 / 3e-3 /
-         * 2e-3 / 1e-3, shop `dreamgym` 26 / 56 / 46 / 36%, household `real` 0 / 4 / 12 / 16%;
-         * above 2e-3 the first update's KL to the start reached 10-10^4 and could collapse the policy).
+         * Default: 3e-4 after a warm start (higher rates drift from the SFT policy without gain);
+         * 2e-3 from scratch (higher ones can collapse the policy in its first update).
          */
         learningRate: z.number().positive().optional(),
         lossType: z.enum(GRPO_LOSS_TYPES).default('grpo'),
         scaleRewards: z.enum(SCALE_REWARDS).default('group'),
         /**
          * KL coefficient to the reference (the policy at the start of RL): strong enough to keep a
-         * warm start near its SFT policy. From scratch it also keeps RL alive: household `real`,
-         * quick preset, 6 seeds, held-out greedy 26.3% at 0.1, 14.0% at 0 (three seeds collapsed
-         * to 0%), 11.7% at 0.3.
+         * warm start near its SFT policy; from scratch it also keeps RL from collapsing.
          */
         beta: z.number().min(0).default(0.1),
-        /**
-         * Entropy bonus (0.01 drove household's entropy from 0.75 to 1.1 in ten iterations; 0
-         * collapsed shop in the prototype). At 0 against 0.001, from scratch (held-out greedy):
-         * household `real` 31.3% against 26.3% (6 seeds), shop `real` 49.3% against 56.0% and shop
-         * `dreamgym` 58.7% against 53.3% (3 seeds): no consistent gain, so 0.001 stays.
-         */
+        /** Entropy bonus: small, since a large one drives the policy towards uniform and none risked collapse. */
         entropyCoef: z.number().min(0).default(0.001),
         /**
          * RL iterations over which the learning rate rises linearly to its value, counted from the
          * first RL iteration (the k-th runs at (k+1)/warmup of it, whether or not its groups gave an
          * update); 0: none. Adam's first steps move every weight by about the learning rate whatever
-         * the gradient's size: from scratch at 2e-3, household `dreamgym` seed 4's first update
-         * averaged a KL (k3) of 70 to its start over its minibatches, and the KL term pulled it back
-         * to 0.3-0.7 within five iterations; with a warmup of 5, updates in the first iteration
-         * averaged 0.02-0.12 (a first update that came later, at 3/5 of the rate, 1.3). Held-out
-         * greedy success (quick preset, 6 seeds) against none: at 2, shop `real` 54.3% (54.0),
-         * `dreamgym` 55.7% (50.0), household `real` 29.0% (26.3), `dreamgym` 18.0% (17.0); at 5,
-         * shop 55.3% / 47.0%, household 26.3% / 26.7%. Seeds move up to 36 points either way: no
-         * gain the seeds show, so the default is none.
+         * the gradient's size; a warmup keeps the first update near its start, but gave no success
+         * gain beyond the seeds' spread, so the default is none.
          */
         warmupIterations: z.number().int().min(0).default(0),
         /** Passes over each iteration's rollouts. */
@@ -175,9 +156,7 @@ export const TrainingConfigSchema = z
         /**
          * Learning rate of the real phase. Default: the warm-start rate (3e-4), or `rl.learningRate`
          * where that is lower: the real phase fine-tunes a policy the synthetic phase trained, as
-         * RL after SFT does. At the scratch rate (2e-3) household's real phase took held-out
-         * greedy success from the synthetic phase's 26 / 32 / 44% to 12 / 18 / 20% (quick preset,
-         * seeds 0-2, about 3 iterations of real rollouts), at 3e-4 to 32 / 24 / 42%.
+         * RL after SFT does, and the scratch rate undid what the synthetic phase had learned.
          */
         learningRate: z.number().positive().optional(),
       })
@@ -234,9 +213,7 @@ export const TrainingConfigSchema = z
          * Weight of the embedded text slots (instruction, situation, action) against the
          * task-relative match features (see `Featurizer`). Lower makes the head lean on what makes
          * a candidate right (overlap with the instruction, rank, history) rather than on the words
-         * of the items it was right about. Measured with SFT on 200 expert episodes (3 seeds,
-         * 100 held-out tasks): shop 72% held-out / 95% train at 1, 75% / 82% at 0.1; household 53%
-         * at 1, 44% at 0.5, 41% at 0.3. One default for every domain: 1.
+         * of the items it was right about; lower helped shop and hurt household, so one default: 1.
          */
         embeddingScale: z.number().min(0).max(100).default(EMBEDDING_SCALE_DEFAULT),
         /**
@@ -269,13 +246,7 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 /**
  * Presets: `quick` learns visibly within minutes on a 2-core laptop and is the experiment's size;
  * `standard` is larger. `quick` runs 45 iterations because household from scratch needs them: its
- * reward is rare at first (rollout success 0-10% over the first 7-15 iterations of `real`), at 10
- * iterations neither RL mode beat the prior (held-out 5.3% `real`, 8.7% `dreamgym` against 2.7%,
- * 3 seeds), and at 30 six of 12 seeds of `real` ended at 12% or below on held-out tasks
- * (22.5% over the 12). At 45 (3 seeds, held-out greedy; BENCHMARKS.md "training"): household `real` 20.0 ->
- * 32.7%, `dreamgym` 34.0% either way; shop `real` 56.0 -> 64.0%, `dreamgym` 53.3 -> 50.7%. Both
- * experiment tables together take 23.4 minutes with two runs at once on a 2-core machine
- * (BENCHMARKS.md, "training", has the earlier times).
+ * reward is rare in the first iterations, and with fewer many seeds of `real` ended near the prior.
  */
 export const PRESETS = {
   quick: { iterations: 45, tasksPerIteration: 8, groupSize: 6, offline: { expertEpisodes: 200, noisyEpisodes: 100 }, sft: { epochs: 20 }, evalEpisodes: 50 },
@@ -286,9 +257,7 @@ export type PresetName = keyof typeof PRESETS;
 /**
  * What an environment changes in every preset (and the defaults); a run's own settings still
  * win. Shop records 800 demonstrations: its demonstrator goes back from a product that lacks the
- * wanted option, and behaviour cloning learns when to from 800 episodes (held-out greedy success
- * 84 / 84 / 84%, seeds 0-2) but not from 200 (72 / 68 / 62%; 400: 80 / 78 / 72%). Shop episodes
- * are short: behaviour cloning on 800 took 51 s a seed in the experiment, against 11 on 200.
+ * wanted option, and behaviour cloning learns when to only from that many episodes.
  */
 export const ENV_PRESETS: Readonly<Record<string, Partial<TrainingConfigInput>>> = {
   shop: { offline: { expertEpisodes: 800 } },

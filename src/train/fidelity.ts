@@ -152,7 +152,7 @@ export interface FidelityOptions {
   llm?: RunLLM | null;
 }
 
-export const DEFAULT_FIDELITY_OPTIONS: FidelityOptions = {
+const DEFAULT_FIDELITY_OPTIONS: FidelityOptions = {
   trainEpisodes: 300,
   testEpisodes: 100,
   seed: 0,
@@ -261,12 +261,6 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
   } finally {
     retrieval?.dispose();
   }
-}
-
-/** The retrieval model's row alone (kept for callers that want one figure set). */
-export async function measureRetrievalFidelity(spec: AnyEnvSpec, options: Partial<FidelityOptions> = {}): Promise<FidelityReport> {
-  const table = await measureFidelityTable(spec, { ...options, baselines: [], falseSuccessEpisodes: 0 });
-  return table.rows[0] as FidelityReport;
 }
 
 /** Offline episodes from one policy or an even mixture of several (each on its own tasks). */
@@ -402,7 +396,7 @@ export async function measureFalseSuccess(
   const eps = policy === 'random' ? 1 : Number(/^noisy:(.+)$/.exec(policy)?.[1]);
   if (!(eps >= 0 && eps <= 1)) throw new RangeError(`policy must be "random" or "noisy:EPS", got ${JSON.stringify(policy)}`);
   // One stream per task and side, so that the real column does not depend on how long the
-  // simulator's episodes ran (with one shared stream it moved 91% -> 87% when the model changed).
+  // simulator's episodes ran.
   const streamOf = (task: Task, side: 'real' | 'sim'): Rng => new Rng(seed ^ hashString(`false-success:${policy}:${group}:${task.id}:${side}`));
   const realPolicy = policy === 'random' ? parsePolicy('noisy:1') : parsePolicy(policy);
   const outcomes: { type: string; sim: boolean; real: boolean }[] = [];

@@ -3,7 +3,7 @@
  *
  *   warm start (sft) -> for each iteration: choose tasks (seed + generated, lambda mix) ->
  *   G rollouts per task with the current policy, in the real environment or the experience
- *   model -> GRPO update -> store the rollouts -> curriculum (reward variance per task group,
+ *   model -> GRPO (or PPO) update -> store the rollouts -> curriculum (reward variance per task group,
  *   new tasks from the informative ones) -> log and checkpoint. A synthetic phase is validated
  *   inside the simulator on recorded tasks when it starts, every few iterations and when it
  *   ends, and ends with the policy that validated best (see `validation` in the config).
@@ -177,7 +177,7 @@ export interface RealCounter {
 }
 
 /** Wraps a real environment so that every reset and step is counted. */
-export function countedEnvironment(env: RealEnvironment, counter: RealCounter): RealEnvironment {
+function countedEnvironment(env: RealEnvironment, counter: RealCounter): RealEnvironment {
   return {
     get name() {
       return env.name;
@@ -227,7 +227,7 @@ export function plannedIterations(config: TrainingConfig): number {
 }
 
 /** A trainer for the configuration and the featurizer's dimensions. */
-export function createTrainer(config: TrainingConfig, featurizer: Featurizer): Trainer {
+function createTrainer(config: TrainingConfig, featurizer: Featurizer): Trainer {
   const dims = featurizer as unknown as { stateDim?: number; actionDim?: number; dim: number };
   return new Trainer({
     policy: {
@@ -239,6 +239,7 @@ export function createTrainer(config: TrainingConfig, featurizer: Featurizer): T
       leadDim: dims.dim,
       seed: config.seed,
       initScale: config.policy.initScale,
+      valueHead: config.rl.algorithm === 'ppo',
     },
     optimizer: { learningRate: config.sft.learningRate },
     epochs: config.rl.epochs,
@@ -251,6 +252,7 @@ export function createTrainer(config: TrainingConfig, featurizer: Featurizer): T
       entropyCoef: config.rl.entropyCoef,
       dropZeroVarianceGroups: config.rl.dropZeroVarianceGroups,
     },
+    ppo: { entropyCoef: config.rl.entropyCoef },
     seed: config.seed,
   });
 }
@@ -267,6 +269,18 @@ interface Episode {
   success: boolean;
   /** The real budget ran out while this episode was still going: its outcome is unknown, not a failure. */
   cut: boolean;
+}
+
+/**
+ * The RL update on whole groups of episodes: GRPO on each episode's return, or PPO on each
+ * step's reward (an episode the step limit ended counts as ended: no value is bootstrapped).
+ */
+function updatePolicy(trainer: Trainer, config: TrainingConfig, episodes: readonly Episode[]): Promise<UpdateMetrics> {
+  if (config.rl.algorithm === 'ppo') {
+    const trajectories = episodes.map((e) => ({ steps: e.grpo.steps.map((s, t) => ({ ...s, reward: (e.steps[t] as Step).reward })) }));
+    return trainer.ppoUpdate({ trajectories });
+  }
+  return trainer.grpoUpdate({ groupSize: config.groupSize, trajectories: episodes.map((e) => e.grpo) });
 }
 
 /** Runs the loop. The returned trainer is the caller's to dispose. */
@@ -434,8 +448,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         if (phase === 'synthetic' && iteration === rlStart && validation === null && validating.length > 0) validation = { tasks: validating.length, start: await validate() };
         if (phase === 'real' && iteration === realStart) await selectSynthetic();
         // s2r's real phase is RL of its own, from where the synthetic phase left the policy: its KL
-        // reference is that policy, not the start of the synthetic phase, which it would pull back
-        // to (household, 3 seeds, held-out greedy: 32.7 -> 39.3% from scratch, 58.0 -> 65.3% after SFT).
+        // reference is that policy, not the start of the synthetic phase, which it would pull back to.
         if (iteration === realStart && config.mode === 's2r') trainer.syncReference();
         m = await rlIteration(phase);
       }
@@ -576,7 +589,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
 
     // 3. Update.
     if (whole.length > 0) {
-      const update: UpdateMetrics = await trainer.grpoUpdate({ groupSize: config.groupSize, trajectories: whole.flat().map((e) => e.grpo) });
+      const update = await updatePolicy(trainer, config, whole.flat());
       Object.assign(m, { loss: update.loss, kl: update.kl, clipFraction: update.clipFraction, entropy: update.entropy, updateMs: update.ms });
     }
 

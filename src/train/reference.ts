@@ -22,7 +22,7 @@ import type { EvalActor, EvalContext } from './evaluate.ts';
 export { parseHouseholdInstruction } from '../envs/household/explorer.ts';
 
 /** The household reference policy's action for one context: the household explorer's (see the module comment). */
-export const householdReferenceAction: (ctx: EvalContext) => string = householdExplorerAction;
+const householdReferenceAction: (ctx: EvalContext) => string = householdExplorerAction;
 
 // ---------------------------------------------------------------------------------------------
 // shop

@@ -21,7 +21,7 @@ export const MIN_GROUNDING_TASKS = 10;
 /** Fewest held-out seed tasks evaluated on. */
 export const MIN_HELD_OUT_TASKS = 5;
 /** Share of the seed tasks held out for evaluation (at least {@link MIN_HELD_OUT_TASKS}). */
-export const HELD_OUT_SHARE = 0.2;
+const HELD_OUT_SHARE = 0.2;
 
 /** Thrown when seed data cannot carry a data-only run; the message names what is missing and how much is needed. */
 export class SeedDataError extends Error {

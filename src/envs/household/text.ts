@@ -26,7 +26,7 @@ export function listWithArticles(names: readonly string[]): string {
 }
 
 /** What can be seen at a receptacle: the lamp (if it stands there) and the objects, if accessible. */
-export function visibleThings(state: HouseholdState, receptacleId: string): string[] {
+function visibleThings(state: HouseholdState, receptacleId: string): string[] {
   const things: string[] = [];
   if (state.layout.lamp.host === receptacleId) things.push(`${state.layout.lamp.id} (${state.lampOn ? 'on' : 'off'})`);
   if (isAccessible(state, receptacleId)) things.push(...objectsIn(state, receptacleId).map(describeObject));

@@ -78,17 +78,17 @@ export function clearCatalogueCache(): void {
 }
 
 /** Every (category, type) pair in vocabulary order. */
-export const PRODUCT_TYPES: readonly { category: CategorySpec; type: ProductTypeSpec }[] = CATEGORIES.flatMap((category) =>
+const PRODUCT_TYPES: readonly { category: CategorySpec; type: ProductTypeSpec }[] = CATEGORIES.flatMap((category) =>
   category.types.map((type) => ({ category, type })),
 );
 
 /** The size values a product type can offer, or null. */
-export function typeSizes(category: CategorySpec, type: ProductTypeSpec): readonly string[] | null {
+function typeSizes(category: CategorySpec, type: ProductTypeSpec): readonly string[] | null {
   return type.sizes === undefined ? category.sizes : type.sizes;
 }
 
 /** The colour values a product type can offer, or null. */
-export function typeColors(category: CategorySpec, type: ProductTypeSpec): readonly string[] | null {
+function typeColors(category: CategorySpec, type: ProductTypeSpec): readonly string[] | null {
   return type.colors === undefined ? category.colors : type.colors;
 }
 

@@ -30,7 +30,7 @@ export class SeedFileError extends Error {
  * The offline data of seed `tasks` and `trajectories` (recorded before this run, so stored as
  * `offline`): the successful trajectories are the behaviour-cloning (expert) set.
  */
-export function offlineFromRecords(tasks: readonly Task[], trajectories: readonly Trajectory[]): OfflineData {
+function offlineFromRecords(tasks: readonly Task[], trajectories: readonly Trajectory[]): OfflineData {
   return { tasks: tasks.slice(), trajectories: trajectories.map((t) => (t.source === 'offline' ? t : { ...t, source: 'offline' })), expertIds: new Set(trajectories.filter((t) => t.success).map((t) => t.id)), extraTasks: [] };
 }
 
@@ -57,11 +57,6 @@ export async function seedFileOffline(text: string, env: string, fileName: strin
   }
   if (data.trajectories.length === 0) throw new SeedFileError(`${fileName}: no trajectories: seed data needs recorded episodes to ground the experience model; nothing written`);
   return { offline: offlineFromRecords(data.tasks, data.trajectories), summary: { file: fileName, tasks: data.tasks.length, trajectories: data.trajectories.length } };
-}
-
-/** Whether an error is one of a seed file (its message is for the person who chose the file). */
-export function isSeedFileError(e: unknown): e is JsonlError | SeedFileError {
-  return e instanceof JsonlError || e instanceof SeedFileError;
 }
 
 /**

@@ -17,7 +17,7 @@ import { decodeRunState, encodeRunState, RunStateFormatError, type RunState } fr
 export const SNAPSHOT_CHECKPOINT = 'run-snapshot';
 
 /** The numeric fields of {@link IterationMetrics}, in a fixed order. */
-export const METRIC_FIELDS = [
+const METRIC_FIELDS = [
   'iteration', 'successRate', 'meanReward', 'loss', 'kl', 'clipFraction', 'entropy', 'vTauMean', 'vTauPositiveShare', 'vTauMax',
   'poolSize', 'generatedTasks', 'generatedShare', 'steps', 'syntheticSteps', 'syntheticStepsPerSec', 'simCalls', 'realTransitions',
   'offlineTransitions', 'updateMs', 'rolloutMs', 'wallMs',
