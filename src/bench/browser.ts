@@ -87,7 +87,7 @@ export async function withBenchPage<T>(options: BenchPageOptions, fn: (page: Pag
       version = browser.version();
     }
     page.on('console', (msg) => options.log(`[chromium] ${msg.text()}`));
-    await page.goto(`http://127.0.0.1:${address.port}/${options.page}`);
+    await page.goto(`http://127.0.0.1:${address.port}/${options.page}`, { timeout: options.readyTimeoutMs ?? 120_000 });
     await page.waitForFunction((name) => (window as unknown as Record<string, unknown>)[name] !== undefined, options.ready, {
       timeout: options.readyTimeoutMs ?? 120_000,
     });

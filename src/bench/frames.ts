@@ -1,8 +1,8 @@
 /**
  * The CLI suite `frames`: how responsive the training page stays while a run trains in its
  * worker. Opens src/bench/frames-page.html (the real page and training worker) in headless
- * Chromium with the app's cross-origin isolation, starts the page's default run, and for a fixed
- * window records the gaps between animation frames, the long tasks the browser reports, and
+ * Chromium with the app's cross-origin isolation, starts the page's default run, and once it
+ * trains, for a fixed window records the gaps between animation frames, the long tasks the browser reports, and
  * (from a Chromium trace) every task of the page's main thread with its wall and CPU time: the
  * page's own work. Twice: alone, and with workers keeping CPU cores busy beside it. Node only.
  */
@@ -71,7 +71,7 @@ export function quantile(xs: readonly number[], q: number): number {
 export function framesRows(scenario: string, result: FramesBenchResult, tasks: readonly MainThreadTask[]): BenchRow[] {
   const gaps = result.frameGapsMs;
   const seconds = result.windowMs / 1000;
-  const note = `${seconds.toFixed(0)} s of a quick shop run, ${result.iterations} iterations done`;
+  const note = `${seconds.toFixed(0)} s of a quick shop run once training, ${result.iterations} iterations ended in it`;
   const over = (xs: readonly number[], ms: number): number => xs.filter((x) => x > ms).length;
   const cpu = tasks.map((t) => t.cpuMs);
   const wall = tasks.map((t) => t.wallMs);
