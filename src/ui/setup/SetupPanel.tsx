@@ -98,15 +98,17 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
   };
 
   const budget = llm.catalogue.status === 'ready' ? llm.catalogue.budget : undefined;
-  // Applied once the field is left (a change), not on each keystroke: "1" on the way to "1024" is no error.
-  const applyBudget = (text: string): void => {
+  // A valid figure applies as it is typed; a bad one is reported once the field is left: "1" on the way to "1024" is no error.
+  const applyBudget = (text: string, report: boolean): void => {
+    let mb: number | null;
     try {
-      const mb = vramBudgetFromForm({ vramBudgetMB: text });
-      setError((e) => (e?.field === VRAM_BUDGET_FIELD.key ? null : e));
-      llmActions?.setMemoryBudget?.(mb);
+      mb = vramBudgetFromForm({ vramBudgetMB: text });
     } catch (e) {
-      fail(e);
+      if (report) fail(e);
+      return;
     }
+    setError((e) => (e?.field === VRAM_BUDGET_FIELD.key ? null : e));
+    llmActions?.setMemoryBudget?.(mb);
   };
 
   const submit = (event: Event): void => {
@@ -275,8 +277,13 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
               disabled={busy}
               aria-invalid={error?.field === VRAM_BUDGET_FIELD.key}
               aria-describedby={`setup-${VRAM_BUDGET_FIELD.key}-range`}
-              onInput={(e) => update({ vramBudgetMB: (e.currentTarget as HTMLInputElement).value })}
-              onChange={(e) => applyBudget((e.currentTarget as HTMLInputElement).value)}
+              onInput={(e) => {
+                const text = (e.currentTarget as HTMLInputElement).value;
+                update({ vramBudgetMB: text });
+                applyBudget(text, false);
+              }}
+              // onBlur, not onChange: preact/compat (loaded for memo) makes a text input's onChange an input handler.
+              onBlur={(e) => applyBudget((e.currentTarget as HTMLInputElement).value, true)}
             />
             <span class="help" id={`setup-${VRAM_BUDGET_FIELD.key}-range`} data-testid={`advanced-${VRAM_BUDGET_FIELD.key}-range`}>
               {`${VRAM_BUDGET_FIELD.min.toLocaleString('en-US')} to at most ${VRAM_BUDGET_FIELD.max.toLocaleString('en-US')}. Blank: the estimate for this device${budget ? ` (${budget.estimateMB.toLocaleString('en-US')} MB)` : ''}. Browsers report at most 8 GiB of the machine’s memory, so give a larger GPU’s figure here; local models that need more are listed as unable to run.`}
