@@ -58,6 +58,32 @@ function mount(names: StorageNames): { page: TrainingPageHandle; byTestId: <T ex
   return { page, byTestId };
 }
 
+/** A finished run's record, made `agoMs` before now. */
+function doneRecord(name: string, agoMs: number): PageRunRecord {
+  const at = Date.now() - agoMs;
+  return {
+    id: `${name}-${at}`,
+    createdAt: at,
+    updatedAt: at + 1000,
+    config: parseTrainingConfig({ env: 'shop', mode: 'dreamgym', iterations: 2 }, 'quick'),
+    status: 'done',
+    iteration: 2,
+    totalIterations: 2,
+    realTransitions: 0,
+    offlineTransitions: 0,
+    trainWallMs: 1000,
+  };
+}
+
+async function putRecords(names: StorageNames, records: readonly PageRunRecord[]): Promise<void> {
+  const index = await RunIndex.open({ name: names.index as string });
+  try {
+    for (const r of records) await index.put(r);
+  } finally {
+    index.close();
+  }
+}
+
 /** A training worker whose first iteration never ends, and which never reads its later messages. */
 function stuckWorker(names: StorageNames): { start: () => Promise<TrainingWorkerHandle>; terminated: () => number } {
   let terminated = 0;
@@ -207,24 +233,10 @@ describe('training page (browser)', () => {
     expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
   });
 
-  it('Delete ends and removes a run that makes no progress, then shows the latest run left; deleting that one leaves the empty view', async () => {
+  it('Delete ends and removes a run that makes no progress, then shows the latest run left', async () => {
     const names = storage();
-    // An earlier run, finished.
-    const earlier: PageRunRecord = {
-      id: `earlier-${Date.now()}`,
-      createdAt: Date.now() - 60_000,
-      updatedAt: Date.now() - 50_000,
-      config: parseTrainingConfig({ env: 'shop', mode: 'dreamgym', iterations: 2 }, 'quick'),
-      status: 'done',
-      iteration: 2,
-      totalIterations: 2,
-      realTransitions: 0,
-      offlineTransitions: 0,
-      trainWallMs: 1000,
-    };
-    const index = await RunIndex.open({ name: names.index as string });
-    await index.put(earlier);
-    index.close();
+    const earlier = doneRecord('earlier', 60_000);
+    await putRecords(names, [earlier]);
     const host = document.createElement('div');
     document.body.appendChild(host);
     hosts.push(host);
@@ -251,6 +263,22 @@ describe('training page (browser)', () => {
     await expect.poll(() => byTestId('data-status').textContent, { timeout: 10_000, interval: 50 }).toBe(`Deleted run ${runId}.`);
     expect(stuck.terminated()).toBe(1);
     expect(await readRecord(names, runId)).toBeUndefined();
+    await expect.poll(() => page.store.state.value.runId, { timeout: 5_000, interval: 20 }).toBe(earlier.id);
+    expect(byTestId('train-status').textContent).toBe('Done: shop dreamgym, 2 iterations.');
+  });
+
+  it('deleting the run shown reopens on the latest run left; deleting the last leaves the empty view', async () => {
+    const names = storage();
+    const earlier = doneRecord('earlier', 60_000);
+    const later = doneRecord('later', 30_000);
+    await putRecords(names, [earlier, later]);
+    const { page, byTestId } = mount(names);
+    await page.ready;
+    expect(page.store.state.value).toMatchObject({ runId: later.id, status: 'done' });
+
+    await userEvent.click(byTestId('delete-run'));
+    await userEvent.click(byTestId('confirm-yes'));
+    await expect.poll(() => byTestId('data-status').textContent, { timeout: 10_000, interval: 50 }).toBe(`Deleted run ${later.id}.`);
     // The view reopens on the latest run left, not on an empty page.
     await expect.poll(() => page.store.state.value.runId, { timeout: 5_000, interval: 20 }).toBe(earlier.id);
     expect(byTestId('train-status').textContent).toBe('Done: shop dreamgym, 2 iterations.');
@@ -263,7 +291,7 @@ describe('training page (browser)', () => {
     await expect.poll(() => byTestId('data-status').textContent, { timeout: 10_000, interval: 50 }).toBe(`Deleted run ${earlier.id}.`);
     expect(page.store.state.value).toMatchObject({ runId: null, status: 'idle', runs: [] });
     expect(byTestId('train-status').textContent).toBe('No run yet: set one up and press Start training.');
-    expect(byTestId('train-run')).toBeNull();
+    expect(() => byTestId('train-run')).toThrow();
     expect(byTestId('data-run').textContent).toMatch(/^No run yet/);
     expect(byTestId<HTMLButtonElement>('delete-run').disabled).toBe(true);
   });
