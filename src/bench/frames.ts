@@ -6,6 +6,7 @@
  * (from a Chromium trace) every task of the page's main thread with its wall and CPU time: the
  * page's own work. Twice: alone, and with workers keeping CPU cores busy beside it. Node only.
  */
+import { loadavg } from 'node:os';
 import type { Browser } from 'playwright-core';
 import { BENCH_PAGES, withBenchPage } from './browser.ts';
 import type { FramesBenchOptions, FramesBenchResult } from './frames-page.ts';
@@ -42,8 +43,8 @@ interface TraceEvent {
 const TASK_EVENT = 'ThreadControllerImpl::RunTask';
 
 /**
- * The tasks of the renderer's main thread between the page's `frames:start` and `frames:end`
- * marks, from a Chromium JSON trace. Throws when the trace lacks the marks or the thread.
+ * The tasks of the renderer's main thread that start after the page's `frames:start` mark and end
+ * before its `frames:end` mark, from a Chromium JSON trace. Throws when the trace lacks the marks or the thread.
  */
 export function mainThreadTasks(trace: { traceEvents: TraceEvent[] } | TraceEvent[]): MainThreadTask[] {
   const events = Array.isArray(trace) ? trace : trace.traceEvents;
@@ -55,8 +56,9 @@ export function mainThreadTasks(trace: { traceEvents: TraceEvent[] } | TraceEven
   if (main?.tid === undefined) throw new Error(`the trace names no main thread for renderer ${start.pid}`);
   const from = start.ts;
   const to = end.ts;
+  // Tasks wholly inside the window: those that set the marks also start the load and tear the page down.
   return events
-    .filter((e) => e.name === TASK_EVENT && e.ph === 'X' && e.pid === start.pid && e.tid === main.tid && e.ts !== undefined && e.ts >= from && e.ts <= to)
+    .filter((e) => e.name === TASK_EVENT && e.ph === 'X' && e.pid === start.pid && e.tid === main.tid && e.ts !== undefined && e.ts >= from && e.ts + (e.dur ?? 0) <= to)
     .map((e) => ({ wallMs: (e.dur ?? 0) / 1000, cpuMs: (e.tdur ?? e.dur ?? 0) / 1000 }));
 }
 
@@ -68,10 +70,11 @@ export function quantile(xs: readonly number[], q: number): number {
 }
 
 /** The table rows of one scenario. */
-export function framesRows(scenario: string, result: FramesBenchResult, tasks: readonly MainThreadTask[]): BenchRow[] {
+export function framesRows(scenario: string, result: FramesBenchResult, tasks: readonly MainThreadTask[], loadAverage?: number): BenchRow[] {
   const gaps = result.frameGapsMs;
   const seconds = result.windowMs / 1000;
-  const note = `${seconds.toFixed(0)} s of a quick shop run once training, ${result.iterations} iterations ended in it`;
+  const load = loadAverage === undefined ? '' : `; machine load average ${loadAverage.toFixed(1)} before it`;
+  const note = `${seconds.toFixed(0)} s of a quick shop run once training, ${result.iterations} iterations ended in it${load}`;
   const over = (xs: readonly number[], ms: number): number => xs.filter((x) => x > ms).length;
   const cpu = tasks.map((t) => t.cpuMs);
   const wall = tasks.map((t) => t.wallMs);
@@ -112,9 +115,11 @@ export async function benchFrames(options: FramesOptions = {}): Promise<BenchRow
     [`beside ${hogs} busy worker${hogs === 1 ? '' : 's'}`, hogs],
   ] as const) {
     log(`frames: ${name}, ${seconds} s`);
+    // The machine's own load (other processes) changes the gaps as much as the page does: it is reported.
+    const [loadAverage] = loadavg();
     const { result, tasks } = await scenario({ seconds, hogs: load }, log);
     options.onResult?.(name, result, tasks);
-    rows.push(...framesRows(name, result, tasks));
+    rows.push(...framesRows(name, result, tasks, loadAverage));
   }
   return rows;
 }
