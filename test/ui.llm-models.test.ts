@@ -49,9 +49,9 @@ describe('catalogue wording', () => {
   });
 
   it('says where a load spent its time, leaving out phases that took none', () => {
-    expect(loadTimingsText({ fetchMs: 9800, cacheLoadMs: 1100, shaderMs: 3000, loadMs: 4400, totalMs: 14_200 })).toBe(
+    expect(loadTimingsText({ fetchMs: 9800, cacheLoadMs: 1100, shaderMs: 3000, setupMs: 200, loadMs: 4200, totalMs: 14_200 })).toBe(
       'Loaded in 14.2 s: download 9.8 s, loading from the cache 1.1 s, compiling GPU shaders 3.0 s, setup and the rest 0.3 s.',
     );
-    expect(loadTimingsText({ fetchMs: 0, cacheLoadMs: 500, shaderMs: 300, loadMs: 900, totalMs: 900 })).toBe('Loaded in 0.9 s: loading from the cache 0.5 s, compiling GPU shaders 0.3 s, setup and the rest 0.1 s.');
+    expect(loadTimingsText({ fetchMs: 0, cacheLoadMs: 500, shaderMs: 300, setupMs: 50, loadMs: 850, totalMs: 900 })).toBe('Loaded in 0.9 s: loading from the cache 0.5 s, compiling GPU shaders 0.3 s, setup and the rest 0.1 s.');
   });
 });

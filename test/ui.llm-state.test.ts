@@ -29,7 +29,7 @@ describe('LLM view reducer', () => {
     // Progress outside [0, 1] is clamped; a non-number keeps the last.
     expect(run([{ kind: 'llm/progress', progress: 7, timeElapsed: 4, text: 't' }], p).load).toMatchObject({ progress: 1 });
     expect(run([{ kind: 'llm/progress', progress: Number.NaN, timeElapsed: 4, text: 't' }], p).load).toMatchObject({ progress: 0.4 });
-    const timings = { fetchMs: 900, cacheLoadMs: 200, shaderMs: 300, loadMs: 600, totalMs: 1500 };
+    const timings = { fetchMs: 900, cacheLoadMs: 200, shaderMs: 300, setupMs: 50, loadMs: 550, totalMs: 1500 };
     const r = run([{ kind: 'llm/ready', chatModel: 'a', embeddingModel: 'e', labelLogits: true, warnings: ['w'], timings }], p);
     expect(r.load).toEqual({ status: 'ready', chatModel: 'a', embeddingModel: 'e', labelLogits: true, warnings: ['w'], timings });
     expect(run([{ kind: 'llm/ready', chatModel: 'a', embeddingModel: null, labelLogits: false, warnings: [] }], p).load).toMatchObject({ timings: null });

@@ -15,7 +15,9 @@ export interface LoadTimings {
   cacheLoadMs: number;
   /** Compiling the model's GPU shaders. */
   shaderMs: number;
-  /** Everything but the download: cache load, shaders, setup and the rest. */
+  /** Before the download began: the worker, the model's config, tokenizer and library. */
+  setupMs: number;
+  /** From the download's end (or the setup's, for a cached model) to the loaded model: cache load, shaders and the rest. */
   loadMs: number;
   /** The whole load. */
   totalMs: number;
@@ -43,7 +45,7 @@ export class LoadTimer {
   phase: 'start' | 'fetch' | 'load' = 'start';
   private readonly started: number;
   private last: number;
-  private readonly spent: Record<LoadPhaseName, number> = { fetch: 0, cache: 0, shader: 0, other: 0 };
+  private readonly spent: Record<LoadPhaseName | 'setup', number> = { fetch: 0, cache: 0, shader: 0, other: 0, setup: 0 };
   private end: number | null = null;
 
   constructor(private readonly now: () => number = () => performance.now()) {
@@ -55,7 +57,7 @@ export class LoadTimer {
     const t = this.now();
     const phase = progressPhase(text);
     // "Start to fetch params" begins the download: what it ends is setup (worker, config, library).
-    this.spent[/^Start to fetch params/.test(text) ? 'other' : phase] += t - this.last;
+    this.spent[/^Start to fetch params/.test(text) ? 'setup' : phase] += t - this.last;
     this.last = t;
     this.phase = phase === 'fetch' ? 'fetch' : 'load';
   }
@@ -66,7 +68,7 @@ export class LoadTimer {
 
   result(): LoadTimings {
     const totalMs = (this.end ?? this.now()) - this.started;
-    const { fetch, cache, shader } = this.spent;
-    return { fetchMs: fetch, cacheLoadMs: cache, shaderMs: shader, loadMs: totalMs - fetch, totalMs };
+    const { fetch, cache, shader, setup } = this.spent;
+    return { fetchMs: fetch, cacheLoadMs: cache, shaderMs: shader, setupMs: setup, loadMs: totalMs - fetch - setup, totalMs };
   }
 }
