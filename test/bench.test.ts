@@ -202,7 +202,7 @@ describe('benchmark pages', () => {
     }
   });
   it('the CLI lists every suite', () => {
-    expect(BENCH_SUITES).toEqual(expect.arrayContaining(['envs', 'fidelity', 'llm-cost', 'replay', 'replay-browser', 'policy', 'policy-browser', 'policy-dawn']));
+    expect(BENCH_SUITES).toEqual(expect.arrayContaining(['envs', 'fidelity', 'llm-cost', 'replay', 'replay-browser', 'policy', 'policy-browser', 'policy-dawn', 'frames']));
   });
   it('`all` leaves out the suite that needs a package that is not a dependency', () => {
     expect(suitesToRun('all')).not.toContain('policy-dawn');
