@@ -8,6 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import { benchSchedule, measureBackendAgreement, measureGrpoThroughput, policyBenchRows, type PolicyBenchMeasurement } from '../src/bench/policy.ts';
 import { DAWN_PACKAGE, DawnUnavailableError, installDawn } from '../src/bench/policy-dawn.ts';
 import { BENCH_SUITES, replaceSection, suitesToRun } from '../src/cli/bench.ts';
+import { framesRows, mainThreadTasks, quantile } from '../src/bench/frames.ts';
 import { benchLlmCost } from './fixtures/llm-cost.ts';
 import { clearEnvCaches } from '../src/envs/registry.ts';
 import { generateLayout } from '../src/envs/household/layout.ts';
@@ -15,6 +16,53 @@ import { generateCatalogue } from '../src/envs/shop/catalogue.ts';
 import { importGraph, importSpecifiers, REPO_ROOT as GRAPH_ROOT, resolveModule, resolveSpecifier, sourceFiles } from './fixtures/import-graph.ts';
 
 const root = resolve(import.meta.dirname, '..');
+
+describe('frame benchmark', () => {
+  const meta = (pid: number, tid: number, name: string) => ({ ph: 'M', name: 'thread_name', pid, tid, args: { name } });
+  const task = (tid: number, ts: number, dur: number, tdur?: number) => ({ ph: 'X', name: 'ThreadControllerImpl::RunTask', pid: 7, tid, ts, dur, ...(tdur === undefined ? {} : { tdur }) });
+  const trace = {
+    traceEvents: [
+      meta(7, 1, 'CrRendererMain'),
+      meta(7, 2, 'DedicatedWorker thread'),
+      meta(9, 1, 'CrRendererMain'),
+      task(1, 500, 100, 90),
+      { ph: 'R', name: 'frames:start', pid: 7, tid: 1, ts: 1000 },
+      task(1, 900, 300, 300),
+      task(1, 1100, 12_000, 4000),
+      task(1, 20_000, 2000),
+      task(2, 1200, 90_000, 90_000),
+      { ...task(1, 1300, 50_000, 50_000), pid: 9 },
+      task(1, 29_500, 1000, 1000),
+      { ph: 'R', name: 'frames:end', pid: 7, tid: 1, ts: 30_000 },
+      task(1, 31_000, 5000, 5000),
+    ],
+  };
+
+  it('takes the tasks of the page renderer main thread wholly inside the marks, wall and CPU time in ms', () => {
+    expect(mainThreadTasks(trace)).toEqual([
+      { wallMs: 12, cpuMs: 4 },
+      { wallMs: 2, cpuMs: 2 },
+    ]);
+    expect(() => mainThreadTasks({ traceEvents: trace.traceEvents.filter((e) => e.name !== 'frames:end') })).toThrow(/frames:start \/ frames:end/);
+    expect(() => mainThreadTasks({ traceEvents: trace.traceEvents.filter((e) => !(e.ph === 'M' && e.pid === 7 && e.tid === 1)) })).toThrow(/no main thread for renderer 7/);
+  });
+
+  it('reports gaps, long tasks and the main thread own work per scenario', () => {
+    expect(quantile([5, 1, 3, 2, 4], 0.5)).toBe(3);
+    expect(quantile([5, 1, 3, 2, 4], 0.99)).toBe(5);
+    expect(quantile([], 0.5)).toBeNaN();
+    const rows = framesRows('alone', { frameGapsMs: [16, 17, 60, 16, 120], longTasksMs: [70], windowMs: 40_000, warmupMs: 9000, iterations: 6, status: 'running' }, [{ wallMs: 30, cpuMs: 12 }, { wallMs: 2, cpuMs: 2 }], 1.5);
+    const value = (name: string): number | undefined => rows.find((r) => r.name === `alone: ${name}`)?.value;
+    expect(value('longest frame gap')).toBe(120);
+    expect(value('frame gaps over 50 ms')).toBe(2);
+    expect(value('long tasks (over 50 ms) on the main thread')).toBe(1);
+    expect(value("main-thread tasks over 10 ms of CPU time (the page's own work)")).toBe(1);
+    expect(value('longest main-thread task, CPU time')).toBe(12);
+    expect(value('longest main-thread task, wall time')).toBe(30);
+    expect(rows[0]?.note).toBe('40 s of a quick shop run once training, 6 iterations ended in it; machine load average 1.5 before it');
+    expect(rows.find((r) => r.name === 'alone: frame gaps over 50 ms')?.unit).toBe('of 5 frames');
+  });
+});
 
 describe('bench markdown sections', () => {
   it('replaces only the text between a suite markers', () => {
@@ -166,7 +214,7 @@ describe('benchmark pages', () => {
     }
   });
   it('the CLI lists every suite', () => {
-    expect(BENCH_SUITES).toEqual(expect.arrayContaining(['envs', 'fidelity', 'llm-cost', 'replay', 'replay-browser', 'policy', 'policy-browser', 'policy-dawn']));
+    expect(BENCH_SUITES).toEqual(expect.arrayContaining(['envs', 'fidelity', 'llm-cost', 'replay', 'replay-browser', 'policy', 'policy-browser', 'policy-dawn', 'frames']));
   });
   it('`all` leaves out the suite that needs a package that is not a dependency', () => {
     expect(suitesToRun('all')).not.toContain('policy-dawn');

@@ -1,6 +1,6 @@
 /** How the setup panel words the catalogue (src/ui/llm/models.ts): facts, option texts, order, the first offer, the device. */
 import { describe, expect, it } from 'vitest';
-import { defaultModel, deviceSummary, formatMB, formatParameters, modelFacts, modelOptionText, modelsOfKind } from '../src/ui/llm/models.ts';
+import { defaultModel, deviceSummary, formatMB, formatParameters, loadTimingsText, modelFacts, modelOptionText, modelsOfKind } from '../src/ui/llm/models.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 
 const model = (modelId: string, patch: Partial<ModelView> = {}): ModelView => ({
@@ -46,5 +46,12 @@ describe('catalogue wording', () => {
     expect(deviceSummary({ webgpu: false, shaderF16: false, isFallbackAdapter: false })).toMatch(/no WebGPU.*no-download/);
     expect(deviceSummary({ webgpu: true, shaderF16: false, isFallbackAdapter: true })).toBe('WebGPU adapter (a software fallback: models run, but very slowly), without shader-f16 (only f32 models, q4f32 or q0f32, can run).');
     expect(deviceSummary({ webgpu: true, shaderF16: true, isFallbackAdapter: false, vendor: 'nvidia', architecture: 'ada' })).toBe('WebGPU adapter nvidia ada, with shader-f16 (f16 models can run).');
+  });
+
+  it('says where a load spent its time, leaving out phases that took none', () => {
+    expect(loadTimingsText({ fetchMs: 9800, cacheLoadMs: 1100, shaderMs: 3000, setupMs: 200, loadMs: 4200, totalMs: 14_200 })).toBe(
+      'Loaded in 14.2 s: download 9.8 s, loading from the cache 1.1 s, compiling GPU shaders 3.0 s, setup and the rest 0.3 s.',
+    );
+    expect(loadTimingsText({ fetchMs: 0, cacheLoadMs: 500, shaderMs: 300, setupMs: 50, loadMs: 850, totalMs: 900 })).toBe('Loaded in 0.9 s: loading from the cache 0.5 s, compiling GPU shaders 0.3 s, setup and the rest 0.1 s.');
   });
 });

@@ -29,8 +29,10 @@ describe('LLM view reducer', () => {
     // Progress outside [0, 1] is clamped; a non-number keeps the last.
     expect(run([{ kind: 'llm/progress', progress: 7, timeElapsed: 4, text: 't' }], p).load).toMatchObject({ progress: 1 });
     expect(run([{ kind: 'llm/progress', progress: Number.NaN, timeElapsed: 4, text: 't' }], p).load).toMatchObject({ progress: 0.4 });
-    const r = run([{ kind: 'llm/ready', chatModel: 'a', embeddingModel: 'e', labelLogits: true, warnings: ['w'] }], p);
-    expect(r.load).toEqual({ status: 'ready', chatModel: 'a', embeddingModel: 'e', labelLogits: true, warnings: ['w'] });
+    const timings = { fetchMs: 900, cacheLoadMs: 200, shaderMs: 300, setupMs: 50, loadMs: 550, totalMs: 1500 };
+    const r = run([{ kind: 'llm/ready', chatModel: 'a', embeddingModel: 'e', labelLogits: true, warnings: ['w'], timings }], p);
+    expect(r.load).toEqual({ status: 'ready', chatModel: 'a', embeddingModel: 'e', labelLogits: true, warnings: ['w'], timings });
+    expect(run([{ kind: 'llm/ready', chatModel: 'a', embeddingModel: null, labelLogits: false, warnings: [] }], p).load).toMatchObject({ timings: null });
     expect(isLoading(r)).toBe(false);
     const models = r.catalogue.status === 'ready' ? r.catalogue.models : [];
     expect(models.map((m) => [m.modelId, m.cached])).toEqual([['a', true], ['e', true], ['b', false]]);

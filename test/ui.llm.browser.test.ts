@@ -130,6 +130,42 @@ describe('training page with a local LLM (browser, scripted LLM worker)', () => 
     expect(workers()).toBe(0);
   });
 
+  it('a GPU memory budget set under Advanced settings lists the models that fit it, within its bounds', async () => {
+    const { page, byTestId, has } = mount('slow');
+    await page.ready;
+    await userEvent.click(byTestId('setup-sim-llm'));
+    // The first listing imports WebLLM's client, which takes a while on a busy machine.
+    await expect.poll(() => has('setup-llm-model'), { timeout: 30_000 }).toBe(true);
+    const usable = (): string[] => optionTexts(byTestId<HTMLSelectElement>('setup-llm-model')).filter((o) => !o.disabled).map((o) => o.id);
+    expect(byTestId('llm-device').textContent).toMatch(/Models may use 1,024 MB of GPU memory \(an estimate: Advanced settings can change it\)/);
+    expect(usable()).not.toContain('PageHuge-70B-q4f32_1-MLC');
+
+    await userEvent.click(byTestId('setup-advanced').querySelector('summary') as HTMLElement);
+    const field = byTestId<HTMLInputElement>('advanced-vramBudgetMB');
+    expect(field.placeholder).toBe('1024');
+    expect(byTestId('advanced-vramBudgetMB-range').textContent).toMatch(/^256 to at most 262,144\. Blank: the estimate for this device \(1,024 MB\)/);
+    // Out of bounds: refused, the catalogue stays as it was.
+    await userEvent.fill(field, '999999');
+    await userEvent.tab();
+    expect(byTestId('setup-error').textContent).toBe('GPU memory for local models, MB: at most 262,144, got "999999"');
+    expect(field.getAttribute('aria-invalid')).toBe('true');
+    expect(usable()).not.toContain('PageHuge-70B-q4f32_1-MLC');
+
+    // A large GPU's figure: the 40 GB model is offered.
+    await userEvent.fill(field, '50000');
+    await userEvent.tab();
+    await expect.poll(usable, { timeout: 5_000 }).toContain('PageHuge-70B-q4f32_1-MLC');
+    expect(has('setup-error')).toBe(false);
+    expect(byTestId('llm-device').textContent).toMatch(/Models may use 50,000 MB of GPU memory \(set under Advanced settings\)/);
+    // The f16 model still needs shader-f16.
+    expect(usable()).not.toContain('PageHalf-1B-q4f16_1-MLC');
+
+    // Blank again: the estimate.
+    await userEvent.clear(field);
+    await userEvent.tab();
+    await expect.poll(usable, { timeout: 5_000 }).not.toContain('PageHuge-70B-q4f32_1-MLC');
+  });
+
   it('shows the download progress, then trains a quick dreamgym run on the LLM through the bridge', async () => {
     const { page, byTestId, has } = mount('slow');
     await page.ready;
@@ -150,6 +186,13 @@ describe('training page with a local LLM (browser, scripted LLM worker)', () => 
     await expect.poll(() => byTestId('llm-progress-text').textContent, { timeout: 10_000 }).toMatch(/Fetching param cache\[\d\/4\]/);
     await expect.poll(() => has('llm-ready'), { timeout: 15_000 }).toBe(true);
     expect(byTestId('llm-ready').textContent).toMatch(/Loaded: PageChat-0.5B-q4f32_1-MLC and PageEmbed-q0f32-MLC-b4/);
+    // Where the load's time went: download, cache load and shader compilation apart.
+    expect(byTestId('llm-load-timings').textContent).toMatch(/^Loaded in \d+\.\d s: download \d+\.\d s, loading from the cache \d+\.\d s, compiling GPU shaders \d+\.\d s, setup and the rest \d+\.\d s\.$/);
+    const load = page.store.llm.value.load;
+    const timings = load.status === 'ready' ? load.timings : null;
+    expect(timings?.fetchMs).toBeGreaterThanOrEqual(1400);
+    expect(timings?.cacheLoadMs).toBeGreaterThanOrEqual(250);
+    expect(timings?.shaderMs).toBeGreaterThanOrEqual(350);
 
     await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 60_000, interval: 100 }).toBe('done');
     const state = page.store.state.value;

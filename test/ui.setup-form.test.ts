@@ -1,7 +1,7 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
 import { ENV_PRESETS, PRESETS, VALIDATION_EVERY, VALIDATION_TASKS } from '../src/train/config.ts';
-import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, SetupFormError, type AdvancedField } from '../src/ui/setup/form.ts';
+import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 import { experienceModelProblem } from '../src/llm/catalogue.ts';
 
@@ -75,6 +75,18 @@ describe('setup form', () => {
     expect(ADVANCED_FIELDS.find((f) => f.key === 'tasksPerIteration')?.max).toBe(100_000);
     for (const field of ADVANCED_FIELDS) expect(field.max, field.key).toBeGreaterThan(field.min);
     expect(configFromForm({ ...defaultSetupForm(), advanced: { evalEpisodes: '100000' } }).evalEpisodes).toBe(100_000);
+  });
+
+  it('takes a GPU memory budget for the local models within its bounds, blank for the estimate', () => {
+    expect(vramBudgetFromForm(defaultSetupForm())).toBeNull();
+    expect(vramBudgetFromForm({ vramBudgetMB: ' 24576 ' })).toBe(24_576);
+    expect(vramBudgetFromForm({ vramBudgetMB: '256' })).toBe(256);
+    expect(vramBudgetFromForm({ vramBudgetMB: '262144' })).toBe(262_144);
+    const huge = thrown(() => vramBudgetFromForm({ vramBudgetMB: '999999' }));
+    expect(huge).toBeInstanceOf(SetupFormError);
+    expect(huge).toMatchObject({ field: 'vramBudgetMB', message: 'GPU memory for local models, MB: at most 262,144, got "999999"' });
+    expect(thrown(() => vramBudgetFromForm({ vramBudgetMB: '100' }))?.message).toBe('GPU memory for local models, MB: expected a whole number of at least 256, got "100"');
+    expect(thrown(() => vramBudgetFromForm({ vramBudgetMB: '8 GB' }))?.field).toBe('vramBudgetMB');
   });
 
   it('says how many iterations a run counts, behaviour-cloning epochs included, as the README does', () => {

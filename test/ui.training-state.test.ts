@@ -105,6 +105,22 @@ describe('training view reducer', () => {
     expect(run([{ kind: 'halted', runId: 'd', message: 'Stopped' }], stopping)).toMatchObject({ status: 'failed', error: 'Stopped' });
   });
 
+  it('marks the run training here stalled until it is heard from again; a run at rest, another run or another tab\'s is never stalled', () => {
+    const training = run([{ kind: 'request', what: 'start', runId: 'a' }, { kind: 'started', record: record('a'), metrics: [] }]);
+    expect(training.stalled).toBe(false);
+    const stalled = run([{ kind: 'stalled', runId: 'a', sinceMs: 60_000 }], training);
+    expect(stalled).toMatchObject({ status: 'running', stalled: true });
+    // The list of runs and the backend report are no news of the run.
+    expect(run([{ kind: 'runs', runs: [record('a')] }], stalled).stalled).toBe(true);
+    expect(run([{ kind: 'iteration-start', runId: 'a', iteration: 0, totalIterations: 3, phase: 'synthetic' }], stalled).stalled).toBe(false);
+    expect(run([{ kind: 'halted', runId: 'a', message: 'Ended', record: record('a', { status: 'paused' }) }], stalled).stalled).toBe(false);
+    expect(run([{ kind: 'stalled', runId: 'b', sinceMs: 60_000 }], training).stalled).toBe(false);
+    const paused = run([{ kind: 'paused', record: record('a', { status: 'paused' }) }], training);
+    expect(run([{ kind: 'stalled', runId: 'a', sinceMs: 60_000 }], paused).stalled).toBe(false);
+    const watching = run([{ kind: 'watch', runId: 'a' }], training);
+    expect(run([{ kind: 'stalled', runId: 'a', sinceMs: 60_000 }], watching).stalled).toBe(false);
+  });
+
   it('shows an unfinished run found in storage, and failures', () => {
     const found = run([{ kind: 'found', record: record('b', { status: 'paused', iteration: 2 }), metrics: [m(0), m(1)] }]);
     expect(found).toMatchObject({ status: 'paused', runId: 'b', iteration: 2 });

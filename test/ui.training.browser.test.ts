@@ -12,7 +12,7 @@ import { mountTrainingPage, type TrainingPageHandle } from '../src/ui/TrainingPa
 import { CHARTS } from '../src/ui/charts/ChartsPanel.tsx';
 import { asinhRange, asinhSplits, chartData, ITERATION_AXIS, yAxis, yScale } from '../src/ui/charts/MetricChart.tsx';
 import type { StorageNames, TrainingCommand, TrainingEvent } from '../workers/training.protocol.ts';
-import { wrapTrainingWorker } from '../workers/training.client.ts';
+import { wrapTrainingWorker, type TrainingWorkerHandle } from '../workers/training.client.ts';
 import { setUpTinyRun } from './fixtures/training-page.ts';
 import { toJsonl } from '../src/core/jsonl.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
@@ -56,6 +56,62 @@ function mount(names: StorageNames): { page: TrainingPageHandle; byTestId: <T ex
     return node;
   };
   return { page, byTestId };
+}
+
+/** A finished run's record, made `agoMs` before now. */
+function doneRecord(name: string, agoMs: number): PageRunRecord {
+  const at = Date.now() - agoMs;
+  return {
+    id: `${name}-${at}`,
+    createdAt: at,
+    updatedAt: at + 1000,
+    config: parseTrainingConfig({ env: 'shop', mode: 'dreamgym', iterations: 2 }, 'quick'),
+    status: 'done',
+    iteration: 2,
+    totalIterations: 2,
+    realTransitions: 0,
+    offlineTransitions: 0,
+    trainWallMs: 1000,
+  };
+}
+
+async function putRecords(names: StorageNames, records: readonly PageRunRecord[]): Promise<void> {
+  const index = await RunIndex.open({ name: names.index as string });
+  try {
+    for (const r of records) await index.put(r);
+  } finally {
+    index.close();
+  }
+}
+
+/** A training worker whose first iteration never ends, and which never reads its later messages. */
+function stuckWorker(names: StorageNames): { start: () => Promise<TrainingWorkerHandle>; terminated: () => number } {
+  let terminated = 0;
+  const start = async (): Promise<TrainingWorkerHandle> => {
+    let listener: (event: TrainingEvent) => void = () => undefined;
+    return {
+      send(command: TrainingCommand) {
+        if (command.kind !== 'start') return;
+        void (async () => {
+          const now = Date.now();
+          const record: PageRunRecord = { id: command.runId, createdAt: now, updatedAt: now, config: command.config, status: 'running', iteration: 0, totalIterations: 3, realTransitions: 0, offlineTransitions: 0, trainWallMs: 0 };
+          const index = await RunIndex.open({ name: names.index as string });
+          await index.put(record);
+          index.close();
+          listener({ kind: 'started', record, metrics: [] });
+          listener({ kind: 'iteration-start', runId: command.runId, iteration: 0, totalIterations: 3, phase: 'synthetic' });
+        })();
+      },
+      onEvent(l: (event: TrainingEvent) => void) {
+        listener = l;
+        return () => undefined;
+      },
+      terminate() {
+        terminated++;
+      },
+    };
+  };
+  return { start, terminated: () => terminated };
 }
 
 const points = (byTestId: (id: string) => HTMLElement, id: string): number => Number(byTestId(`chart-${id}`).dataset['points']);
@@ -158,33 +214,8 @@ describe('training page (browser)', () => {
     const host = document.createElement('div');
     document.body.appendChild(host);
     hosts.push(host);
-    let terminated = 0;
-    // A worker whose first iteration never ends, and which never reads its messages.
-    const stuckWorker = async () => {
-      let listener: (event: TrainingEvent) => void = () => undefined;
-      return {
-        send(command: TrainingCommand) {
-          if (command.kind !== 'start') return;
-          void (async () => {
-            const now = Date.now();
-            const record: PageRunRecord = { id: command.runId, createdAt: now, updatedAt: now, config: command.config, status: 'running', iteration: 0, totalIterations: 3, realTransitions: 0, offlineTransitions: 0, trainWallMs: 0 };
-            const index = await RunIndex.open({ name: names.index as string });
-            await index.put(record);
-            index.close();
-            listener({ kind: 'started', record, metrics: [] });
-            listener({ kind: 'iteration-start', runId: command.runId, iteration: 0, totalIterations: 3, phase: 'synthetic' });
-          })();
-        },
-        onEvent(l: (event: TrainingEvent) => void) {
-          listener = l;
-          return () => undefined;
-        },
-        terminate() {
-          terminated++;
-        },
-      };
-    };
-    const page = mountTrainingPage(host, { storage: names, startWorker: stuckWorker, stopWaitMs: 300 });
+    const stuck = stuckWorker(names);
+    const page = mountTrainingPage(host, { storage: names, startWorker: stuck.start, stopWaitMs: 300 });
     mounted.push(page);
     await page.ready;
     const byTestId = <T extends HTMLElement = HTMLElement>(id: string): T => host.querySelector<T>(`[data-testid="${id}"]`) as T;
@@ -195,11 +226,74 @@ describe('training page (browser)', () => {
     await userEvent.click(byTestId('train-stop'));
     expect(page.store.state.value.status).toBe('stopping');
     await expect.poll(() => page.store.state.value.status, { timeout: 5_000, interval: 20 }).toBe('paused');
-    expect(terminated).toBe(1);
+    expect(stuck.terminated()).toBe(1);
     expect(byTestId('train-status').textContent).toMatch(/Stopped inside iteration 1, which had not ended 0.3 s later: the run rests at iteration 0/);
     expect(await readRecord(names, runId)).toMatchObject({ status: 'paused', iteration: 0 });
     expect(byTestId<HTMLButtonElement>('delete-run').disabled).toBe(false);
     expect(byTestId<HTMLButtonElement>('train-start').disabled).toBe(false);
+  });
+
+  it('Delete ends and removes a run that makes no progress, then shows the latest run left', async () => {
+    const names = storage();
+    const earlier = doneRecord('earlier', 60_000);
+    await putRecords(names, [earlier]);
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    hosts.push(host);
+    const stuck = stuckWorker(names);
+    const page = mountTrainingPage(host, { storage: names, startWorker: stuck.start, stallMs: 400 });
+    mounted.push(page);
+    await page.ready;
+    const byTestId = <T extends HTMLElement = HTMLElement>(id: string): T => host.querySelector<T>(`[data-testid="${id}"]`) as T;
+    expect(page.store.state.value).toMatchObject({ runId: earlier.id, status: 'done' });
+
+    await setUpTinyRun(byTestId, 3);
+    await userEvent.click(byTestId('train-start'));
+    await expect.poll(() => page.store.state.value.status, { timeout: 10_000, interval: 20 }).toBe('running');
+    const runId = page.store.state.value.runId as string;
+    // Making progress: no delete.
+    expect(byTestId<HTMLButtonElement>('delete-run').disabled).toBe(true);
+    // Silent for longer than the stall time: Delete is offered.
+    await expect.poll(() => byTestId<HTMLButtonElement>('delete-run').disabled, { timeout: 5_000, interval: 20 }).toBe(false);
+    expect(page.store.state.value).toMatchObject({ status: 'running', stalled: true });
+    expect(byTestId('train-stalled').textContent).toMatch(/no progress/);
+    await userEvent.click(byTestId('delete-run'));
+    expect(host.querySelector('#confirm-text')?.textContent).toMatch(/^This run has made no progress for a while: deleting it ends its training first\. Delete run /);
+    await userEvent.click(byTestId('confirm-yes'));
+    await expect.poll(() => byTestId('data-status').textContent, { timeout: 10_000, interval: 50 }).toBe(`Deleted run ${runId}.`);
+    expect(stuck.terminated()).toBe(1);
+    expect(await readRecord(names, runId)).toBeUndefined();
+    await expect.poll(() => page.store.state.value.runId, { timeout: 5_000, interval: 20 }).toBe(earlier.id);
+    expect(byTestId('train-status').textContent).toBe('Done: shop dreamgym, 2 iterations.');
+  });
+
+  it('deleting the run shown reopens on the latest run left; deleting the last leaves the empty view', async () => {
+    const names = storage();
+    const earlier = doneRecord('earlier', 60_000);
+    const later = doneRecord('later', 30_000);
+    await putRecords(names, [earlier, later]);
+    const { page, byTestId } = mount(names);
+    await page.ready;
+    expect(page.store.state.value).toMatchObject({ runId: later.id, status: 'done' });
+
+    await userEvent.click(byTestId('delete-run'));
+    await userEvent.click(byTestId('confirm-yes'));
+    await expect.poll(() => byTestId('data-status').textContent, { timeout: 10_000, interval: 50 }).toBe(`Deleted run ${later.id}.`);
+    // The view reopens on the latest run left, not on an empty page.
+    await expect.poll(() => page.store.state.value.runId, { timeout: 5_000, interval: 20 }).toBe(earlier.id);
+    expect(byTestId('train-status').textContent).toBe('Done: shop dreamgym, 2 iterations.');
+    expect([...byTestId<HTMLSelectElement>('train-run').options].map((o) => o.value)).toEqual([earlier.id]);
+    expect(byTestId('data-run').textContent).toBe(`Run: ${earlier.id}`);
+
+    // The last run deleted: the empty view, with nothing left to choose.
+    await userEvent.click(byTestId('delete-run'));
+    await userEvent.click(byTestId('confirm-yes'));
+    await expect.poll(() => byTestId('data-status').textContent, { timeout: 10_000, interval: 50 }).toBe(`Deleted run ${earlier.id}.`);
+    expect(page.store.state.value).toMatchObject({ runId: null, status: 'idle', runs: [] });
+    expect(byTestId('train-status').textContent).toBe('No run yet: set one up and press Start training.');
+    expect(() => byTestId('train-run')).toThrow();
+    expect(byTestId('data-run').textContent).toMatch(/^No run yet/);
+    expect(byTestId<HTMLButtonElement>('delete-run').disabled).toBe(true);
   });
 
   it('reopens on the latest finished run with its charts, result and exports, and switches runs from the list', async () => {

@@ -16,7 +16,11 @@ import { CHROMIUM_ARGS, chromiumExecutable } from './chromium.ts';
 export const BENCH_PAGES = {
   replay: 'src/bench/replay-page.html',
   policy: 'src/bench/policy-page.html',
+  frames: 'src/bench/frames-page.html',
 } as const;
+
+/** The app's dependencies that Vite pre-bundles up front (as vite.config.ts lists them), so the page never reloads mid-run. */
+const APP_DEPENDENCIES = ['zod', 'minisearch', 'idb', 'comlink', 'preact', 'preact/hooks', 'preact/compat', 'preact/jsx-runtime', '@preact/signals', 'uplot'] as const;
 
 /** The repository root (Vite serves it, so the pages' `/src/...` paths resolve). */
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,6 +36,8 @@ export interface BenchPageOptions {
   crossOriginIsolated?: boolean;
   /** Skip Vite's dependency discovery (pages that import no pre-bundled dependency). */
   noDependencyDiscovery?: boolean;
+  /** The page mounts the app's Preact components: compile their JSX and pre-bundle its dependencies as vite.config.ts does. */
+  app?: boolean;
   /** How long the page may take to become ready (default 120 s). */
   readyTimeoutMs?: number;
   /** Progress lines (the page's console is forwarded here). */
@@ -59,6 +65,7 @@ export async function withBenchPage<T>(options: BenchPageOptions, fn: (page: Pag
     },
     worker: { format: 'es' },
     ...(options.noDependencyDiscovery ? { optimizeDeps: { noDiscovery: true, include: [] } } : {}),
+    ...(options.app ? { oxc: { jsx: { runtime: 'automatic' as const, importSource: 'preact' } }, optimizeDeps: { include: [...APP_DEPENDENCIES] } } : {}),
   });
   const launch = { executablePath: chromiumExecutable(), args: [...CHROMIUM_ARGS] };
   let close: (() => Promise<void>) | null = null;
@@ -80,7 +87,7 @@ export async function withBenchPage<T>(options: BenchPageOptions, fn: (page: Pag
       version = browser.version();
     }
     page.on('console', (msg) => options.log(`[chromium] ${msg.text()}`));
-    await page.goto(`http://127.0.0.1:${address.port}/${options.page}`);
+    await page.goto(`http://127.0.0.1:${address.port}/${options.page}`, { timeout: options.readyTimeoutMs ?? 120_000 });
     await page.waitForFunction((name) => (window as unknown as Record<string, unknown>)[name] !== undefined, options.ready, {
       timeout: options.readyTimeoutMs ?? 120_000,
     });

@@ -41,6 +41,9 @@ const SUITES: Record<string, SuiteFn> = {
   // Chromium (wasm, WebGPU where an adapter exists).
   policy: async () => (await import('../bench/policy.ts')).benchPolicyNode(),
   'policy-browser': async () => (await import('../bench/policy-browser.ts')).benchPolicyBrowser(),
+  // Responsiveness of the training page while a run trains in its worker: frame gaps, long tasks and
+  // the main thread's own tasks in headless Chromium, alone and beside workers that keep the CPU busy.
+  frames: async () => (await import('../bench/frames.ts')).benchFrames(),
   // The same in Node with WebGPU from Dawn (optional package, see src/bench/policy-dawn.ts): a GPU
   // server's figures where no browser is installed. Not part of `all`.
   'policy-dawn': async () => (await import('../bench/policy-dawn.ts')).benchPolicyDawn(),

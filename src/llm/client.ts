@@ -29,6 +29,9 @@ import { WebLLMEmbedder, type WebLLMEmbedderOptions } from './embedder.ts';
 import type { LabelLogitSource } from './logits.ts';
 import { LLMPrior, type LLMPriorConfig } from './prior.ts';
 import { SideChannelClient } from './protocol.ts';
+import { LoadTimer, type LoadTimings } from './load-timings.ts';
+
+export { loadPhase, type LoadTimings } from './load-timings.ts';
 
 /** How long {@link LLMClient.dispose} waits for the models to unload before it stops the worker anyway, ms. */
 const DISPOSE_TIMEOUT_MS = 5000;
@@ -294,47 +297,6 @@ export async function createLLMClient(options: LLMClientOptions = {}): Promise<L
     warnings: selection.warnings,
     labelLogits: capture && selection.chat !== null,
   });
-}
-
-/** How long a load spent downloading weights and loading them (cache to GPU, shader compilation), ms. */
-export interface LoadTimings {
-  /** From WebLLM's first fetch report to its last (0 when the weights were cached). */
-  fetchMs: number;
-  /** From the end of the fetch (or the start) to the loaded model. */
-  loadMs: number;
-}
-
-/** Which phase WebLLM's progress text says a load is in. */
-function loadPhase(text: string): 'fetch' | 'load' {
-  return /^(?:Start to fetch params|Fetching param cache)/.test(text) ? 'fetch' : 'load';
-}
-
-/** Splits a load's time into its fetch and load phases from WebLLM's progress texts. */
-class LoadTimer {
-  phase: 'fetch' | 'load' | 'start' = 'start';
-  private readonly started = performance.now();
-  private fetchStart: number | null = null;
-  private fetchEnd: number | null = null;
-  private end: number | null = null;
-
-  report(text: string): void {
-    const now = performance.now();
-    if (loadPhase(text) === 'fetch') {
-      this.fetchStart ??= now;
-      this.fetchEnd = now;
-      this.phase = 'fetch';
-    } else this.phase = 'load';
-  }
-
-  finish(): void {
-    this.end = performance.now();
-  }
-
-  result(): LoadTimings {
-    const end = this.end ?? performance.now();
-    const fetchMs = this.fetchStart === null || this.fetchEnd === null ? 0 : this.fetchEnd - this.fetchStart;
-    return { fetchMs, loadMs: end - (this.fetchEnd ?? this.started) };
-  }
 }
 
 /** Whether `error` says the engine has no model loaded (WebLLM unloads everything when the GPU device is lost). */

@@ -45,10 +45,11 @@ export function TrainingPage({ store, controller, data, llm }: TrainingPageProps
       load: (selection) => void llm.load(selection).catch(() => undefined),
       cancel: () => llm.cancel(),
       unload: () => void llm.unload(),
+      setMemoryBudget: (mb) => llm.setMemoryBudget(mb),
     }),
     [llm],
   );
-  const training = useMemo(() => ({ runId: state.runId, status: state.status }), [state.runId, state.status]);
+  const training = useMemo(() => ({ runId: state.runId, status: state.status, stalled: state.stalled }), [state.runId, state.status, state.stalled]);
   return (
     <div class="training-page" data-testid="training-page">
       <SetupPanel busy={isActive(state.status)} backend={controller.backendPreference} onStart={onStart} onEvaluateCheckpoint={onEvaluateCheckpoint} llm={llmState} llmActions={llmActions} />
@@ -92,6 +93,7 @@ export function mountTrainingPage(root: HTMLElement, options: TrainingPageOption
     ...(options.storage ? { storage: options.storage } : {}),
     ...(options.save ? { save: options.save } : {}),
     ...(options.storageManager ? { storageManager: options.storageManager } : {}),
+    training: { haltStalled: (runId) => controller.haltStalled(runId), showLatest: () => controller.showLatest() },
   });
   const element = document.createElement('section');
   element.className = 'training-section';

@@ -15,7 +15,7 @@ import { formatBytes } from './run-data.ts';
 /** Props of {@link DataPanel}. */
 export interface DataPanelProps {
   /** The run the training view shows and its status (what decides whether data can change). */
-  training: Pick<TrainingViewState, 'runId' | 'status'>;
+  training: Pick<TrainingViewState, 'runId' | 'status'> & Partial<Pick<TrainingViewState, 'stalled'>>;
   data: DataViewState;
   controller: DataController;
 }
@@ -37,6 +37,8 @@ export const DataPanel = memo(function DataPanel({ training, data, controller }:
   const runId = data.selectedRunId ?? training.runId;
   // The inspected run is the one this page trains right now: no import or delete then.
   const inspectedTrains = runId !== null && runId === training.runId && isActive(training.status);
+  // A run that makes no progress can still be deleted: its training is ended first.
+  const stalledHere = inspectedTrains && training.stalled === true;
   const busy = data.busy !== null;
   const s = data.storage;
 
@@ -66,7 +68,7 @@ export const DataPanel = memo(function DataPanel({ training, data, controller }:
         <span class="help">The whole file is checked first: a file with any bad line imports nothing.</span>
       </div>
       <div class="data-actions">
-        <button type="button" class="danger" data-testid="delete-run" disabled={!runId || busy || inspectedTrains} onClick={() => setConfirming('delete')}>
+        <button type="button" class="danger" data-testid="delete-run" disabled={!runId || busy || (inspectedTrains && !stalledHere)} onClick={() => setConfirming('delete')}>
           Delete this run…
         </button>
         <button type="button" class="danger" data-testid="clear-storage" disabled={busy || isActive(training.status)} onClick={() => setConfirming('clear')}>
@@ -93,7 +95,7 @@ export const DataPanel = memo(function DataPanel({ training, data, controller }:
         <div class="confirm" role="alertdialog" aria-labelledby="confirm-text" data-testid="confirm">
           <p id="confirm-text">
             {confirming === 'delete'
-              ? `Delete run ${runId ?? ''} with its replay buffer, checkpoints and metrics? This cannot be undone.`
+              ? `${stalledHere ? 'This run has made no progress for a while: deleting it ends its training first. ' : ''}Delete run ${runId ?? ''} with its replay buffer, checkpoints and metrics? This cannot be undone.`
               : confirming === 'repair'
                 ? `Remove ${check?.removed.length ?? 0} corrupt record(s) (with the trajectories they break)? This cannot be undone.`
                 : 'Delete every stored run, with all their data? This cannot be undone.'}

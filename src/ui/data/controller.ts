@@ -22,6 +22,11 @@ export interface DataControllerOptions {
   save?: (file: DownloadFile) => void;
   /** `navigator.storage` (tests pass a fake). */
   storageManager?: StorageManager;
+  /** The training view's side of a delete: end a stalled run first, and show the latest run left. */
+  training?: {
+    haltStalled(runId: string): Promise<boolean>;
+    showLatest(): Promise<void>;
+  };
 }
 
 /** Saves a file through a temporary `<a download>` (the browser's download). */
@@ -165,12 +170,20 @@ export class DataController {
     }
   }
 
-  /** Deletes a run (not while it trains). Returns whether it was deleted. */
+  /**
+   * Deletes a run: one at rest, or the one training here when it is stalled (its training is ended
+   * first). When it was the run shown, the latest run left is shown. Returns whether it was deleted.
+   */
   async deleteRun(runId: string): Promise<boolean> {
     const training = this.store.state.value;
-    if (runId === training.runId && isActive(training.status)) {
-      this.store.dispatch({ kind: 'data/error', message: 'the run is training: stop it before deleting it' });
-      return false;
+    const shown = runId === training.runId;
+    if (shown && isActive(training.status)) {
+      const halted = training.stalled && (await this.options.training?.haltStalled(runId).catch(() => false));
+      const after = this.store.state.value;
+      if (!halted || (after.runId === runId && isActive(after.status))) {
+        this.store.dispatch({ kind: 'data/error', message: 'the run is training: stop it before deleting it' });
+        return false;
+      }
     }
     this.store.dispatch({ kind: 'data/busy', what: `Deleting run ${runId}…` });
     try {
@@ -178,6 +191,11 @@ export class DataController {
       this.store.dispatch({ kind: 'forget', runId });
       this.store.dispatch({ kind: 'data/forgotten', runId });
       this.store.dispatch({ kind: 'data/done', notice: `Deleted run ${runId}.` });
+      // The view does not go blank while runs are left: it reopens on the latest, as the page does on load.
+      if (shown) {
+        await this.options.training?.showLatest();
+        await this.refresh();
+      }
       await this.refreshStorage();
       return true;
     } catch (e) {

@@ -10,10 +10,10 @@
  * run with it. WebLLM itself is imported on first use, so the page without an LLM never loads it.
  */
 import type { BridgeEndpoint, BridgeServerStats, LLMBridgeServer } from '../../llm/bridge.ts';
-import type { DeviceFacts } from '../../llm/catalogue.ts';
+import { estimateVramBudgetMB, type DeviceFacts } from '../../llm/catalogue.ts';
 import type { CacheBackend, LLMClient } from '../../llm/client.ts';
 import type { AppConfig } from '../../llm/engine.ts';
-import { LLMAbortedError, LLMRequestError, LLMUnavailableError } from '../../llm/errors.ts';
+import { LLMAbortedError, LLMConfigError, LLMRequestError, LLMUnavailableError } from '../../llm/errors.ts';
 import type { LLMLink } from '../../../workers/training.protocol.ts';
 import type { LLMFailureReason, LLMSelection, ModelView } from '../state/llm-state.ts';
 import type { TrainingStore } from '../state/store.ts';
@@ -56,6 +56,8 @@ export class LLMController {
   private loading: { selection: LLMSelection; promise: Promise<LLMClient>; abort: AbortController } | null = null;
   private catalogue: Promise<void> | null = null;
   private device: DeviceFacts | null = null;
+  /** The person's GPU memory budget for models, MB (null: the estimate for the device). */
+  private budgetMB: number | null = null;
   private readonly servers = new Set<LLMBridgeServer>();
   private destroyed = false;
 
@@ -75,17 +77,36 @@ export class LLMController {
   }
 
   /**
+   * Sets the GPU memory the models may use, MB (null: the estimate for this device, which cannot
+   * see past Chrome's 8 GiB report of the machine's memory). A catalogue already listed is listed
+   * again under it; the next load is held to it.
+   */
+  setMemoryBudget(mb: number | null): void {
+    if (mb !== null && !(Number.isFinite(mb) && mb > 0)) throw new LLMConfigError(`the GPU memory budget must be a positive number of MB, got ${mb}`);
+    if (mb === this.budgetMB) return;
+    this.budgetMB = mb;
+    // Listed again in place (no "checking" in between), so that the model list keeps its focus.
+    if (this.catalogue) this.catalogue = this.listCatalogue();
+  }
+
+  /**
    * Asks WebGPU about the device and lists the catalogue with each model's cache state (once:
    * later calls share the first; `force` asks again). Never rejects: a failure is in the state.
    */
   checkCatalogue(force = false): Promise<void> {
     if (this.catalogue && !force) return this.catalogue;
     this.store.dispatch({ kind: 'llm/checking' });
-    this.catalogue = (async () => {
+    this.catalogue = this.listCatalogue();
+    return this.catalogue;
+  }
+
+  private listCatalogue(): Promise<void> {
+    return (async () => {
       try {
         const { detectDevice, deviceCatalogue, listCachedModels } = await clientModule();
-        const device = this.options.device ?? (await detectDevice());
-        const entries = await deviceCatalogue({ device, ...(this.options.appConfig ? { appConfig: this.options.appConfig } : {}) });
+        const device = this.options.device ?? this.device ?? (await detectDevice());
+        const budgetMB = this.budgetMB;
+        const entries = await deviceCatalogue({ device, ...(this.options.appConfig ? { appConfig: this.options.appConfig } : {}), ...(budgetMB !== null ? { vramBudgetMB: budgetMB } : {}) });
         // Without a readable cache (e.g. storage blocked), every model simply shows as not cached.
         const cached = new Set(
           await listCachedModels({ ...(this.options.appConfig ? { appConfig: this.options.appConfig } : {}), ...(this.options.cacheBackend ? { cacheBackend: this.options.cacheBackend } : {}) }).catch(() => [] as string[]),
@@ -93,12 +114,14 @@ export class LLMController {
         if (this.destroyed) return;
         this.device = device;
         const models: ModelView[] = entries.filter((e) => e.kind !== 'vision').map((e) => ({ ...e, cached: cached.has(e.modelId) }));
-        this.store.dispatch({ kind: 'llm/catalogue', device, models });
+        // A newer budget lists the catalogue again: this listing is stale.
+        if (budgetMB !== this.budgetMB) return;
+        const estimateMB = estimateVramBudgetMB(device);
+        this.store.dispatch({ kind: 'llm/catalogue', device, models, budget: { mb: budgetMB ?? estimateMB, estimateMB, overridden: budgetMB !== null } });
       } catch (e) {
         this.store.dispatch({ kind: 'llm/catalogue-failed', message: `The model catalogue could not be read: ${e instanceof Error ? e.message : String(e)}` });
       }
     })();
-    return this.catalogue;
   }
 
   /**
@@ -139,6 +162,7 @@ export class LLMController {
         ...(this.options.cacheBackend ? { cacheBackend: this.options.cacheBackend } : {}),
         ...(this.options.createWorker ? { createWorker: this.options.createWorker } : {}),
         ...(this.options.stallTimeoutMs !== undefined ? { stallTimeoutMs: this.options.stallTimeoutMs } : {}),
+        ...(this.budgetMB !== null ? { vramBudgetMB: this.budgetMB } : {}),
         ...((this.options.device ?? this.device) ? { device: (this.options.device ?? this.device) as DeviceFacts } : {}),
       });
     })();
@@ -162,7 +186,7 @@ export class LLMController {
     }
     const loaded = { chatModel: client.chatModel ?? selection.chatModel, embeddingModel: client.embeddingModel };
     this.current = { client, selection: { ...loaded, priorLogits: client.labelLogits !== null } };
-    this.store.dispatch({ kind: 'llm/ready', ...loaded, labelLogits: client.labelLogits !== null, warnings: [...client.warnings] });
+    this.store.dispatch({ kind: 'llm/ready', ...loaded, labelLogits: client.labelLogits !== null, warnings: [...client.warnings], timings: client.loadTimings });
     return client;
   }
 

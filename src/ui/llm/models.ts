@@ -4,6 +4,7 @@
  * which model to offer first. Pure functions over `ModelView`s (the page's catalogue entries).
  */
 import { DEFAULT_CHAT_PREFERENCES, DEFAULT_EMBEDDING_PREFERENCES, type DeviceFacts } from '../../llm/catalogue.ts';
+import type { LoadTimings } from '../../llm/load-timings.ts';
 import type { ModelView } from '../state/llm-state.ts';
 
 /** `359 MB`, `1.1 GB`. */
@@ -63,4 +64,21 @@ export function deviceSummary(device: DeviceFacts): string {
   const parts = [`WebGPU adapter${adapter ? ` ${adapter}` : ''}${device.isFallbackAdapter ? ' (a software fallback: models run, but very slowly)' : ''}`];
   parts.push(device.shaderF16 ? 'with shader-f16 (f16 models can run)' : 'without shader-f16 (only f32 models, q4f32 or q0f32, can run)');
   return `${parts.join(', ')}.`;
+}
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+
+/**
+ * Where a load's time went, in a sentence: `Loaded in 14.2 s: download 9.8 s, loading from the
+ * cache 1.1 s, compiling GPU shaders 3.0 s, setup and the rest 0.3 s.` Phases that took no time are left out.
+ */
+export function loadTimingsText(t: LoadTimings): string {
+  const rest = Math.max(0, t.totalMs - t.fetchMs - t.cacheLoadMs - t.shaderMs);
+  const parts = [
+    ...(t.fetchMs > 0 ? [`download ${seconds(t.fetchMs)}`] : []),
+    ...(t.cacheLoadMs > 0 ? [`loading from the cache ${seconds(t.cacheLoadMs)}`] : []),
+    ...(t.shaderMs > 0 ? [`compiling GPU shaders ${seconds(t.shaderMs)}`] : []),
+    `setup and the rest ${seconds(rest)}`,
+  ];
+  return `Loaded in ${seconds(t.totalMs)}: ${parts.join(', ')}.`;
 }

@@ -7,7 +7,7 @@
  */
 import { useState } from 'preact/hooks';
 import type { LLMFailureReason, LLMViewState, ModelView } from '../state/llm-state.ts';
-import { deviceSummary, modelFacts, modelOptionText, modelsOfKind } from '../llm/models.ts';
+import { deviceSummary, loadTimingsText, modelFacts, modelOptionText, modelsOfKind } from '../llm/models.ts';
 import type { SetupForm } from './form.ts';
 
 /** What the LLM part can ask of the page's LLM controller. */
@@ -97,6 +97,9 @@ export function LLMModelChoice({ form, update, llm, busy, invalidField, actions 
     <div class="llm-choice" data-testid="llm-choice">
       <p class="help" data-testid="llm-device">
         {deviceSummary(catalogue.device)}
+        {catalogue.budget
+          ? ` Models may use ${catalogue.budget.mb.toLocaleString('en-US')} MB of GPU memory (${catalogue.budget.overridden ? 'set under Advanced settings' : 'an estimate: Advanced settings can change it'}).`
+          : ''}
       </p>
       <div class="llm-field">
         <label for="setup-llm-model">Model</label>
@@ -212,6 +215,11 @@ export function LLMLoadStatus({ llm, running, actions, onUseRetrieval }: LLMLoad
             Loaded: {load.chatModel}
             {load.embeddingModel ? ` and ${load.embeddingModel}` : ''}.{load.warnings.length > 0 ? ` ${load.warnings.join(' ')}` : ''}
           </p>
+          {load.timings && (
+            <p class="help" data-testid="llm-load-timings">
+              {loadTimingsText(load.timings)}
+            </p>
+          )}
           <button type="button" data-testid="llm-unload" disabled={running} onClick={actions.unload}>
             Unload the model
           </button>

@@ -11,7 +11,20 @@ import { PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type Tra
 import type { BackendPreference } from '../../policy/backend-preference.ts';
 import { BACKEND_NAMES } from '../../policy/backend-preference.ts';
 import type { StartOptions } from '../train/controller.ts';
-import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, iterationSummary, llmSelectionFromForm, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
+import {
+  ADVANCED_FIELDS,
+  configFromForm,
+  defaultSetupForm,
+  isRlMode,
+  iterationSummary,
+  llmSelectionFromForm,
+  presetValue,
+  SetupFormError,
+  VRAM_BUDGET_FIELD,
+  vramBudgetFromForm,
+  type AdvancedField,
+  type SetupForm,
+} from './form.ts';
 import { initialLLMState, type LLMSelection, type LLMViewState } from '../state/llm-state.ts';
 import { defaultModel } from '../llm/models.ts';
 import { LLMLoadStatus, LLMModelChoice } from './LLMChoice.tsx';
@@ -48,6 +61,8 @@ export interface SetupLLMActions {
   load(selection: LLMSelection): void;
   cancel(): void;
   unload(): void;
+  /** Sets the GPU memory the local models may use, MB (null: the device's estimate). */
+  setMemoryBudget?(mb: number | null): void;
 }
 
 const NO_LLM: LLMViewState = initialLLMState();
@@ -82,9 +97,24 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
     if (sim === 'llm') llmActions?.check();
   };
 
+  const budget = llm.catalogue.status === 'ready' ? llm.catalogue.budget : undefined;
+  // A valid figure applies as it is typed; a bad one is reported once the field is left: "1" on the way to "1024" is no error.
+  const applyBudget = (text: string, report: boolean): void => {
+    let mb: number | null;
+    try {
+      mb = vramBudgetFromForm({ vramBudgetMB: text });
+    } catch (e) {
+      if (report) fail(e);
+      return;
+    }
+    setError((e) => (e?.field === VRAM_BUDGET_FIELD.key ? null : e));
+    llmActions?.setMemoryBudget?.(mb);
+  };
+
   const submit = (event: Event): void => {
     event.preventDefault();
     try {
+      vramBudgetFromForm(form);
       const config = configFromForm(form);
       const selection = llmSelectionFromForm(form, models);
       setError(null);
@@ -97,6 +127,7 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
   const llmChoiceActions = {
     load: () => {
       try {
+        vramBudgetFromForm(form);
         const selection = llmSelectionFromForm(form, models);
         setError(null);
         if (selection) llmActions?.load(selection);
@@ -232,6 +263,32 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
               </span>
             </div>
           ))}
+          <div class="field">
+            <label for={`setup-${VRAM_BUDGET_FIELD.key}`}>{VRAM_BUDGET_FIELD.label}</label>
+            <input
+              id={`setup-${VRAM_BUDGET_FIELD.key}`}
+              data-testid={`advanced-${VRAM_BUDGET_FIELD.key}`}
+              type="text"
+              inputMode="numeric"
+              autoComplete="off"
+              size={7}
+              placeholder={budget ? String(budget.estimateMB) : ''}
+              value={form.vramBudgetMB}
+              disabled={busy}
+              aria-invalid={error?.field === VRAM_BUDGET_FIELD.key}
+              aria-describedby={`setup-${VRAM_BUDGET_FIELD.key}-range`}
+              onInput={(e) => {
+                const text = (e.currentTarget as HTMLInputElement).value;
+                update({ vramBudgetMB: text });
+                applyBudget(text, false);
+              }}
+              // onBlur, not onChange: preact/compat (loaded for memo) makes a text input's onChange an input handler.
+              onBlur={(e) => applyBudget((e.currentTarget as HTMLInputElement).value, true)}
+            />
+            <span class="help" id={`setup-${VRAM_BUDGET_FIELD.key}-range`} data-testid={`advanced-${VRAM_BUDGET_FIELD.key}-range`}>
+              {`${VRAM_BUDGET_FIELD.min.toLocaleString('en-US')} to at most ${VRAM_BUDGET_FIELD.max.toLocaleString('en-US')}. Blank: the estimate for this device${budget ? ` (${budget.estimateMB.toLocaleString('en-US')} MB)` : ''}. Browsers report at most 8 GiB of the machine’s memory, so give a larger GPU’s figure here; local models that need more are listed as unable to run.`}
+            </span>
+          </div>
         </div>
       </details>
       <div class="field">

@@ -29,6 +29,12 @@ export const ADVANCED_FIELDS = [
 
 export type AdvancedField = (typeof ADVANCED_FIELDS)[number]['key'];
 
+/**
+ * The GPU memory the local models may use, MB, in place of the page's estimate (which sees at
+ * most the 8 GiB Chrome reports of the machine's memory). From a small GPU's 256 MB to 256 GiB.
+ */
+export const VRAM_BUDGET_FIELD = { key: 'vramBudgetMB', label: 'GPU memory for local models, MB', min: 256, max: 262_144 } as const;
+
 /** What the setup form holds (text fields as typed). */
 export interface SetupForm {
   env: EnvName;
@@ -48,6 +54,8 @@ export interface SetupForm {
   llmEmbeddings: boolean;
   /** The embedding model id ('' until one is chosen). */
   embeddingModel: string;
+  /** {@link VRAM_BUDGET_FIELD} as typed ('' for the device's estimate). */
+  vramBudgetMB: string;
 }
 
 /**
@@ -56,7 +64,7 @@ export interface SetupForm {
  * BENCHMARKS.md, "training").
  */
 export function defaultSetupForm(): SetupForm {
-  return { env: ENV_NAMES[0], mode: 'dreamgym', preset: 'quick', warmStart: true, seed: '0', advanced: {}, sim: 'retrieval', llmModel: '', llmPrior: false, llmEmbeddings: false, embeddingModel: '' };
+  return { env: ENV_NAMES[0], mode: 'dreamgym', preset: 'quick', warmStart: true, seed: '0', advanced: {}, sim: 'retrieval', llmModel: '', llmPrior: false, llmEmbeddings: false, embeddingModel: '', vramBudgetMB: '' };
 }
 
 /** Thrown for a form value that is not acceptable; `field` names the input. */
@@ -107,6 +115,14 @@ function wholeNumber(field: string, label: string, text: string, min?: number, m
     throw new SetupFormError(field, `${label}: expected a whole number${min !== undefined ? ` of at least ${min}` : ''}, got ${JSON.stringify(text)}`);
   }
   return n;
+}
+
+/** The GPU memory budget the form sets, MB, or null (blank: the device's estimate); throws {@link SetupFormError} on `vramBudgetMB`. */
+export function vramBudgetFromForm(form: Pick<SetupForm, 'vramBudgetMB'>): number | null {
+  const text = form.vramBudgetMB ?? '';
+  if (text.trim() === '') return null;
+  const { key, label, min, max } = VRAM_BUDGET_FIELD;
+  return wholeNumber(key, label, text, min, max);
 }
 
 /** The training configuration of a filled-in form; throws {@link SetupFormError} naming the bad field. */

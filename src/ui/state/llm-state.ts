@@ -6,6 +6,7 @@
  */
 import type { CatalogueEntry, DeviceFacts } from '../../llm/catalogue.ts';
 import type { LLMUnavailableReason } from '../../llm/errors.ts';
+import type { LoadTimings } from '../../llm/load-timings.ts';
 
 /** A model of the catalogue as the page lists it. */
 export interface ModelView extends CatalogueEntry {
@@ -13,11 +14,19 @@ export interface ModelView extends CatalogueEntry {
   cached: boolean;
 }
 
+/** The GPU memory the catalogue allows models, MB: the page's estimate for this device, or the person's figure. */
+export interface MemoryBudget {
+  mb: number;
+  estimateMB: number;
+  /** Whether `mb` is the person's figure rather than the estimate. */
+  overridden: boolean;
+}
+
 /** The device and catalogue, once asked for. */
 export type CatalogueState =
   | { status: 'unknown' }
   | { status: 'checking' }
-  | { status: 'ready'; device: DeviceFacts; models: ModelView[] }
+  | { status: 'ready'; device: DeviceFacts; models: ModelView[]; budget?: MemoryBudget }
   | { status: 'failed'; message: string };
 
 /**
@@ -41,7 +50,7 @@ export interface LLMSelection {
 export type LLMLoadState =
   | { status: 'idle' }
   | ({ status: 'loading'; progress: number; text: string; elapsedS: number } & LLMSelection)
-  | ({ status: 'ready'; labelLogits: boolean; warnings: string[] } & LLMSelection)
+  | ({ status: 'ready'; labelLogits: boolean; warnings: string[]; timings: LoadTimings | null } & LLMSelection)
   | { status: 'failed'; reason: LLMFailureReason; message: string; chatModel: string | null };
 
 /** Requests the page's LLM served to the training worker (all runs of this page). */
@@ -61,12 +70,13 @@ export interface LLMViewState {
 /** What changes it. */
 export type LLMAction =
   | { kind: 'llm/checking' }
-  | { kind: 'llm/catalogue'; device: DeviceFacts; models: ModelView[] }
+  | { kind: 'llm/catalogue'; device: DeviceFacts; models: ModelView[]; budget?: MemoryBudget }
   | { kind: 'llm/catalogue-failed'; message: string }
   | ({ kind: 'llm/loading' } & LLMSelection)
   /** WebLLM's `InitProgressReport` (progress 0-1, seconds elapsed, its text). */
   | { kind: 'llm/progress'; progress: number; timeElapsed: number; text: string }
-  | ({ kind: 'llm/ready'; labelLogits: boolean; warnings: string[] } & LLMSelection)
+  /** `timings`: where the load's time went (download, cache load, shader compilation). */
+  | ({ kind: 'llm/ready'; labelLogits: boolean; warnings: string[]; timings?: LoadTimings } & LLMSelection)
   | { kind: 'llm/failed'; reason: LLMFailureReason; message: string; chatModel: string | null }
   | { kind: 'llm/unloaded' }
   /** Requests served since the last report (added to the counts). */
@@ -100,7 +110,7 @@ export function reduceLLM(state: LLMViewState, action: LLMAction): LLMViewState 
     case 'llm/checking':
       return { ...state, catalogue: { status: 'checking' } };
     case 'llm/catalogue':
-      return { ...state, catalogue: { status: 'ready', device: action.device, models: action.models.slice() } };
+      return { ...state, catalogue: { status: 'ready', device: action.device, models: action.models.slice(), ...(action.budget ? { budget: { ...action.budget } } : {}) } };
     case 'llm/catalogue-failed':
       return { ...state, catalogue: { status: 'failed', message: action.message } };
     case 'llm/loading':
@@ -115,7 +125,7 @@ export function reduceLLM(state: LLMViewState, action: LLMAction): LLMViewState 
       return {
         ...state,
         catalogue: markCached(state.catalogue, [action.chatModel, action.embeddingModel]),
-        load: { status: 'ready', chatModel: action.chatModel, embeddingModel: action.embeddingModel, labelLogits: action.labelLogits, warnings: action.warnings.slice() },
+        load: { status: 'ready', chatModel: action.chatModel, embeddingModel: action.embeddingModel, labelLogits: action.labelLogits, warnings: action.warnings.slice(), timings: action.timings ?? null },
       };
     case 'llm/failed':
       return { ...state, load: { status: 'failed', reason: action.reason, message: action.message, chatModel: action.chatModel } };

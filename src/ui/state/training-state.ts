@@ -46,6 +46,11 @@ export interface TrainingViewState {
    * channel and offers no control until that one stops.
    */
   readOnly: boolean;
+  /**
+   * The run this tab trains has sent no event for a while (see the training controller's
+   * `stallMs`): it is not making progress, so Delete is offered for it too.
+   */
+  stalled: boolean;
 }
 
 /** What changes the state: a worker event, or a request of the page. */
@@ -65,7 +70,9 @@ export type TrainingAction =
   /** A stored run at rest, shown with its metrics, result and exports (on load, or chosen from the list of runs). */
   | { kind: 'show'; record: PageRunRecord; metrics: IterationMetrics[] }
   /** The page ended the worker of `runId`, which did not stop by itself; `record`: the run as it now rests. */
-  | { kind: 'halted'; runId: string; message: string; record?: PageRunRecord };
+  | { kind: 'halted'; runId: string; message: string; record?: PageRunRecord }
+  /** The run `runId` that this tab trains has sent no event for `sinceMs`. */
+  | { kind: 'stalled'; runId: string; sinceMs: number };
 
 /** The state of a page that has not trained yet. */
 export function initialTrainingState(): TrainingViewState {
@@ -86,6 +93,7 @@ export function initialTrainingState(): TrainingViewState {
     error: null,
     runs: [],
     readOnly: false,
+    stalled: false,
   };
 }
 
@@ -108,6 +116,8 @@ function withMetric(metrics: readonly IterationMetrics[], m: IterationMetrics): 
 /** The next state. Events of another run than the one shown are ignored (except run lists). */
 export function reduceTraining(state: TrainingViewState, action: TrainingAction): TrainingViewState {
   let next = reduceEvent(state, action);
+  // Any news of the run is progress; the list of runs and the backend report are not news of it.
+  if (next.stalled && (!isActive(next.status) || next.readOnly || (action.kind !== 'stalled' && action.kind !== 'runs' && action.kind !== 'backend'))) next = { ...next, stalled: false };
   if (next.validating && endsValidation(action, state, next)) next = { ...next, validating: null };
   // A run that comes to rest is no longer another tab's: this one may take it over.
   if (next.readOnly && next.runId === state.runId && !isActive(next.status)) return { ...next, readOnly: false };
@@ -124,6 +134,9 @@ function endsValidation(action: TrainingAction, before: TrainingViewState, after
 
 function reduceEvent(state: TrainingViewState, action: TrainingAction): TrainingViewState {
   switch (action.kind) {
+    case 'stalled':
+      if (action.runId !== state.runId || !isActive(state.status) || state.readOnly) return state;
+      return { ...state, stalled: true };
     case 'watch':
       if (action.runId !== state.runId) return state;
       return { ...state, status: 'running', readOnly: true, error: null };

@@ -99,6 +99,11 @@ export function TrainPanel({ state, llm, onPause, onResume, onStop, onShow }: Tr
           Another tab or window is training this run, so this one shows its progress read-only. When that tab pauses, stops or closes, Resume takes the run over here.
         </p>
       )}
+      {state.stalled && (
+        <p class="notice" data-testid="train-stalled">
+          This run has sent no progress for a while. Stop ends it where it stands; Delete (under Export, import and storage) removes it.
+        </p>
+      )}
       {state.seed && state.status === 'seeding' && (
         <div class="progress-row">
           <label for="seed-progress">Seed data</label>

@@ -42,6 +42,11 @@ export interface TrainingControllerOptions {
    * ends the worker and leaves the run paused at its last stored iteration (default 10 s).
    */
   stopWaitMs?: number;
+  /**
+   * How long the run this tab trains may send no event before the page calls it stalled and
+   * offers Delete for it (default 60 s; an iteration of the presets sends several a second).
+   */
+  stallMs?: number;
 }
 
 /** What a start may add to the run's configuration. */
@@ -64,6 +69,8 @@ const LOCK_WATCH_MS = 500;
 const LOCK_RELEASE_WAIT_MS = 5_000;
 /** Default of {@link TrainingControllerOptions.stopWaitMs}. */
 export const STOP_WAIT_MS = 10_000;
+/** Default of {@link TrainingControllerOptions.stallMs}. */
+export const STALL_MS = 60_000;
 
 const defaultStartWorker = async (): Promise<TrainingWorkerHandle> => (await import('../../../workers/training.client.ts')).startTrainingWorker();
 
@@ -73,6 +80,9 @@ export class TrainingController {
   private workerStarting: Promise<TrainingWorkerHandle> | null = null;
   private destroyed = false;
   private readonly live: LiveChannel;
+  /** When the run this tab trains last sent an event (or was asked to start). */
+  private lastNews = Date.now();
+  private stallWatch: ReturnType<typeof setInterval> | null = null;
 
   constructor(
     readonly store: TrainingStore,
@@ -144,6 +154,7 @@ export class TrainingController {
     if (link === null || this.destroyed) return null;
     const runId = newRunId(config);
     this.store.dispatch({ kind: 'request', what: 'start', runId });
+    this.heard();
     const { seedFile, backend } = extras;
     const seedData = seedFile ? { fileName: seedFile.name ?? 'seed data', text: await seedFile.text() } : undefined;
     await this.send({ kind: 'start', runId, config, ...(seedData ? { seedData } : {}), ...this.common(), ...(backend ? { backend } : {}), ...(link ? { llm: link } : {}) });
@@ -160,6 +171,7 @@ export class TrainingController {
     if (link === null || this.destroyed) return null;
     const runId = newRunId(config).replace(`-${config.mode}-`, '-checkpoint-');
     this.store.dispatch({ kind: 'request', what: 'start', runId });
+    this.heard();
     const checkpoint = new Uint8Array(await file.arrayBuffer());
     await this.send({ kind: 'evaluate-checkpoint', runId, config, checkpoint, fileName: file.name ?? 'checkpoint', ...this.common(), ...(link ? { llm: link } : {}) });
     return runId;
@@ -200,6 +212,7 @@ export class TrainingController {
       link = opened;
     }
     this.store.dispatch({ kind: 'request', what: 'resume', runId });
+    this.heard();
     await this.send({ kind: 'resume', runId, ...this.common(), ...(link ? { llm: link } : {}) });
   }
 
@@ -263,6 +276,38 @@ export class TrainingController {
     }, wait);
   }
 
+  /** Notes news of the run this tab trains, and watches for its silence (see {@link TrainingControllerOptions.stallMs}). */
+  private heard(): void {
+    this.lastNews = Date.now();
+    const stallMs = this.options.stallMs ?? STALL_MS;
+    this.stallWatch ??= setInterval(
+      () => {
+        const s = this.store.state.value;
+        const silent = Date.now() - this.lastNews;
+        if (s.runId !== null && isActive(s.status) && !s.readOnly && !s.stalled && silent >= stallMs) this.store.dispatch({ kind: 'stalled', runId: s.runId, sinceMs: silent });
+      },
+      Math.min(1000, Math.max(50, stallMs / 4)),
+    );
+  }
+
+  /**
+   * Ends the training of `runId` when it is stalled (see {@link TrainingControllerOptions.stallMs}),
+   * leaving it paused at its last stored iteration, so that it can be deleted. Resolves whether it did.
+   */
+  async haltStalled(runId: string): Promise<boolean> {
+    const s = this.store.state.value;
+    if (s.runId !== runId || !isActive(s.status) || s.readOnly || !s.stalled) return false;
+    const silent = Math.round((Date.now() - this.lastNews) / 1000);
+    await this.halt(runId, `Ended after ${silent} s without progress: the run rests at iteration ${s.iteration}.`);
+    return true;
+  }
+
+  /** Shows the latest stored run, as the page opens on it (nothing while a run is in progress; the empty view when none is left). */
+  async showLatest(): Promise<void> {
+    const latest = this.store.state.value.runs.at(-1);
+    if (latest) await this.show(latest.id);
+  }
+
   /** Ends the worker training `runId` at once and leaves the run paused at its last stored iteration. */
   private async halt(runId: string, message: string): Promise<void> {
     const worker = this.worker ?? (await this.workerStarting?.catch(() => null)) ?? null;
@@ -293,6 +338,7 @@ export class TrainingController {
   destroy(): void {
     this.destroyed = true;
     this.live.close();
+    if (this.stallWatch !== null) clearInterval(this.stallWatch);
     // The worker goes first: closing its LLM links while it still runs would let it see an LLM
     // failure and write the run down as paused, where a reload should leave it as it was.
     this.worker?.terminate();
@@ -318,6 +364,7 @@ export class TrainingController {
         return worker;
       }
       worker.onEvent((event) => {
+        this.lastNews = Date.now();
         this.store.dispatch(event);
         this.live.publish(event);
         if (event.kind === 'failed' && event.runId === '') {
