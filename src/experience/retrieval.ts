@@ -18,15 +18,16 @@
  *      episode (`click[< prev]`, `click[back to search]`) goes back to that state of this one;
  *    - the same (state, action) stored in the data: its next state;
  *    - the nearest stored transition of the same verb (same task first, then the same action,
- *      then, for an item opened from a list by its id, the opening of the item with the most
- *      similar list line, then the same template; cosine similarity of the embedding of state +
- *      action), its entities rewritten for this task, action and state; when the neighbour's
- *      action changed little of its state's admissible actions, that edit is applied to this
- *      state's actions rather than copying the neighbour's list; a query the data never
- *      recorded, answered by another query's list, lists instead the recorded items that best
- *      match its words (./listings.ts).
- * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
- * which `npx dreamgym fidelity` measures against trivial simulators.
+ *      then the same template; cosine similarity of the embedding of state + action), its
+ *      entities rewritten for this task, action and state; when the neighbour's action changed
+ *      little of its state's admissible actions, that edit is applied to this state's actions
+ *      rather than copying the neighbour's list.
+ * 4. grounding (./grounding.ts): this world's own recorded step is a fact; any other outcome is a
+ *    prediction whose support (where it came from, how similar the evidence, how the candidates
+ *    agree) is mapped to a probability of being right, calibrated on held-out recorded episodes.
+ *    Below the calibrated threshold the step is unknown: the episode halts with a penalty and no
+ *    success. Where the data does not cover a situation the simulator says so instead of guessing;
+ *    `npx dreamgym fidelity` measures both against trivial simulators.
  */
 import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
 import { learnArrivalTexts, withArrivalText, type ArrivalTexts } from './arrival-texts.ts';
@@ -36,8 +37,6 @@ import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
-import { ItemListings, listedItem } from './listings.ts';
-import { ItemOffers } from './item-offers.ts';
 import { abstractText, actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
@@ -106,19 +105,6 @@ export interface RetrievalModelConfig {
    */
   namedThings: boolean;
   /**
-   * Whether a query the data never recorded lists the items the data listed that best match its
-   * words (see ./listings.ts) rather than the nearest stored query's items. Default true; false
-   * is the ablation the tests and fidelity compare.
-   */
-  rankListings: boolean;
-  /**
-   * Whether a stand-in page for an item no stored episode opened offers the choices the
-   * instruction names as often as the data's pages of items listed alike did (see
-   * ./item-offers.ts), rather than whatever the most similar opened item offered. Default true;
-   * false is the ablation the tests and fidelity compare.
-   */
-  calibrateOffers: boolean;
-  /**
    * Whether every step is grounded (see ./grounding.ts): its support by the data is calibrated on
    * held-out recorded episodes, an unknown step halts the episode with a penalty, and a success
    * needs recorded successes like it. Default true; false is the ablation.
@@ -137,8 +123,6 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   useRewardModel: true,
   rewardModel: {},
   namedThings: true,
-  rankListings: true,
-  calibrateOffers: true,
   grounding: true,
   calibrationFolds: 3,
 };
@@ -352,18 +336,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly binaryRewards: boolean,
     /** What places offer for what the agent carries (see ./arrival.ts). */
     private readonly arrival: ArrivalRules | null,
-    /**
-     * Continuing transitions that opened an item from a list by its id: their action templates,
-     * the embeddings of the items' list lines, and what items' pages offer (see ./item-offers.ts).
-     */
-    private readonly items: { rows: readonly number[]; templates: readonly string[]; vectors: readonly Float32Array[]; offers: ItemOffers | null },
     readonly rewardModel: RewardModel | null,
     /** Where things the instruction names lie in worlds the data never showed (see ./named-things.ts); its step indices are this model's transitions. */
     private readonly named: NamedThingRules | null = null,
     /** The word an emptied list shows ("nothing"; see ./carried-things.ts). */
     private readonly emptyListWord: string | undefined = undefined,
-    /** Items the data listed, ranked again for unrecorded queries (see ./listings.ts). */
-    private readonly listings: ItemListings | null = null,
     /** What real arrivals say for what they reach (see ./arrival-texts.ts). */
     private readonly arrivalTexts: ArrivalTexts | null = null,
     /** What a place offers an empty hand right after a put-down there (see ./carried-things.ts), when the data shows the rule. */
@@ -511,35 +488,20 @@ export class RetrievalExperienceModel implements ExperienceModel {
       usable.map((t) => t.state.actions),
       usable.flatMap((t) => (t.next && !t.done ? [{ before: t.state.actions, action: t.action, after: t.next.actions }] : [])),
     );
-    const listed = usable.flatMap((t, i) => {
-      const line = t.next ? listedItem(t.state.text, t.action) : undefined;
-      return line === undefined ? [] : [{ row: i, template: actionTemplate(t.action).template, line }];
-    });
-    // Episodes, for the rule of ./item-offers.ts: a transition without history opens one.
-    const episodes: { taskId: string; instruction: string; steps: RealTransition[]; success: boolean }[] = [];
-    for (const t of transitions) {
-      if (t.history.length === 0 || episodes.length === 0) episodes.push({ taskId: t.task.id, instruction: t.task.instruction, steps: [], success: false });
-      const e = episodes[episodes.length - 1] as (typeof episodes)[number];
-      if (t.valid) e.steps.push(t);
-      if (t.success) e.success = true;
-    }
-    const offers = cfg.calibrateOffers ? ItemOffers.learn(episodes, listValues) : null;
-    const items = { rows: listed.map((x) => x.row), templates: listed.map((x) => x.template), vectors: await embedder.embed(listed.map((x) => x.line)), offers };
     const named = cfg.namedThings
       ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
       : null;
     const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
-    const listings = cfg.rankListings ? ItemListings.learn(usable) : null;
     const arrivalTexts = arrival ? learnArrivalTexts(arrival.move, usable.flatMap((t) => (t.next && !t.done ? [{ instruction: t.task.instruction, action: t.action, next: t.next }] : []))) : null;
     const putDownPickUps = arrival ? learnPutDownPickUps(arrival, usable.map((t) => t.state.actions), usable.flatMap((t) => (t.next && !t.done ? [{ action: t.action, before: t.history, after: t.next }] : []))) : undefined;
-    let model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord, listings, arrivalTexts, putDownPickUps);
+    let model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, null, named, emptyListWord, arrivalTexts, putDownPickUps);
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
       .filter((t) => model.mayEnd(t.action, t.task.instruction))
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
     if (cfg.useRewardModel && rewardExamples.length > 0) {
       const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-      model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord, listings, arrivalTexts, putDownPickUps);
+      model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, rewardModel, named, emptyListWord, arrivalTexts, putDownPickUps);
     }
     usable.forEach((t, i) => {
       const key = recordedKey(t.task.id, withoutInstruction(t.state.text, t.task.instruction), t.action);
@@ -934,12 +896,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { observation: clone(observation), why: `no stored transition with a "${actionVerb(action)}" action continues an episode; the state is kept.`, evidence: { source: 'none', similarity: 0, agreement: 0 } };
     }
     const evidence: EvidenceUsed = { source: found.source, similarity: found.similarity, agreement: found.agreement };
-    // Another query's list lists another query's items: ranked again for this one's words.
-    const rewritten = this.rewrite(neighbour, seen, action, task);
-    const predicted = this.listings && neighbour.action !== action ? this.listings.relist(action, rewritten, neighbour.action) : rewritten;
-    const relisted = predicted !== rewritten ? ', listing the items the data listed that best match this query instead of its own' : '';
+    const predicted = this.rewrite(neighbour, seen, action, task);
     const named = await this.withNamedThing(task, seen, action, predicted);
-    return named ? { ...named, evidence } : { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten${relisted}.`, evidence };
+    return named ? { ...named, evidence } : { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten.`, evidence };
   }
 
   /**
@@ -1204,41 +1163,6 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // showed it open with its contents, on 40 of 553 walks of the scripted policy.
     const same = pick(alike(this.byAction.get(action)), 'same-action') ?? pick(this.byAction.get(action), 'same-action');
     if (same) return same;
-    // An item no stored episode opened: what its page offers (a product's options) belongs to the
-    // item, so the stand-in is the most similar item, not the item some similar task opened. By
-    // the whole screen (whose search query and state repeat the instruction) the stand-in was the
-    // product a similar instruction asked for, and its page offered the colour or size this one
-    // asks for: a policy trained in the simulator bought products whose real pages lacked them
-    // (17 of 68 simulated successes on shop training tasks, seed 0).
-    const line = listedItem(state, action);
-    if (line !== undefined && this.items.rows.length > 0) {
-      const [itemQuery] = await this.embedder.embed([line]);
-      const iq = itemQuery as Float32Array;
-      if (iq.some((x) => x !== 0)) {
-        const template = actionTemplate(action).template;
-        const scored: { pos: number; score: number }[] = [];
-        this.items.rows.forEach((pos, j) => {
-          if (this.items.templates[j] !== template) return;
-          scored.push({ pos, score: dot(this.items.vectors[j] as Float32Array, iq) });
-        });
-        // Stable: among equal scores the earlier opening, as before.
-        scored.sort((a, b) => (nearestFirst ? b.score - a.score : a.score - b.score));
-        const offers = this.items.offers?.standInOffers(task.id, task.rootId, task.instruction, state, action);
-        // Among the most similar items, the first whose page offers (or lacks) the named choices as drawn.
-        const drawn =
-          offers === undefined
-            ? undefined
-            : scored.slice(0, STAND_IN_CANDIDATES).find((c) => {
-                const t = this.transitions[c.pos] as RealTransition;
-                return this.items.offers?.offersNamed(task.instruction, t.next as Observation, t.task.instruction) === offers;
-              });
-        const best = drawn ?? scored[0];
-        if (best) {
-          const others = scored.filter((c) => c !== best).slice(0, this.config.k - 1).map((c) => c.pos);
-          return { t: this.transitions[best.pos] as RealTransition, source: 'item', similarity: best.score, agreement: this.agreement(best.pos, others) };
-        }
-      }
-    }
     const verb = this.verbs.get(actionVerb(action));
     if (!verb) return undefined;
     let hits = this.safeSearch(verb.index, q, nearestFirst ? this.config.k : verb.rows.length);
@@ -1287,9 +1211,6 @@ export class RetrievalExperienceModel implements ExperienceModel {
     this.rewardModel?.dispose();
   }
 }
-
-/** Most similar opened items searched for a stand-in page that offers (or lacks) the named choices as drawn. */
-const STAND_IN_CANDIDATES = 16;
 
 /** Stored steps tried, most similar first, for one that shows a named thing the episode lacks. */
 const MAX_NAMED_TRIES = 8;
