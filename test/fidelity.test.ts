@@ -69,8 +69,12 @@ function misses(env: Env, measures: FidelityMeasures, randomSuccess?: readonly n
 
 const randomSuccessOf = (t: FidelityTable): number[] => t.falseSuccess.filter((r) => r.policy === 'random' && r.taskType === 'all').map((r) => r.simSuccess);
 
+/**
+ * The floors judge the predictor alone (`grounding: false`): grounded, a step it predicts badly
+ * halts as unknown, which the grounding test below measures on its own.
+ */
 async function table(env: Env, model: Partial<RetrievalModelConfig> = {}, baselines: ('echo' | 'majority')[] = []): Promise<FidelityTable> {
-  return measureFidelityTable(getEnvSpec(env), { ...SIZE, model, baselines });
+  return measureFidelityTable(getEnvSpec(env), { ...SIZE, model: { grounding: false, ...model }, baselines });
 }
 
 describe('jaccard', () => {
@@ -117,6 +121,22 @@ describe('retrieval experience model fidelity (held-out test-split episodes)', (
       expect(misses(env, echo)).not.toEqual([]);
     });
   }
+});
+
+describe('grounded retrieval model fidelity', () => {
+  it('shop: the steps it keeps match reality more often than the predictor alone, it states its grounding, and a random policy cannot game it', async () => {
+    const predictor = await table('shop');
+    const grounded = await measureFidelityTable(getEnvSpec('shop'), { ...SIZE, baselines: [], falseSuccessPolicies: ['random'], goalBlind: false });
+    const [p, g] = [predictor.rows[0]!, grounded.rows[0]!];
+    expect(p.unknownShare).toBe(0);
+    expect(g.unknownShare).toBeGreaterThan(0);
+    expect(g.knownNextStateMatch).toBeGreaterThan(p.nextStateMatch + 0.1);
+    expect(randomSuccessOf(grounded).every((r) => r <= RANDOM_SUCCESS_CEILING)).toBe(true);
+    const report = grounded.grounding!;
+    expect(report.heldOutSteps).toBe(g.trainTransitions);
+    expect(report.success.precision).toBeGreaterThan(0.9);
+    expect(predictor.grounding).toBeUndefined();
+  });
 });
 
 /** A "simulator" that steps a real environment of each episode's task: what a policy sees inside is what it would see outside. */
