@@ -661,12 +661,15 @@ export class RetrievalExperienceModel implements ExperienceModel {
    * the same world) taken from the same screen; an ending counts only for the task itself, whose
    * goal it was judged by.
    */
-  private recordedFact(task: AgentTask, observation: Observation, action: string): RawOutcome | undefined {
+  private recordedFact(task: AgentTask, history: readonly HistoryStep[], observation: Observation, action: string): RawOutcome | undefined {
     const screen = withoutInstruction(observation.text, task.instruction);
     const own = this.recorded.get(recordedKey(task.id, screen, action));
     const root = task.rootId !== undefined ? this.recorded.get(recordedKey(task.rootId, screen, action)) : undefined;
     const t = own !== undefined ? this.transitions[own] : root !== undefined ? this.transitions[root] : undefined;
     if (!t || (t.next === null && own === undefined)) return undefined;
+    // An ending's reward may hang on what the screen does not show (options chosen earlier): only
+    // the same actions so far make it the recorded one.
+    if (t.next === null && (t.history.length !== history.length || t.history.some((a, i) => a !== history[i]?.action.trim()))) return undefined;
     const features: SupportFeatures = { source: 'recorded', similarity: 1, agreement: 1, actionSeen: true, templateSeen: true };
     const why = 'This task\'s recorded episode took the same action in the same state and action';
     if (t.next === null) {
@@ -699,7 +702,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       };
     }
 
-    const fact = this.recordedFact(task, observation, action);
+    const fact = this.recordedFact(task, history, observation, action);
     if (fact) return fact;
     const verdict = await this.judge(task, history, observation, action);
     if (verdict.done) {
