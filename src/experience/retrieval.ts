@@ -1140,8 +1140,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const rank = (positions: readonly number[]): { pos: number; score: number; cosine: number }[] =>
       positions
         .map((pos) => {
-          const cosine = dot(this.vectors[pos] as Float32Array, q);
-          return { pos, score: cosine + jaccardOf(kinds, this.templates[pos] as Set<string>), cosine };
+          const v = this.vectors[pos] as Float32Array;
+          // Summed in this order (the overlap first) so that near ties fall as they always did.
+          let score = jaccardOf(kinds, this.templates[pos] as Set<string>);
+          for (let i = 0; i < v.length; i++) score += (v[i] as number) * (q[i] as number);
+          return { pos, score, cosine: dot(v, q) };
         })
         // Stable: among equal scores the earlier transition.
         .sort((x, y) => (nearestFirst ? y.score - x.score : x.score - y.score));
