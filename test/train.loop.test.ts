@@ -215,6 +215,7 @@ describe('validating the synthetic phase', () => {
     }
   });
 
+  // Four runs, each building the grounded simulator (whose calibration builds three more): more than the default minute.
   it('puts the starting policy back when the phase ends lower inside the simulator, and keeps the end otherwise', async () => {
     const before = tf.memory().numTensors;
     // A learning rate far too high wrecks the policy the behaviour cloning gave.
@@ -261,7 +262,6 @@ describe('validating the synthetic phase', () => {
       run.dispose();
     }
     expect(tf.memory().numTensors).toBe(before);
-    // Four runs, each building the grounded simulator (its calibration builds three more).
   }, 180_000);
 });
 
