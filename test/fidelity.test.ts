@@ -39,10 +39,12 @@ type Env = 'shop' | 'household';
  * floors rose to 0.76 and 0.55. Since a query the data never recorded lists the recorded items
  * that match its words (src/experience/listings.ts), shop measures agreement 0.827 and match
  * 0.582, the farthest-first variant 0.782 and 0.518 (past the agreement floor of 0.76), so that
- * floor rose to 0.80.
+ * floor rose to 0.80. That relisting was removed when the simulator was grounded (an unrecorded
+ * query's results are unknown and halt the episode there): the predictor alone measures agreement
+ * 0.796, so the floor is 0.76 again.
  */
 const FLOORS: Record<Env, Partial<Record<keyof FidelityMeasures, number>>> = {
-  shop: { actionAgreement: 0.8, nextStateMatch: 0.55, finalVerdictBalanced: 0.85 },
+  shop: { actionAgreement: 0.76, nextStateMatch: 0.55, finalVerdictBalanced: 0.85 },
   household: { actionAgreement: 0.945, nextStateMatch: 0.63, consistency: 0.95, finalVerdictBalanced: 0.9 },
 };
 /** The most a uniformly random policy may succeed inside the simulator (it succeeds 0-2.5% for real). */
