@@ -11,16 +11,24 @@ import { agentView, type JsonValue, type Observation, type Task } from '../src/c
 import type { HistoryStep } from '../src/experience/types.ts';
 import { importGraph, importSpecifiers } from './fixtures/import-graph.ts';
 import { referencePolicy } from '../src/train/reference.ts';
+import { groupAdvantages } from '../src/rl/grpo.ts';
+import { DOCS, MAX_STEPS, ShortcutWorld, shortcutEpisode, shortcutTasks } from './fixtures/shortcut-domain.ts';
 
 const data = [...generateOfflineData(getEnvSpec('shop'), { episodes: 60, seed: 4, policy: 'noisy:0.3', split: 'train' })];
 const tasks = data.map((d) => d.task);
 const trajectories = data.map((d) => d.trajectory);
 let model: RetrievalExperienceModel;
+/**
+ * The predictor alone, without its grounding: these tests judge what it shows where the data
+ * covers a step less well than a recorded fact; grounded, most such steps halt as unknown (see the
+ * grounding tests below).
+ */
+const PREDICTOR = { grounding: false } as const;
 let tensorsBefore = 0;
 
 beforeAll(async () => {
   tensorsBefore = tf.memory().numTensors;
-  model = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 } });
+  model = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, rewardModel: { epochs: 10 } });
 });
 afterAll(() => {
   model.dispose();
@@ -110,7 +118,7 @@ describe('RetrievalExperienceModel', () => {
       ...generateOfflineData(spec, { episodes: 60, seed: 12, policy: 'noisy:1', split: 'train' }),
     ];
     const mixedTasks = mixed.map((d) => d.task);
-    const shop = await RetrievalExperienceModel.fromTrajectories(mixedTasks, mixed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const shop = await RetrievalExperienceModel.fromTrajectories(mixedTasks, mixed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     let replays = 0;
     let successes = 0;
     let originals = 0;
@@ -152,7 +160,7 @@ describe('RetrievalExperienceModel', () => {
       ...generateOfflineData(spec, { episodes: 60, seed: 21, policy: 'expert', split: 'train' }),
       ...generateOfflineData(spec, { episodes: 40, seed: 22, policy: 'noisy:1', split: 'train' }),
     ];
-    const hh = await RetrievalExperienceModel.fromTrajectories(mixed.map((d) => d.task), mixed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const hh = await RetrievalExperienceModel.fromTrajectories(mixed.map((d) => d.task), mixed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     let walks = 0;
     let carriedShown = 0;
     let skips = 0;
@@ -210,7 +218,7 @@ describe('RetrievalExperienceModel', () => {
       ...generateOfflineData(spec, { episodes: 90, seed: 21, policy: 'expert', split: 'train' }),
       ...generateOfflineData(spec, { episodes: 40, seed: 22, policy: 'noisy:1', split: 'train' }),
     ];
-    const hh = await RetrievalExperienceModel.fromTrajectories(mixed.map((d) => d.task), mixed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const hh = await RetrievalExperienceModel.fromTrajectories(mixed.map((d) => d.task), mixed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     let firstPuts = 0;
     let ended = 0;
     try {
@@ -241,7 +249,7 @@ describe('RetrievalExperienceModel', () => {
       ...generateOfflineData(spec, { episodes: 20, seed: 42, policy: 'noisy:0.3', split: 'train' }),
     ];
     const held = [...generateOfflineData(spec, { episodes: 60, seed: 43, policy: 'expert', split: 'test' })];
-    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     let putsBack = 0;
     let named = 0;
     const stillHeld: string[] = [];
@@ -284,7 +292,7 @@ describe('RetrievalExperienceModel', () => {
     const spec = getEnvSpec('household');
     const train = [...generateOfflineData(spec, { episodes: 80, seed: 31, policy: 'noisy:0.3', split: 'train' })];
     const held = [...generateOfflineData(spec, { episodes: 20, seed: 32, policy: 'noisy:0.6', split: 'test' })];
-    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     const holding = (o: Observation): string => /Holding: ([^.]*)\./.exec(o.text)?.[1] ?? '?';
     let walks = 0;
     let kept = 0;
@@ -313,7 +321,7 @@ describe('RetrievalExperienceModel', () => {
     const spec = getEnvSpec('household');
     const train = [...generateOfflineData(spec, { episodes: 80, seed: 31, policy: 'noisy:0.3', split: 'train' })];
     const held = [...generateOfflineData(spec, { episodes: 20, seed: 33, policy: 'noisy:0.6', split: 'test' })];
-    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     const room = (o: Observation): string | undefined => /Looking quickly around you, [^\n]*/.exec(o.text)?.[0];
     let looks = 0;
     let same = 0;
@@ -346,7 +354,7 @@ describe('RetrievalExperienceModel', () => {
     // steps differed from the real text by that alone (match 21.9% -> 84.9% without it).
     const spec = getEnvSpec('household');
     const train = [...generateOfflineData(spec, { episodes: 80, seed: 31, policy: 'noisy:0.3', split: 'train' })];
-    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     const cases = [
       { sim: hh, held: [...generateOfflineData(spec, { episodes: 20, seed: 33, policy: 'noisy:0.6', split: 'test' })] },
       { sim: model, held: [...generateOfflineData(getEnvSpec('shop'), { episodes: 20, seed: 34, policy: 'noisy:0.6', split: 'test' })] },
@@ -384,7 +392,7 @@ describe('RetrievalExperienceModel', () => {
     const recorded = [{ observation: start, action: `go to ${b}`, reward: 0, done: false, valid: true }];
     const atB = env.step(`go to ${b}`).observation;
     recorded.push({ observation: atB, action: 'look', reward: 0, done: false, valid: true });
-    const hh = await RetrievalExperienceModel.fromTrajectories([task], [{ id: 'r', taskId: task.id, env: 'household', source: 'offline', steps: recorded, success: false, reward: 0 }], new HashedEmbedder({ dim: 64 }), { useRewardModel: false });
+    const hh = await RetrievalExperienceModel.fromTrajectories([task], [{ id: 'r', taskId: task.id, env: 'household', source: 'offline', steps: recorded, success: false, reward: 0 }], new HashedEmbedder({ dim: 64 }), { ...PREDICTOR, useRewardModel: false });
     try {
       env.reset(task);
       const atA = env.step(`go to ${a}`).observation;
@@ -525,7 +533,7 @@ describe('RetrievalExperienceModel', () => {
     expect(step.observation.actions.length).toBeGreaterThan(0);
     // Same inputs, same prediction; and a model built again from the same data predicts the same.
     expect(await model.step(request)).toEqual(step);
-    const again = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 } });
+    const again = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, rewardModel: { epochs: 10 } });
     try {
       expect(await again.step(request)).toEqual(step);
       expect(await again.reset(task, [])).toEqual(await model.reset(task, []));
@@ -583,39 +591,6 @@ describe('RetrievalExperienceModel', () => {
     expect(ended).toBe(0);
   });
 
-  it('a product the data never opened offers its own kind of options, not the ones the instruction asks for', async () => {
-    // Picked by the whole screen (whose search query repeats the instruction), the stand-in page
-    // was that of the product a similar instruction asked for: it offered every option this task
-    // wants 69% of the time against 43% for the real pages of the same clicks. The test reads the
-    // hidden goal to judge; the simulator never sees it.
-    const spec = getEnvSpec('shop');
-    const opened = new Set(trajectories.flatMap((t) => t.steps.map((s) => s.action)));
-    let clicks = 0;
-    let simulated = 0;
-    let real = 0;
-    for (const traj of trajectories) {
-      const task = tasks.find((t) => t.id === traj.taskId) as Task;
-      const wanted = Object.values((task.goal as { options: Record<string, string> }).options);
-      if (wanted.length === 0) continue;
-      const offersWanted = (o: Observation): boolean => wanted.every((v) => o.actions.includes(`click[${v}]`));
-      for (const [i, s] of traj.steps.entries()) {
-        for (const click of s.observation.actions.filter((a) => /^click\[B0/.test(a) && !opened.has(a)).slice(0, 3)) {
-          const history = traj.steps.slice(0, i).map((h) => ({ observation: h.observation, action: h.action }));
-          const step = await model.step({ task, history, observation: s.observation, action: click, demos: [] });
-          const env = spec.create();
-          env.reset(task);
-          for (const h of traj.steps.slice(0, i)) env.step(h.action);
-          clicks++;
-          if (offersWanted(step.observation)) simulated++;
-          if (offersWanted(env.step(click).observation)) real++;
-        }
-      }
-    }
-    expect(clicks).toBeGreaterThan(200);
-    expect(real / clicks).toBeGreaterThan(0.2);
-    expect(Math.abs(simulated - real) / clicks).toBeLessThan(0.08);
-  });
-
   it('household: a generated task starts in its root task\'s recorded room and steps through it', async () => {
     // A generated household task keeps its parent's room (the validator enforces it), so its real
     // first state is its root's, which the data recorded, and so are the root's recorded steps;
@@ -624,7 +599,7 @@ describe('RetrievalExperienceModel', () => {
     // noisy episodes: the next state's text as the real one, with the root known and without.
     const spec = getEnvSpec('household');
     const train = [...generateOfflineData(spec, { episodes: 80, seed: 41, policy: 'noisy:0.3', split: 'train' })];
-    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     const children = await new RecombinationTaskGenerator({ seed: 2 }).generate(train.map((d) => d.task), 30);
     const score = { rooted: { first: 0, next: 0 }, unrooted: { first: 0, next: 0 }, steps: 0 };
     const rng = new Rng(7);
@@ -664,7 +639,7 @@ describe('RetrievalExperienceModel', () => {
     const train = [...generateOfflineData(spec, { episodes: 80, seed: 41, policy: 'noisy:0.3', split: 'train' })];
     const heldOut = spec.tasks({ split: 'test', count: 30, seed: 5 });
     const actor = referencePolicy('household');
-    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }));
+    const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), PREDICTOR);
     const at = (o: Observation): { place: string; things: string[]; holding: string } => {
       const m = /Location: ([a-z]+ \d+)[^;.]*(?:; you see ([^.]*))?\. Holding: ([^.]*)\./.exec(o.text);
       const seen = m?.[2] ?? 'nothing';
@@ -743,7 +718,7 @@ describe('RetrievalExperienceModel', () => {
     const heldOut = spec.tasks({ split: 'test', count: 30, seed: 5 });
     const actor = referencePolicy('household');
     const score = async (namedThings: boolean): Promise<{ found: number; success: number; places: string[] }> => {
-      const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { namedThings });
+      const hh = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, namedThings });
       const out = { found: 0, success: 0, places: [] as string[] };
       try {
         for (const task of heldOut) {
@@ -810,7 +785,7 @@ describe('RetrievalExperienceModel', () => {
     // `click[back to search]`, whose suggested queries were that episode's (0 of 30 right before).
     const spec = getEnvSpec('shop');
     const seed = [...generateOfflineData(spec, { episodes: 60, seed: 4, policy: 'expert', split: 'train' }), ...generateOfflineData(spec, { episodes: 30, seed: 5, policy: 'noisy:1', split: 'train' })];
-    const sim = await RetrievalExperienceModel.fromTrajectories(seed.map((d) => d.task), seed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 } });
+    const sim = await RetrievalExperienceModel.fromTrajectories(seed.map((d) => d.task), seed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, rewardModel: { epochs: 10 } });
     try {
       let same = 0;
       let tried = 0;
@@ -833,56 +808,139 @@ describe('RetrievalExperienceModel', () => {
     }
   });
 
-  it('a query the data never recorded lists the recorded items that match its words, as the real page does', async () => {
-    // Before, the nearest stored query's items (another product's): 31% of the real page's items,
-    // the target on 29 of the 79 real pages that listed it. Measured after: 49%, 51 of 79.
-    const spec = getEnvSpec('shop');
-    const seed = [...generateOfflineData(spec, { episodes: 60, seed: 4, policy: 'expert', split: 'train' }), ...generateOfflineData(spec, { episodes: 30, seed: 5, policy: 'noisy:1', split: 'train' })];
-    const recorded = new Set(seed.flatMap((d) => d.trajectory.steps.map((s) => s.action)));
-    const listed = (text: string): string[] => text.split('\n').flatMap((l) => /^\[(B0[A-Z0-9]{8})\] /.exec(l)?.[1] ?? []);
-    const measure = async (rankListings: boolean): Promise<{ queries: number; shared: number; target: number; realTarget: number; relisted: number }> => {
-      const sim = await RetrievalExperienceModel.fromTrajectories(seed.map((d) => d.task), seed.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 }, rankListings });
-      const out = { queries: 0, shared: 0, target: 0, realTarget: 0, relisted: 0 };
-      try {
-        for (const task of spec.tasks({ split: 'test', count: 30, seed: 12 })) {
-          const first = spec.create().reset(task);
-          const targetId = (task.goal as { targetId: string }).targetId;
-          for (const action of first.actions.filter((a) => !recorded.has(a))) {
-            const env = spec.create();
-            env.reset(task);
-            const real = listed(env.step(action).observation.text);
-            const step = await sim.step({ task, history: [], observation: first, action, demos: [] });
-            const simulated = listed(step.observation.text);
-            expect(simulated.length).toBeGreaterThan(0);
-            out.queries++;
-            if (/best match this query/.test(step.reasoning)) out.relisted++;
-            out.shared += simulated.filter((id) => real.includes(id)).length / real.length;
-            if (real.includes(targetId)) {
-              out.realTarget++;
-              if (simulated.includes(targetId)) out.target++;
-            }
-          }
-        }
-      } finally {
-        sim.dispose();
-      }
-      return out;
-    };
-    const ranked = await measure(true);
-    const ablated = await measure(false);
-    expect(ranked.queries).toBeGreaterThanOrEqual(60);
-    expect(ranked.shared / ranked.queries).toBeGreaterThanOrEqual(0.42);
-    expect(ablated.shared / ablated.queries).toBeLessThan(0.42);
-    expect(ranked.target).toBeGreaterThanOrEqual(Math.ceil(0.55 * ranked.realTarget));
-    expect(ablated.target).toBeLessThan(Math.ceil(0.55 * ablated.realTarget));
-    // The reasoning says when a page was listed again.
-    expect(ranked.relisted).toBeGreaterThanOrEqual(Math.ceil(0.8 * ranked.queries));
-    expect(ablated.relisted).toBe(0);
-  });
-
   it('needs valid data and tasks for every trajectory', async () => {
     expect(() => transitionsFromTrajectories([], trajectories.slice(0, 1))).toThrow(RetrievalDataError);
     await expect(RetrievalExperienceModel.fromTransitions([], new HashedEmbedder({ dim: 16 }))).rejects.toThrow(/at least one valid/);
+  });
+});
+
+describe('grounding: a small domain with a planted shortcut', () => {
+  // Same document names in every task, different contents: an unrecorded document shown as another
+  // task's, its words rewritten for this one, made "open doc k, delete it" pay inside the simulator.
+  const shortcutData = shortcutTasks(80, 1);
+  const dataRng = new Rng(2);
+  const recorded = shortcutData.map((t, i) => shortcutEpisode(t, i % 2 === 0 ? 0.2 : 1, dataRng));
+  let grounded: RetrievalExperienceModel;
+  let ablation: RetrievalExperienceModel;
+  beforeAll(async () => {
+    grounded = await RetrievalExperienceModel.fromTrajectories(shortcutData, recorded, new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 } });
+    ablation = await RetrievalExperienceModel.fromTrajectories(shortcutData, recorded, new HashedEmbedder({ dim: 128 }), { rewardModel: { epochs: 10 }, grounding: false });
+  });
+  afterAll(() => {
+    grounded.dispose();
+    ablation.dispose();
+  });
+
+  it('a recorded transition is known and a made-up one is unknown, and the unknown step halts its episode without success', async () => {
+    let known = 0;
+    let madeUp = 0;
+    for (const [i, task] of shortcutData.entries()) {
+      const steps = recorded[i]!.steps;
+      const history: HistoryStep[] = [];
+      for (const step of steps) {
+        const s = await grounded.step({ task, history: history.slice(), observation: step.observation, action: step.action, demos: [] });
+        expect(s.grounding?.unknown).toBe(false);
+        expect(s.grounding?.support).toBe(1);
+        expect(s.reward).toBe(step.reward);
+        known++;
+        history.push({ observation: step.observation, action: step.action });
+      }
+      // Documents this task's episode never opened: what they hold is made up.
+      const first = new ShortcutWorld(task).reset();
+      for (const doc of DOCS) {
+        if (steps.some((x) => x.action === `open ${doc}`)) continue;
+        const s = await grounded.step({ task, history: [], observation: first, action: `open ${doc}`, demos: [] });
+        expect(s.grounding?.unknown).toBe(true);
+        expect(s.grounding?.support).toBeLessThan(grounded.grounding!.threshold);
+        expect(s.done).toBe(true);
+        expect(s.observation.actions).toEqual([]);
+        expect(s.reward).toBe(grounded.grounding!.haltPenalty);
+        expect(s.reward).toBeLessThan(0);
+        madeUp++;
+      }
+    }
+    expect(known).toBeGreaterThan(100);
+    expect(madeUp).toBeGreaterThan(50);
+    // The ablation leaves steps ungrounded.
+    const s = await ablation.step({ task: shortcutData[0]!, history: [], observation: recorded[0]!.steps[0]!.observation, action: recorded[0]!.steps[0]!.action, demos: [] });
+    expect(s.grounding).toBeUndefined();
+  });
+
+  it('states the evidence-bound reward\'s precision, measured on every recorded episode held out once', () => {
+    const g = grounded.grounding!;
+    expect(g.folds).toBe(3);
+    expect(g.heldOutSteps).toBe(recorded.reduce((n, t) => n + t.steps.filter((x) => x.valid).length, 0));
+    expect(g.success.successes).toBe(recorded.filter((t) => t.success).length);
+    expect(g.success.granted).toBeGreaterThan(0);
+    expect(g.success.precision).toBeGreaterThan(0.9);
+    expect(g.success.recall).toBeGreaterThan(0.5);
+    expect(g.haltPenalty).toBeCloseTo(-recorded.filter((t) => t.success).length / recorded.length, 10);
+    expect(g.bySource.reduce((n, b) => n + b.steps, 0)).toBe(g.heldOutSteps);
+  });
+
+  it('GRPO inside the grounded simulator no longer learns the shortcut the ungrounded one pays for', async () => {
+    /** GRPO on a policy with one logit per action string (masked to the admissible ones), inside `sim`; then its false successes. */
+    const falseSuccesses = async (sim: RetrievalExperienceModel): Promise<{ sim: number; falseOnes: number }> => {
+      const logits = new Map<string, number>();
+      const choose = (actions: readonly string[], rng: Rng): string => {
+        const ls = actions.map((a) => logits.get(a) ?? 0);
+        const top = Math.max(...ls);
+        const ps = ls.map((l) => Math.exp(l - top));
+        let u = rng.next() * ps.reduce((x, y) => x + y, 0);
+        for (let i = 0; i < actions.length; i++) if ((u -= ps[i]!) <= 0) return actions[i]!;
+        return actions[actions.length - 1]!;
+      };
+      const play = async (task: Task, rng: Rng): Promise<{ actions: string[]; reward: number; real: number }> => {
+        let observation = new ShortcutWorld(task).reset();
+        const history: HistoryStep[] = [];
+        let reward = 0;
+        for (let t = 0; t < MAX_STEPS && observation.actions.length > 0; t++) {
+          const action = choose(observation.actions, rng);
+          const s = await sim.step({ task: agentView(task), history: history.slice(), observation, action, demos: [] });
+          history.push({ observation, action });
+          if (s.done) {
+            reward = s.reward;
+            break;
+          }
+          observation = s.observation;
+        }
+        const world = new ShortcutWorld(task);
+        world.reset();
+        let real = 0;
+        for (const h of history) {
+          const r = world.step(h.action);
+          real = r.reward;
+          if (r.done) break;
+        }
+        return { actions: history.map((h) => h.action), reward, real };
+      };
+      const pool = shortcutData.slice(0, 40);
+      const rng = new Rng(5);
+      for (let it = 0; it < 20; it++) {
+        const episodes: { actions: string[]; reward: number }[] = [];
+        for (const task of rng.sample(pool, 8)) for (let g = 0; g < 8; g++) episodes.push(await play(task, rng));
+        const advantages = groupAdvantages(episodes.map((e) => e.reward), 8, 'group');
+        episodes.forEach((e, i) => {
+          for (const a of e.actions) logits.set(a, (logits.get(a) ?? 0) + 0.3 * advantages[i]!);
+        });
+      }
+      let simSuccess = 0;
+      let falseOnes = 0;
+      const evalRng = new Rng(9);
+      for (const task of pool) {
+        for (let k = 0; k < 4; k++) {
+          const e = await play(task, evalRng);
+          if (e.reward >= 1) simSuccess++;
+          if (e.reward >= 1 && e.real < 1) falseOnes++;
+        }
+      }
+      return { sim: simSuccess, falseOnes };
+    };
+    const ungrounded = await falseSuccesses(ablation);
+    // The shortcut is there to be found: most of what the ungrounded simulator paid for was false.
+    expect(ungrounded.falseOnes).toBeGreaterThanOrEqual(10);
+    const honest = await falseSuccesses(grounded);
+    expect(honest.falseOnes).toBeLessThanOrEqual(1);
   });
 });
 
@@ -909,39 +967,42 @@ describe('the retrieval model never reads a hidden goal', () => {
       const reads: string[] = [];
       const trainData = [...generateOfflineData(spec, { episodes: 60, seed: 2, policy: 'noisy:0.3', split: 'train' })];
       const trapTask = (t: Task): Task => ({ ...t, goal: trapped(t.goal, t.id, reads) });
-      const sim = await RetrievalExperienceModel.fromTrajectories(
-        trainData.map((d) => trapTask(d.task)),
-        trainData.map((d) => d.trajectory),
-        new HashedEmbedder({ dim: 128 }),
-        { rewardModel: { epochs: 5 } },
-      );
-      try {
-        const heldOut = spec.tasks({ split: 'test', count: 10, seed: 5 }).map(trapTask);
-        const grounded = trainData.slice(0, 10).map((d) => trapTask(d.task));
-        const rng = new Rng(7);
-        const outputs: string[] = [];
-        let steps = 0;
-        for (const task of [...grounded, ...heldOut]) {
-          const real = trainData.find((d) => d.task.id === task.id)?.trajectory.steps[0]?.observation;
-          let state: Observation = real ?? (await sim.reset(task, []));
-          outputs.push(state.text, ...state.actions);
-          const history: HistoryStep[] = [];
-          for (let t = 0; t < 15 && state.actions.length > 0; t++) {
-            const action = rng.pick(state.actions);
-            const out = await sim.step({ task, history: history.slice(), observation: state, action, demos: [] });
-            steps++;
-            outputs.push(out.observation.text, ...out.observation.actions, out.reasoning);
-            history.push({ observation: state, action });
-            if (out.done) break;
-            state = out.observation;
+      const outputs: string[] = [];
+      let steps = 0;
+      // Grounded (the calibration replays the data), and the predictor alone (whose rollouts go on where grounded ones halt).
+      for (const grounding of [true, false]) {
+        const sim = await RetrievalExperienceModel.fromTrajectories(
+          trainData.map((d) => trapTask(d.task)),
+          trainData.map((d) => d.trajectory),
+          new HashedEmbedder({ dim: 128 }),
+          { rewardModel: { epochs: 5 }, grounding },
+        );
+        try {
+          const heldOut = spec.tasks({ split: 'test', count: 10, seed: 5 }).map(trapTask);
+          const grounded = trainData.slice(0, 10).map((d) => trapTask(d.task));
+          const rng = new Rng(7);
+          for (const task of [...grounded, ...heldOut]) {
+            const real = trainData.find((d) => d.task.id === task.id)?.trajectory.steps[0]?.observation;
+            let state: Observation = real ?? (await sim.reset(task, []));
+            outputs.push(state.text, ...state.actions);
+            const history: HistoryStep[] = [];
+            for (let t = 0; t < 15 && state.actions.length > 0; t++) {
+              const action = rng.pick(state.actions);
+              const out = await sim.step({ task, history: history.slice(), observation: state, action, demos: [] });
+              steps++;
+              outputs.push(out.observation.text, ...out.observation.actions, out.reasoning);
+              history.push({ observation: state, action });
+              if (out.done) break;
+              state = out.observation;
+            }
           }
+        } finally {
+          sim.dispose();
         }
-        expect(steps).toBeGreaterThan(100);
-        expect(outputs.filter((o) => o.includes(MARKER))).toEqual([]);
-        expect(reads).toEqual([]);
-      } finally {
-        sim.dispose();
       }
+      expect(steps).toBeGreaterThan(100);
+      expect(outputs.filter((o) => o.includes(MARKER))).toEqual([]);
+      expect(reads).toEqual([]);
     });
   }
 });

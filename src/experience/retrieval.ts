@@ -18,15 +18,16 @@
  *      episode (`click[< prev]`, `click[back to search]`) goes back to that state of this one;
  *    - the same (state, action) stored in the data: its next state;
  *    - the nearest stored transition of the same verb (same task first, then the same action,
- *      then, for an item opened from a list by its id, the opening of the item with the most
- *      similar list line, then the same template; cosine similarity of the embedding of state +
- *      action), its entities rewritten for this task, action and state; when the neighbour's
- *      action changed little of its state's admissible actions, that edit is applied to this
- *      state's actions rather than copying the neighbour's list; a query the data never
- *      recorded, answered by another query's list, lists instead the recorded items that best
- *      match its words (./listings.ts).
- * Where the data does not cover a situation its predictions are wrong: a real sim-to-real gap,
- * which `npx dreamgym fidelity` measures against trivial simulators.
+ *      then the same template; cosine similarity of the embedding of state + action), its
+ *      entities rewritten for this task, action and state; when the neighbour's action changed
+ *      little of its state's admissible actions, that edit is applied to this state's actions
+ *      rather than copying the neighbour's list.
+ * 4. grounding (./grounding.ts): this world's own recorded step is a fact; any other outcome is a
+ *    prediction whose support (where it came from, how similar the evidence, how the candidates
+ *    agree) is mapped to a probability of being right, calibrated on held-out recorded episodes.
+ *    Below the calibrated threshold the step is unknown: the episode halts with a penalty and no
+ *    success. Where the data does not cover a situation the simulator says so instead of guessing;
+ *    `npx dreamgym fidelity` measures both against trivial simulators.
  */
 import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
 import { learnArrivalTexts, withArrivalText, type ArrivalTexts } from './arrival-texts.ts';
@@ -36,13 +37,12 @@ import { transitionText, type Embedder } from '../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import { RetrievalIndex } from '../replay/retrieval.ts';
 import { isAdmissible } from './admissible.ts';
-import { ItemListings, listedItem } from './listings.ts';
-import { ItemOffers } from './item-offers.ts';
-import { actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
+import { abstractText, actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
 import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, requoteState, withSwaps, type Substitution } from './substitution.ts';
 import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from './types.ts';
+import { calibrateSuccessGate, haltPenalty, SupportCalibrator, type EvidenceSource, type SuccessExample, type SuccessGate, type SupportExample, type SupportFeatures } from './grounding.ts';
 
 /** One real transition the model learns from. `next` is null after an episode's last step. */
 export interface RealTransition {
@@ -105,18 +105,13 @@ export interface RetrievalModelConfig {
    */
   namedThings: boolean;
   /**
-   * Whether a query the data never recorded lists the items the data listed that best match its
-   * words (see ./listings.ts) rather than the nearest stored query's items. Default true; false
-   * is the ablation the tests and fidelity compare.
+   * Whether every step is grounded (see ./grounding.ts): its support by the data is calibrated on
+   * held-out recorded episodes, an unknown step halts the episode with a penalty, and a success
+   * needs recorded successes like it. Default true; false is the ablation.
    */
-  rankListings: boolean;
-  /**
-   * Whether a stand-in page for an item no stored episode opened offers the choices the
-   * instruction names as often as the data's pages of items listed alike did (see
-   * ./item-offers.ts), rather than whatever the most similar opened item offered. Default true;
-   * false is the ablation the tests and fidelity compare.
-   */
-  calibrateOffers: boolean;
+  grounding: boolean;
+  /** Folds of the recorded episodes for that calibration (cross-fitting). Default 3. */
+  calibrationFolds: number;
 }
 
 export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
@@ -128,9 +123,49 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   useRewardModel: true,
   rewardModel: {},
   namedThings: true,
-  rankListings: true,
-  calibrateOffers: true,
+  grounding: true,
+  calibrationFolds: 3,
 };
+
+/** Text of the observation after a step the data does not support (the episode halts there). */
+export const UNKNOWN_STEP_TEXT = 'The simulator cannot tell what happens next: the recorded data does not cover this step.';
+
+/** What the grounding was calibrated on and how well its parts do on held-out recorded episodes. */
+export interface GroundingReport {
+  /** Folds of the cross-fitting (0 when the data was too small to hold any episode out). */
+  folds: number;
+  /** Held-out recorded steps the support map was fitted on. */
+  heldOutSteps: number;
+  /** Share of them the simulator (built without their episode's fold) predicted right. */
+  heldOutRight: number;
+  /** Calibrated support under which a step is unknown. */
+  threshold: number;
+  /** Share of held-out recorded steps that would have been unknown. */
+  heldOutUnknown: number;
+  /** Reward of a halted episode. */
+  haltPenalty: number;
+  /** The evidence-bound reward: its similarity threshold and its precision and recall on held-out recorded episodes. */
+  success: SuccessGate;
+  /** Held-out steps by where their prediction came from: how many, the share right, the share unknown. Most steps first. */
+  bySource: { source: EvidenceSource; steps: number; right: number; unknown: number }[];
+}
+
+/** A step's outcome before grounding, with what it was read from. */
+interface RawOutcome {
+  step: ExperienceStep;
+  features: SupportFeatures;
+  /** Whether the verdict called it a success (before the evidence-bound gate). */
+  granted: boolean;
+  /** Similarity to recorded successes of its kind (computed where granted). */
+  successSimilarity: number;
+}
+
+/** Where a next state came from and how well the candidates agree. */
+interface EvidenceUsed {
+  source: EvidenceSource;
+  similarity: number;
+  agreement: number;
+}
 
 /** Text of the observation that follows an episode's last step (the data does not record it). */
 export const EPISODE_OVER_TEXT = 'The episode is over.';
@@ -248,6 +283,7 @@ const exactKey = (state: string, action: string): string => transitionText(state
  */
 const retrievalText = (state: string, action: string, instruction: string): string => transitionText(withoutInstruction(state, instruction), action);
 const taskActionKey = (taskId: string, action: string): string => `${taskId}\u0000${action}`;
+const recordedKey = (taskId: string, screen: string, action: string): string => `${taskId}\u0000${screen}\u0000${action}`;
 
 /** The three kinds an action belongs to, most specific first. */
 function kindKeys(action: string, instruction: string): [exact: string, signature: string, template: string] {
@@ -269,6 +305,14 @@ export class RetrievalExperienceModel implements ExperienceModel {
   readonly kind = 'retrieval';
   /** {@link dealingsOf}, by transition index. */
   private readonly dealings = new Map<number, string>();
+  /** {@link effectOf}, by transition index. */
+  private readonly effects = new Map<number, string>();
+  /** Each task's recorded steps, by task id, screen (the state without its instruction) and action. */
+  private readonly recorded = new Map<string, number>();
+  /** Embeddings of recorded successes ({@link successText}), by action signature. */
+  private readonly successIndex = new Map<string, Float32Array[]>();
+  /** The calibrated grounding; null when grounding is off (and inside the cross-fitting). */
+  private ground: { calibrator: SupportCalibrator; gate: SuccessGate; report: GroundingReport } | null = null;
 
   private constructor(
     private readonly config: RetrievalModelConfig,
@@ -292,18 +336,11 @@ export class RetrievalExperienceModel implements ExperienceModel {
     private readonly binaryRewards: boolean,
     /** What places offer for what the agent carries (see ./arrival.ts). */
     private readonly arrival: ArrivalRules | null,
-    /**
-     * Continuing transitions that opened an item from a list by its id: their action templates,
-     * the embeddings of the items' list lines, and what items' pages offer (see ./item-offers.ts).
-     */
-    private readonly items: { rows: readonly number[]; templates: readonly string[]; vectors: readonly Float32Array[]; offers: ItemOffers | null },
     readonly rewardModel: RewardModel | null,
     /** Where things the instruction names lie in worlds the data never showed (see ./named-things.ts); its step indices are this model's transitions. */
     private readonly named: NamedThingRules | null = null,
     /** The word an emptied list shows ("nothing"; see ./carried-things.ts). */
     private readonly emptyListWord: string | undefined = undefined,
-    /** Items the data listed, ranked again for unrecorded queries (see ./listings.ts). */
-    private readonly listings: ItemListings | null = null,
     /** What real arrivals say for what they reach (see ./arrival-texts.ts). */
     private readonly arrivalTexts: ArrivalTexts | null = null,
     /** What a place offers an empty hand right after a put-down there (see ./carried-things.ts), when the data shows the rule. */
@@ -332,6 +369,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     for (const key of ['terminalRate', 'successThreshold', 'returnRate'] as const) {
       if (!(cfg[key] >= 0 && cfg[key] <= 1)) throw new RangeError(`${key} must be in [0, 1], got ${cfg[key]}`);
     }
+    if (!(Number.isInteger(cfg.calibrationFolds) && cfg.calibrationFolds >= 2)) throw new RangeError(`calibrationFolds must be an integer >= 2, got ${cfg.calibrationFolds}`);
     if (cfg.neighbourOrder !== 'nearest' && cfg.neighbourOrder !== 'farthest') {
       throw new RangeError(`neighbourOrder must be 'nearest' or 'farthest', got ${JSON.stringify(cfg.neighbourOrder)}`);
     }
@@ -450,36 +488,113 @@ export class RetrievalExperienceModel implements ExperienceModel {
       usable.map((t) => t.state.actions),
       usable.flatMap((t) => (t.next && !t.done ? [{ before: t.state.actions, action: t.action, after: t.next.actions }] : [])),
     );
-    const listed = usable.flatMap((t, i) => {
-      const line = t.next ? listedItem(t.state.text, t.action) : undefined;
-      return line === undefined ? [] : [{ row: i, template: actionTemplate(t.action).template, line }];
-    });
-    // Episodes, for the rule of ./item-offers.ts: a transition without history opens one.
-    const episodes: { taskId: string; instruction: string; steps: RealTransition[]; success: boolean }[] = [];
-    for (const t of transitions) {
-      if (t.history.length === 0 || episodes.length === 0) episodes.push({ taskId: t.task.id, instruction: t.task.instruction, steps: [], success: false });
-      const e = episodes[episodes.length - 1] as (typeof episodes)[number];
-      if (t.valid) e.steps.push(t);
-      if (t.success) e.success = true;
-    }
-    const offers = cfg.calibrateOffers ? ItemOffers.learn(episodes, listValues) : null;
-    const items = { rows: listed.map((x) => x.row), templates: listed.map((x) => x.template), vectors: await embedder.embed(listed.map((x) => x.line)), offers };
     const named = cfg.namedThings
       ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
       : null;
     const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
-    const listings = cfg.rankListings ? ItemListings.learn(usable) : null;
     const arrivalTexts = arrival ? learnArrivalTexts(arrival.move, usable.flatMap((t) => (t.next && !t.done ? [{ instruction: t.task.instruction, action: t.action, next: t.next }] : []))) : null;
     const putDownPickUps = arrival ? learnPutDownPickUps(arrival, usable.map((t) => t.state.actions), usable.flatMap((t) => (t.next && !t.done ? [{ action: t.action, before: t.history, after: t.next }] : []))) : undefined;
-    const model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, null, named, emptyListWord, listings, arrivalTexts, putDownPickUps);
-    if (!cfg.useRewardModel) return model;
+    let model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, null, named, emptyListWord, arrivalTexts, putDownPickUps);
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
       .filter((t) => model.mayEnd(t.action, t.task.instruction))
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
-    if (rewardExamples.length === 0) return model;
-    const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-    return new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, items, rewardModel, named, emptyListWord, listings, arrivalTexts, putDownPickUps);
+    if (cfg.useRewardModel && rewardExamples.length > 0) {
+      const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
+      model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, rewardModel, named, emptyListWord, arrivalTexts, putDownPickUps);
+    }
+    usable.forEach((t, i) => {
+      const key = recordedKey(t.task.id, withoutInstruction(t.state.text, t.task.instruction), t.action);
+      if (!model.recorded.has(key)) model.recorded.set(key, i);
+    });
+    // Recorded successes by kind of action, embedded with the instruction's words abstracted: the evidence a synthetic success must be near.
+    const successes = usable.filter((t) => t.success);
+    const successVectors = await embedder.embed(successes.map((t) => successText(t.task.instruction, t.state.text, t.action)));
+    successes.forEach((t, i) => {
+      const key = actionSignature(t.action, instructionWords(t.task.instruction));
+      (model.successIndex.get(key) ?? model.successIndex.set(key, []).get(key))?.push(successVectors[i] as Float32Array);
+    });
+    if (cfg.grounding) await model.calibrate(transitions, embedder, cfg);
+    return model;
+  }
+
+  /**
+   * Cross-fits the grounding: the recorded episodes are split into folds; a simulator built on the
+   * other folds predicts each held-out recorded step (teacher-forced, from the real state and
+   * history), and whether it was right trains the support map; its verdicts of success, against
+   * what really happened, set the evidence-bound reward's threshold and measure its precision.
+   */
+  private async calibrate(transitions: readonly RealTransition[], embedder: Embedder, cfg: RetrievalModelConfig): Promise<void> {
+    const episodes = episodesOf(transitions);
+    const returns = episodes.map((e) => e[e.length - 1]?.reward ?? 0);
+    const penalty = haltPenalty(returns);
+    const folds = Math.min(cfg.calibrationFolds, episodes.length);
+    const examples: SupportExample[] = [];
+    const verdicts: SuccessExample[] = [];
+    let successes = 0;
+    if (folds >= 2) {
+      for (let f = 0; f < folds; f++) {
+        const train = episodes.filter((_, i) => i % folds !== f).flat();
+        if (!train.some((t) => t.valid)) continue;
+        const sub = await RetrievalExperienceModel.fromTransitions(train, embedder, { ...cfg, grounding: false });
+        try {
+          for (const episode of episodes.filter((_, i) => i % folds === f)) {
+            const history: HistoryStep[] = [];
+            for (const t of episode) {
+              if (t.valid) {
+                const raw = await sub.outcome({ task: t.task, history: history.slice(), observation: t.state, action: t.action, demos: [] });
+                examples.push({ features: raw.features, right: matchesRecorded(raw.step, t) });
+                if (t.success) successes++;
+                if (raw.granted) verdicts.push({ similarity: raw.successSimilarity, real: t.success });
+              }
+              history.push({ observation: t.state, action: t.action });
+            }
+          }
+        } finally {
+          sub.dispose();
+        }
+      }
+    }
+    const calibrator = examples.length > 0 ? SupportCalibrator.fit(examples) : SupportCalibrator.uninformed();
+    const gate = calibrateSuccessGate(verdicts, successes);
+    const unknown = examples.filter((e) => calibrator.predict(e.features) < calibrator.threshold).length;
+    const bySource = new Map<EvidenceSource, { steps: number; right: number; unknown: number }>();
+    for (const e of examples) {
+      const c = bySource.get(e.features.source) ?? { steps: 0, right: 0, unknown: 0 };
+      c.steps++;
+      if (e.right) c.right++;
+      if (calibrator.predict(e.features) < calibrator.threshold) c.unknown++;
+      bySource.set(e.features.source, c);
+    }
+    this.ground = {
+      calibrator,
+      gate,
+      report: {
+        folds: examples.length > 0 ? folds : 0,
+        heldOutSteps: examples.length,
+        heldOutRight: examples.length === 0 ? Number.NaN : examples.filter((e) => e.right).length / examples.length,
+        threshold: calibrator.threshold,
+        heldOutUnknown: examples.length === 0 ? Number.NaN : unknown / examples.length,
+        haltPenalty: penalty,
+        success: gate,
+        bySource: [...bySource].map(([source, c]) => ({ source, steps: c.steps, right: c.right / c.steps, unknown: c.unknown / c.steps })).sort((x, y) => y.steps - x.steps),
+      },
+    };
+  }
+
+  /** What the grounding was calibrated on and how it does on held-out recorded episodes; null when grounding is off. */
+  get grounding(): GroundingReport | null {
+    return this.ground?.report ?? null;
+  }
+
+  /** Cosine similarity of (state, action) to the nearest recorded success of the same kind of action (instruction words abstracted); 0 when none. */
+  private async successSimilarity(instruction: string, state: string, action: string): Promise<number> {
+    const list = this.successIndex.get(actionSignature(action, instructionWords(instruction)));
+    if (!list || list.length === 0) return 0;
+    const [q] = await this.embedder.embed([successText(instruction, state, action)]);
+    let best = 0;
+    for (const v of list) best = Math.max(best, dot(v, q as Float32Array));
+    return best;
   }
 
   /** Transitions the model was built from (valid ones). */
@@ -517,31 +632,97 @@ export class RetrievalExperienceModel implements ExperienceModel {
     return this.initial.states.find((t) => t.task.id === taskId);
   }
 
-  /** Predicts the outcome of `request.action`. Deterministic for the same inputs. */
+  /**
+   * Predicts the outcome of `request.action`, with its grounding. Deterministic for the same
+   * inputs. A step whose calibrated support falls below the threshold is unknown: the episode
+   * halts there with the halting penalty and no success.
+   */
   async step(request: ExperienceStepRequest): Promise<ExperienceStep> {
+    const raw = await this.outcome(request);
+    const ground = this.ground;
+    if (!ground) return raw.step;
+    if (!raw.step.valid) return { ...raw.step, grounding: { support: 1, unknown: false } };
+    // A recorded fact of this world is not a prediction: nothing to calibrate.
+    const support = raw.features.source === 'recorded' ? 1 : ground.calibrator.predict(raw.features);
+    if (support >= ground.calibrator.threshold) return { ...raw.step, grounding: { support, unknown: false } };
+    return {
+      reasoning: `${raw.step.reasoning} The recorded data supports this outcome too weakly (support ${support.toFixed(3)}, below ${ground.calibrator.threshold.toFixed(3)}): the step is unknown and the episode halts.`,
+      observation: { text: UNKNOWN_STEP_TEXT, actions: [] },
+      reward: ground.report.haltPenalty,
+      done: true,
+      valid: true,
+      grounding: { support, unknown: true },
+    };
+  }
+
+  /**
+   * This world's own recorded response to this state and action: a recorded fact, not a
+   * prediction. A step of the task's own episode (or, where the episode went on, of its root's:
+   * the same world) taken from the same screen; an ending counts only for the task itself, whose
+   * goal it was judged by.
+   */
+  private recordedFact(task: AgentTask, history: readonly HistoryStep[], observation: Observation, action: string): RawOutcome | undefined {
+    const screen = withoutInstruction(observation.text, task.instruction);
+    const own = this.recorded.get(recordedKey(task.id, screen, action));
+    const root = task.rootId !== undefined ? this.recorded.get(recordedKey(task.rootId, screen, action)) : undefined;
+    const t = own !== undefined ? this.transitions[own] : root !== undefined ? this.transitions[root] : undefined;
+    if (!t || (t.next === null && own === undefined)) return undefined;
+    // An ending's reward may hang on what the screen does not show (options chosen earlier): only
+    // the same actions so far make it the recorded one.
+    if (t.next === null && (t.history.length !== history.length || t.history.some((a, i) => a !== history[i]?.action.trim()))) return undefined;
+    const features: SupportFeatures = { source: 'recorded', similarity: 1, agreement: 1, actionSeen: true, templateSeen: true };
+    const why = 'This task\'s recorded episode took the same action in the same state and action';
+    if (t.next === null) {
+      return { step: { reasoning: `${why}; its recorded outcome ends the episode with reward ${t.reward}.`, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: t.reward, done: t.done, valid: true }, features, granted: t.success, successSimilarity: 1 };
+    }
+    const next = own !== undefined ? clone(t.next) : requoteState(t.task.instruction, task.instruction, t.next, buildSubstitution(t.task, task));
+    return { step: { reasoning: `${why}; its recorded next state is reused.`, observation: next, reward: t.reward, done: false, valid: true }, features, granted: false, successSimilarity: 0 };
+  }
+
+  /** The outcome before grounding, with the support features of what it was read from. */
+  private async outcome(request: ExperienceStepRequest): Promise<RawOutcome> {
     const task = agentView(request.task);
     const { observation, history } = request;
     // Surrounding whitespace does not change an action (as in `isAdmissible` and the real envs).
     const action = request.action.trim();
+    const template = actionTemplate(action).template;
+    const seen = { actionSeen: this.kinds.has(`a:${action}`), templateSeen: this.kinds.has(`t:${template}`) };
     if (!isAdmissible(observation, action)) {
       return {
-        reasoning: `"${action}" is not among the admissible actions of the current state, so it has no effect.`,
-        observation: { text: `Invalid action: ${action} is not admissible here.\n${observation.text}`, actions: observation.actions.slice() },
-        reward: 0,
-        done: false,
-        valid: false,
+        step: {
+          reasoning: `"${action}" is not among the admissible actions of the current state, so it has no effect.`,
+          observation: { text: `Invalid action: ${action} is not admissible here.\n${observation.text}`, actions: observation.actions.slice() },
+          reward: 0,
+          done: false,
+          valid: false,
+        },
+        features: { source: 'exact', similarity: 1, agreement: 1, ...seen },
+        granted: false,
+        successSimilarity: 0,
       };
     }
 
+    const fact = this.recordedFact(task, history, observation, action);
+    if (fact) return fact;
     const verdict = await this.judge(task, history, observation, action);
     if (verdict.done) {
-      return { reasoning: verdict.why, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: verdict.reward, done: true, valid: true };
+      return {
+        step: { reasoning: verdict.why, observation: { text: EPISODE_OVER_TEXT, actions: [] }, reward: verdict.reward, done: true, valid: true },
+        features: { source: 'end', similarity: verdict.endRate, agreement: verdict.confidence, ...seen },
+        granted: verdict.granted,
+        successSimilarity: verdict.successSimilarity,
+      };
     }
     const next = await this.nextState(task, history, observation, action);
     const taken = history.map((h) => h.action);
     const arrived = completeArrival(this.arrival, observation.actions, action, next.observation, taken);
     const placed = this.arrival && this.putDownPickUps ? withPutDownPickUps(this.arrival, this.putDownPickUps, action, taken, arrived) : arrived;
-    return { reasoning: `${verdict.why} ${sentenceCase(next.why)}`, observation: withoutStaleActions(placed), reward: 0, done: false, valid: true };
+    return {
+      step: { reasoning: `${verdict.why} ${sentenceCase(next.why)}`, observation: withoutStaleActions(placed), reward: 0, done: false, valid: true },
+      features: { source: next.evidence.source, similarity: next.evidence.similarity, agreement: next.evidence.agreement, ...seen },
+      granted: false,
+      successSimilarity: 0,
+    };
   }
 
   /** Statistics of the most specific kind of `action` seen often enough (exact action, signature, template). */
@@ -568,12 +749,13 @@ export class RetrievalExperienceModel implements ExperienceModel {
     history: readonly HistoryStep[],
     observation: Observation,
     action: string,
-  ): Promise<{ done: boolean; reward: number; why: string }> {
+  ): Promise<{ done: boolean; reward: number; why: string; granted: boolean; successSimilarity: number; endRate: number; confidence: number }> {
     const kind = this.kindOf(action, task.instruction);
     const name = kind ? kind.key.slice(2) : actionTemplate(action).template;
-    if (!kind) return { done: false, reward: 0, why: `"${name}" never occurs in the stored data, so nothing says it ends the episode.` };
+    const none = { granted: false, successSimilarity: 0, endRate: kind ? kind.stats.ends / kind.stats.count : 0, confidence: 1 };
+    if (!kind) return { done: false, reward: 0, why: `"${name}" never occurs in the stored data, so nothing says it ends the episode.`, ...none };
     if (!endsLike(kind.stats, action)) {
-      return { done: false, reward: 0, why: `nearly every "${name}" action that ended an episode in the stored data was another action.` };
+      return { done: false, reward: 0, why: `nearly every "${name}" action that ended an episode in the stored data was another action.`, ...none };
     }
     // Ends even when the task is not met: most of its occurrences that did not complete the task
     // ended the episode (a purchase ends a shop episode, bought right or wrong). An action that
@@ -583,7 +765,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const failures = kind.stats.count - kind.stats.successes;
     const endsAlways = failures > 0 && (kind.stats.ends - kind.stats.successes) / failures >= this.config.terminalRate;
     if (!endsAlways && kind.stats.successes === 0) {
-      return { done: false, reward: 0, why: `"${name}" never completed an episode in the stored data.` };
+      return { done: false, reward: 0, why: `"${name}" never completed an episode in the stored data.`, ...none };
     }
     // Evidence outside what every real success of this kind showed (fewer of the instruction's
     // words on screen, a price above the one asked, an option asked for left unchosen) means the
@@ -625,17 +807,25 @@ export class RetrievalExperienceModel implements ExperienceModel {
       success = kind.stats.successes / kind.stats.count;
       expected = success;
     }
-    const completes = success >= this.config.successThreshold;
+    const granted = success >= this.config.successThreshold;
     const score = success;
+    // The evidence-bound reward: a success needs recorded successes of this kind of action from a
+    // state like this one (the threshold is calibrated on held-out recorded episodes).
+    const successSimilarity = granted ? await this.successSimilarity(task.instruction, observation.text, action) : 0;
+    const gate = this.ground?.gate;
+    const unsupported = granted && gate !== undefined && successSimilarity < gate.threshold;
+    const completes = granted && !unsupported;
+    const backing = unsupported ? ` No recorded success is near enough (similarity ${successSimilarity.toFixed(3)}, below ${gate?.threshold.toFixed(3)}), so it is no success.` : '';
+    const meta = { granted, successSimilarity, endRate: kind.stats.ends / kind.stats.count, confidence: Math.abs(2 * success - 1) };
     if (endsAlways) {
       // A partial reward is never a success: below 1 whatever the reward model expects.
       const reward = this.binaryRewards || completes ? (completes ? 1 : 0) : Math.min(0.99, Math.round(expected * 1000) / 1000);
-      return { done: true, reward, why: `"${name}" ends episodes in the stored data; the evidence that the task is met scores ${score.toFixed(3)}.` };
+      return { done: true, reward, why: `"${name}" ends episodes in the stored data; the evidence that the task is met scores ${score.toFixed(3)}.${backing}`, ...meta };
     }
     if (completes) {
-      return { done: true, reward: 1, why: `"${name}" completed episodes in the stored data, and the evidence that the task is met scores ${score.toFixed(3)}.` };
+      return { done: true, reward: 1, why: `"${name}" completed episodes in the stored data, and the evidence that the task is met scores ${score.toFixed(3)}.`, ...meta };
     }
-    return { done: false, reward: 0, why: `"${name}" can complete a task, but the evidence scores only ${score.toFixed(3)}: cannot tell, so the episode goes on.` };
+    return { done: false, reward: 0, why: `"${name}" can complete a task, but the evidence scores only ${score.toFixed(3)}: cannot tell, so the episode goes on.${backing}`, ...meta };
   }
 
   /** The next state of a step that does not end the episode. */
@@ -644,7 +834,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     history: readonly HistoryStep[],
     observation: Observation,
     action: string,
-  ): Promise<{ observation: Observation; why: string }> {
+  ): Promise<{ observation: Observation; why: string; evidence: EvidenceUsed }> {
     const seen: Observation[] = [...history.map((h) => h.observation), observation];
     // Episode memory: the latest earlier valid occurrence of the same action. It shows what it
     // showed then, or, when the actions offered changed while the agent stayed (a door opened,
@@ -682,7 +872,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       // A place the agent changed is remembered by the stay's last state, whose first line says
       // what the stay's last action did; an arrival says what is there.
       const back = unchanged ? carried : withArrivalText(this.arrivalTexts, task.instruction, action, carried);
-      return { observation: this.withPickUpsForEmptyHand(seen, history, action, back), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.` };
+      return { observation: this.withPickUpsForEmptyHand(seen, history, action, back), why: `"${action}" was taken earlier in this episode; it shows what was there when the agent left.`, evidence: { source: 'memory', similarity: 1, agreement: 1 } };
     }
 
     const kind = this.kindOf(action, task.instruction);
@@ -693,25 +883,25 @@ export class RetrievalExperienceModel implements ExperienceModel {
         const [mode, n] = best[0].split(':') as [string, string];
         const at = mode === 'rel' ? history.length - Number(n) : mode === 'abs' ? Number(n) : previousPage(seen, history.length);
         const target = at === undefined ? undefined : seen[at];
-        if (target) return { observation: clone(target), why: `in the stored data "${kind.key.slice(2)}" goes back to an earlier state of its episode (${best[0]}).` };
+        if (target) return { observation: clone(target), why: `in the stored data "${kind.key.slice(2)}" goes back to an earlier state of its episode (${best[0]}).`, evidence: { source: 'return', similarity: best[1] / kind.stats.count, agreement: 1 } };
       }
     }
 
     const exactPos = this.exact.get(exactKey(observation.text, action));
     if (exactPos !== undefined) {
       const t = this.transitions[exactPos] as RealTransition;
-      return { observation: this.rewrite(t, seen, action), why: 'the same state and action occur in the stored data; its next state is reused.' };
+      return { observation: this.rewrite(t, seen, action), why: 'the same state and action occur in the stored data; its next state is reused.', evidence: { source: 'exact', similarity: 1, agreement: 1 } };
     }
 
-    const neighbour = await this.nearest(task, observation, action, history.map((h) => h.action.trim()));
-    if (!neighbour?.next) {
-      return { observation: clone(observation), why: `no stored transition with a "${actionVerb(action)}" action continues an episode; the state is kept.` };
+    const found = await this.nearest(task, observation, action, history.map((h) => h.action.trim()));
+    const neighbour = found?.t;
+    if (!found || !neighbour?.next) {
+      return { observation: clone(observation), why: `no stored transition with a "${actionVerb(action)}" action continues an episode; the state is kept.`, evidence: { source: 'none', similarity: 0, agreement: 0 } };
     }
-    // Another query's list lists another query's items: ranked again for this one's words.
-    const rewritten = this.rewrite(neighbour, seen, action, task);
-    const predicted = this.listings && neighbour.action !== action ? this.listings.relist(action, rewritten, neighbour.action) : rewritten;
-    const relisted = predicted !== rewritten ? ', listing the items the data listed that best match this query instead of its own' : '';
-    return (await this.withNamedThing(task, seen, action, predicted)) ?? { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten${relisted}.` };
+    const evidence: EvidenceUsed = { source: found.source, similarity: found.similarity, agreement: found.agreement };
+    const predicted = this.rewrite(neighbour, seen, action, task);
+    const named = await this.withNamedThing(task, seen, action, predicted);
+    return named ? { ...named, evidence } : { observation: predicted, why: `nearest stored transition "${neighbour.action}"; its next state is reused with entities rewritten.`, evidence };
   }
 
   /**
@@ -939,27 +1129,30 @@ export class RetrievalExperienceModel implements ExperienceModel {
     return key;
   }
 
-  private async nearest(task: AgentTask, observation: Observation, action: string, actionsSoFar: readonly string[] = []): Promise<RealTransition | undefined> {
+  private async nearest(task: AgentTask, observation: Observation, action: string, actionsSoFar: readonly string[] = []): Promise<{ t: RealTransition; source: EvidenceSource; similarity: number; agreement: number } | undefined> {
     const state = observation.text;
     const [query] = await this.embedder.embed([retrievalText(state, action, task.instruction)]);
     const q = query as Float32Array;
     const kinds = templateSet(observation.actions);
+    const nearestFirst = this.config.neighbourOrder === 'nearest';
     // Similar screens first, and among them states that offered the same kinds of action (a
     // neighbour that held nothing cannot say what holding something offers here).
-    const pick = (positions: readonly number[] | undefined): RealTransition | undefined => {
+    const rank = (positions: readonly number[]): { pos: number; score: number; cosine: number }[] =>
+      positions
+        .map((pos) => {
+          const v = this.vectors[pos] as Float32Array;
+          // Summed in this order (the overlap first) so that near ties fall as they always did.
+          let score = jaccardOf(kinds, this.templates[pos] as Set<string>);
+          for (let i = 0; i < v.length; i++) score += (v[i] as number) * (q[i] as number);
+          return { pos, score, cosine: dot(v, q) };
+        })
+        // Stable: among equal scores the earlier transition.
+        .sort((x, y) => (nearestFirst ? y.score - x.score : x.score - y.score));
+    const pick = (positions: readonly number[] | undefined, source: EvidenceSource): { t: RealTransition; source: EvidenceSource; similarity: number; agreement: number } | undefined => {
       if (!positions || positions.length === 0) return undefined;
-      let best = positions[0] as number;
-      let bestScore = this.config.neighbourOrder === 'nearest' ? -Infinity : Infinity;
-      for (const pos of positions) {
-        const v = this.vectors[pos] as Float32Array;
-        let dot = jaccardOf(kinds, this.templates[pos] as Set<string>);
-        for (let i = 0; i < v.length; i++) dot += (v[i] as number) * (q[i] as number);
-        if (this.config.neighbourOrder === 'nearest' ? dot > bestScore : dot < bestScore) {
-          best = pos;
-          bestScore = dot;
-        }
-      }
-      return this.transitions[best];
+      const ranked = rank(positions);
+      const best = ranked[0] as { pos: number; cosine: number };
+      return { t: this.transitions[best.pos] as RealTransition, source, similarity: best.cosine, agreement: this.agreement(best.pos, ranked.slice(1, this.config.k).map((r) => r.pos)) };
     };
     // The task's own recorded steps, else its root's: a generated task lives in its root's world
     // (the household's room), where another task's step of the same action is a stand-in at best.
@@ -969,57 +1162,48 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const alike = (positions: readonly number[] | undefined): number[] | undefined => positions?.filter((pos) => this.dealingsOf(pos) === mine);
     const ownPositions = this.byTaskAction.get(taskActionKey(task.id, action));
     const rootPositions = task.rootId !== undefined ? this.byTaskAction.get(taskActionKey(task.rootId, action)) : undefined;
-    const own = pick(alike(ownPositions)) ?? pick(alike(rootPositions)) ?? pick(ownPositions) ?? pick(rootPositions);
+    const own = pick(alike(ownPositions), 'own-task') ?? pick(alike(rootPositions), 'own-task') ?? pick(ownPositions, 'own-task') ?? pick(rootPositions, 'own-task');
     if (own) return own;
     // Another episode's step of the same action, again first where that episode had done to the
     // entities what this one has: a first walk to a fridge another episode had opened before
     // showed it open with its contents, on 40 of 553 walks of the scripted policy.
-    const same = pick(alike(this.byAction.get(action))) ?? pick(this.byAction.get(action));
+    const same = pick(alike(this.byAction.get(action)), 'same-action') ?? pick(this.byAction.get(action), 'same-action');
     if (same) return same;
-    // An item no stored episode opened: what its page offers (a product's options) belongs to the
-    // item, so the stand-in is the most similar item, not the item some similar task opened. By
-    // the whole screen (whose search query and state repeat the instruction) the stand-in was the
-    // product a similar instruction asked for, and its page offered the colour or size this one
-    // asks for: a policy trained in the simulator bought products whose real pages lacked them
-    // (17 of 68 simulated successes on shop training tasks, seed 0).
-    const line = listedItem(state, action);
-    if (line !== undefined && this.items.rows.length > 0) {
-      const [itemQuery] = await this.embedder.embed([line]);
-      const iq = itemQuery as Float32Array;
-      if (iq.some((x) => x !== 0)) {
-        const template = actionTemplate(action).template;
-        const nearestFirst = this.config.neighbourOrder === 'nearest';
-        const scored: { pos: number; score: number }[] = [];
-        this.items.rows.forEach((pos, j) => {
-          if (this.items.templates[j] !== template) return;
-          const v = this.items.vectors[j] as Float32Array;
-          let dot = 0;
-          for (let i = 0; i < v.length; i++) dot += (v[i] as number) * (iq[i] as number);
-          scored.push({ pos, score: dot });
-        });
-        // Stable: among equal scores the earlier opening, as before.
-        scored.sort((a, b) => (nearestFirst ? b.score - a.score : a.score - b.score));
-        const offers = this.items.offers?.standInOffers(task.id, task.rootId, task.instruction, state, action);
-        // Among the most similar items, the first whose page offers (or lacks) the named choices as drawn.
-        const drawn =
-          offers === undefined
-            ? undefined
-            : scored.slice(0, STAND_IN_CANDIDATES).find((c) => {
-                const t = this.transitions[c.pos] as RealTransition;
-                return this.items.offers?.offersNamed(task.instruction, t.next as Observation, t.task.instruction) === offers;
-              });
-        const best = drawn ?? scored[0];
-        if (best) return this.transitions[best.pos];
-      }
-    }
     const verb = this.verbs.get(actionVerb(action));
     if (!verb) return undefined;
-    const nearestFirst = this.config.neighbourOrder === 'nearest';
     let hits = this.safeSearch(verb.index, q, nearestFirst ? this.config.k : verb.rows.length);
     if (!nearestFirst) hits = hits.reverse().slice(0, this.config.k);
-    const neighbours = hits.map((h) => this.transitions[verb.rows[h.seq] as number] as RealTransition);
+    const neighbours = hits.map((h) => ({ pos: verb.rows[h.seq] as number, score: h.score }));
     const template = actionTemplate(action).template;
-    return neighbours.find((t) => actionTemplate(t.action).template === template) ?? neighbours[0];
+    const chosen = neighbours.find((n) => actionTemplate((this.transitions[n.pos] as RealTransition).action).template === template) ?? neighbours[0];
+    if (!chosen) return undefined;
+    const others = neighbours.filter((n) => n !== chosen && actionTemplate((this.transitions[n.pos] as RealTransition).action).template === template).map((n) => n.pos);
+    return { t: this.transitions[chosen.pos] as RealTransition, source: 'neighbour', similarity: chosen.score, agreement: this.agreement(chosen.pos, others) };
+  }
+
+  /**
+   * Laplace-smoothed share of `others` (the other candidate transitions) whose outcome looks like
+   * `pos`'s ({@link effectOf}): 0.5 with no other candidate, near 1 when they all agree.
+   */
+  private agreement(pos: number, others: readonly number[]): number {
+    const mine = this.effectOf(pos);
+    const same = others.filter((o) => this.effectOf(o) === mine).length;
+    return (same + 1) / (others.length + 2);
+  }
+
+  /**
+   * A transition's outcome as a key comparable across tasks: its next state's text (without the
+   * instruction) and action signatures, with the instruction's words, numbers and ids abstracted.
+   */
+  private effectOf(pos: number): string {
+    let key = this.effects.get(pos);
+    if (key === undefined) {
+      const t = this.transitions[pos] as RealTransition;
+      const words = instructionWords(t.task.instruction);
+      key = t.next ? `${abstractText(withoutInstruction(t.next.text, t.task.instruction), words)}\u0002${t.next.actions.map((a) => actionSignature(a, words)).sort().join('\u0001')}` : '';
+      this.effects.set(pos, key);
+    }
+    return key;
   }
 
   private safeSearch(index: RetrievalIndex, query: Float32Array, k: number): { seq: number; score: number }[] {
@@ -1034,13 +1218,46 @@ export class RetrievalExperienceModel implements ExperienceModel {
   }
 }
 
-/** Most similar opened items searched for a stand-in page that offers (or lacks) the named choices as drawn. */
-const STAND_IN_CANDIDATES = 16;
-
 /** Stored steps tried, most similar first, for one that shows a named thing the episode lacks. */
 const MAX_NAMED_TRIES = 8;
 
 const templateSet = (actions: readonly string[]): Set<string> => new Set(actions.map((a) => actionTemplate(a).template));
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += (a[i] as number) * (b[i] as number);
+  return s;
+}
+
+/** The text a recorded success is compared by: state (without the instruction line) and action, with the instruction's words abstracted (see `abstractText`). */
+function successText(instruction: string, state: string, action: string): string {
+  const words = instructionWords(instruction);
+  return `${abstractText(withoutInstruction(state, instruction), words)}\n${abstractText(action, words)}`;
+}
+
+/** Transitions split into episodes (a transition without history opens one), in order. */
+function episodesOf(transitions: readonly RealTransition[]): RealTransition[][] {
+  const out: RealTransition[][] = [];
+  for (const t of transitions) {
+    if (t.history.length === 0 || out.length === 0) out.push([]);
+    (out[out.length - 1] as RealTransition[]).push(t);
+  }
+  return out;
+}
+
+/**
+ * Whether a predicted step is what the recorded one did: the same done and reward (within 0.05)
+ * and, where the episode went on, the same next state (text without the instruction, and the
+ * admissible actions as a set).
+ */
+function matchesRecorded(pred: ExperienceStep, t: RealTransition): boolean {
+  if (pred.done !== (t.next === null ? t.done : false)) return false;
+  if (Math.abs(pred.reward - t.reward) > 0.05) return false;
+  if (t.next === null) return true;
+  const a = new Set(pred.observation.actions);
+  const b = new Set(t.next.actions);
+  return a.size === b.size && [...a].every((x) => b.has(x)) && withoutInstruction(pred.observation.text, t.task.instruction) === withoutInstruction(t.next.text, t.task.instruction);
+}
 
 /** Share of a kind's endings one action must account for to make the kind's endings its own (see {@link endsLike}). */
 const OWN_ENDINGS_SHARE = 0.9;

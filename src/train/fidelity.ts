@@ -33,7 +33,7 @@ import type { Embedder } from '../core/embedding.ts';
 import { agentView, type Observation, type RealEnvironment, type Task, type Trajectory } from '../core/types.ts';
 import { isAdmissible } from '../experience/admissible.ts';
 import { EchoExperienceModel, MajorityRuleExperienceModel } from '../experience/baselines.ts';
-import { RetrievalExperienceModel, transitionsFromTrajectories, type RetrievalModelConfig } from '../experience/retrieval.ts';
+import { RetrievalExperienceModel, transitionsFromTrajectories, type GroundingReport, type RetrievalModelConfig } from '../experience/retrieval.ts';
 import { actionSignature, instructionWords, withoutInstruction } from '../experience/evidence.ts';
 import { DemonstrationIndex } from '../experience/demos.ts';
 import { LLMExperienceModel } from '../experience/llm.ts';
@@ -76,6 +76,10 @@ export interface FidelityMeasures {
    */
   initialStateMatch: number;
   initialActionAgreement: number;
+  /** Teacher-forced steps the model called unknown (its grounding halted the episode there); 0 for a model without grounding. */
+  unknownShare: number;
+  /** Next-state match on the steps the model did not call unknown. */
+  knownNextStateMatch: number;
 }
 
 /**
@@ -121,6 +125,8 @@ export interface FidelityTable {
   env: string;
   rows: FidelityReport[];
   falseSuccess: FalseSuccessRow[];
+  /** The retrieval model's grounding, calibrated on its own train data (see `RetrievalExperienceModel.grounding`); absent without one. */
+  grounding?: GroundingReport;
   ms: number;
 }
 
@@ -168,6 +174,8 @@ const DEFAULT_FIDELITY_OPTIONS: FidelityOptions = {
 export const FIDELITY_MEASURES: readonly [keyof FidelityMeasures, string][] = [
   ['actionAgreement', 'admissible-action agreement (Jaccard)'],
   ['nextStateMatch', 'next-state match'],
+  ['unknownShare', 'unknown steps (the episode halts)'],
+  ['knownNextStateMatch', 'next-state match on known steps'],
   ['consistency', 'within-episode consistency'],
   ['rewardAccuracy', 'reward accuracy, all steps'],
   ['finalRewardAccuracySuccess', 'reward accuracy, final steps of successes'],
@@ -257,7 +265,8 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
         for (const group of ['grounded', 'held-out'] as const) falseSuccess.push(...(await measureGoalBlindFalseSuccess(spec, model, groups[group], 'demonstrator', 0.3, opts.seed, group, demos)));
       }
     }
-    return { env: spec.name, rows, falseSuccess, ms: performance.now() - started };
+    const grounding = retrieval?.grounding;
+    return { env: spec.name, rows, falseSuccess, ...(grounding ? { grounding } : {}), ms: performance.now() - started };
   } finally {
     retrieval?.dispose();
   }
@@ -295,6 +304,8 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
   const initialMatch: number[] = [];
   const initialAgreement: number[] = [];
   const byKind = new Map<string, number[]>();
+  const unknown: number[] = [];
+  const knownMatch: number[] = [];
   let transitions = 0;
 
   for (const { task: fullTask, trajectory } of held) {
@@ -313,11 +324,14 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
       const step = steps[i] as (typeof steps)[number];
       const pred = await model.step({ task, history: history.slice(), observation: step.observation, action: step.action, demos: await retrieved(step.observation, step.action) });
       transitions++;
+      const halted = pred.grounding?.unknown === true;
+      unknown.push(halted ? 1 : 0);
       const next = steps[i + 1]?.observation;
       if (next) {
         agreement.push(jaccard(pred.observation.actions, next.actions));
         const match = pred.observation.text === next.text ? 1 : 0;
         stateMatch.push(match);
+        if (!halted) knownMatch.push(match);
         const again = history.some((h) => h.action === step.action) ? ' again' : '';
         const kind = `${actionSignature(step.action, words)}${again}`;
         const ofKind = byKind.get(kind) ?? [];
@@ -375,6 +389,8 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     consistencyPairs: consistent.length,
     initialStateMatch: mean(initialMatch),
     initialActionAgreement: mean(initialAgreement),
+    unknownShare: mean(unknown),
+    knownNextStateMatch: mean(knownMatch),
     nextStateByKind: [...byKind].map(([kind, xs]) => ({ kind, steps: xs.length, match: mean(xs) })).sort((a, b) => b.steps - a.steps || a.kind.localeCompare(b.kind)),
   };
 }

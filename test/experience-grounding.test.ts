@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { calibrateSuccessGate, haltPenalty, separatingThreshold, SupportCalibrator, type SupportExample, type SupportFeatures } from '../src/experience/grounding.ts';
+
+const features = (source: SupportFeatures['source'], similarity: number, agreement: number): SupportFeatures => ({ source, similarity, agreement, actionSeen: true, templateSeen: true });
+
+describe('SupportCalibrator', () => {
+  it('learns from held-out steps which evidence predicts right, and calls the rest unknown', () => {
+    // Memory is right 9 times in 10, a lone neighbour 1 time in 10.
+    const examples: SupportExample[] = [];
+    for (let i = 0; i < 100; i++) examples.push({ features: features('memory', 1, 1), right: i % 10 !== 0 });
+    for (let i = 0; i < 100; i++) examples.push({ features: features('neighbour', 0.4, 0.2), right: i % 10 === 0 });
+    const c = SupportCalibrator.fit(examples);
+    expect(c.predict(features('memory', 1, 1))).toBeCloseTo(0.9, 1);
+    expect(c.predict(features('neighbour', 0.4, 0.2))).toBeCloseTo(0.1, 1);
+    expect(c.threshold).toBeGreaterThan(0.1);
+    expect(c.threshold).toBeLessThan(0.9);
+    expect(c.examples).toBe(200);
+    expect(c.rightShare).toBeCloseTo(0.5, 5);
+  });
+
+  it('gives the smoothed base rate and calls nothing unknown when every held-out step was right', () => {
+    const c = SupportCalibrator.fit(Array.from({ length: 8 }, () => ({ features: features('neighbour', 0.2, 0.1), right: true })));
+    expect(c.predict(features('memory', 1, 1))).toBeCloseTo(0.9, 5);
+    expect(c.threshold).toBe(0);
+  });
+
+  it('refuses a bad configuration', () => {
+    expect(() => SupportCalibrator.fit([], { iterations: 0 })).toThrow(/iterations/);
+  });
+});
+
+describe('separatingThreshold', () => {
+  it('puts the threshold where "known" agrees most with "right"', () => {
+    const t = separatingThreshold([
+      { p: 0.1, right: false },
+      { p: 0.2, right: false },
+      { p: 0.3, right: true },
+      { p: 0.6, right: true },
+      { p: 0.7, right: true },
+    ]);
+    expect(t).toBeCloseTo(0.25, 5);
+    expect(separatingThreshold([{ p: 0.4, right: true }])).toBe(0);
+    expect(separatingThreshold([{ p: 0.4, right: false }])).toBeGreaterThan(0.4);
+  });
+});
+
+describe('calibrateSuccessGate', () => {
+  it('measures the precision and recall of granted successes on a hand-made case', () => {
+    // Five verdicts of success; three were real; one more real success the verdict missed.
+    const verdicts = [
+      { similarity: 0.95, real: true },
+      { similarity: 0.9, real: true },
+      { similarity: 0.85, real: true },
+      { similarity: 0.5, real: false },
+      { similarity: 0.4, real: false },
+    ];
+    const gate = calibrateSuccessGate(verdicts, 4);
+    // Gating below 0.85 keeps the three real ones and drops both false ones: F1 6/7.
+    expect(gate.threshold).toBe(0.85);
+    expect(gate.precision).toBe(1);
+    expect(gate.recall).toBe(0.75);
+    expect(gate.granted).toBe(3);
+    expect(gate.successes).toBe(4);
+    // No gain from gating: the threshold stays 0 and precision is the verdict's own.
+    const open = calibrateSuccessGate([{ similarity: 0.3, real: true }, { similarity: 0.9, real: false }, { similarity: 0.6, real: true }], 2);
+    expect(open.threshold).toBe(0);
+    expect(open.precision).toBeCloseTo(2 / 3, 10);
+    expect(() => calibrateSuccessGate([], -1)).toThrow(/-1/);
+  });
+});
+
+describe('haltPenalty', () => {
+  it('costs what an average recorded episode earns', () => {
+    expect(haltPenalty([1, 0, 0, 1])).toBe(-0.5);
+    expect(haltPenalty([0, 0])).toBe(0);
+    expect(haltPenalty([])).toBe(0);
+  });
+});
