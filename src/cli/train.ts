@@ -184,7 +184,8 @@ async function evaluateInSimulation(agent: PolicyAgent, plan: SeedDataPlan, mode
       onProgress: (done) => bar.update(done),
       ...(signal ? { signal } : {}),
     });
-    return { ...result, iteration, wallMs: performance.now() - started, environment: 'synthetic' };
+    const { grounding: _grounding, ...evaluation } = result;
+    return { ...evaluation, iteration, wallMs: performance.now() - started, environment: 'synthetic' };
   } finally {
     bar.stop();
     own?.dispose();

@@ -147,12 +147,18 @@ export interface SyntheticEvalOptions {
   signal?: AbortSignal;
 }
 
+/** {@link evaluateSynthetic}'s result: `evaluate`'s shape, and what the simulator said of its own steps. */
+export interface SyntheticEvalResult extends EvalResult {
+  /** Simulator steps taken, how many of them carried the simulator's grounding, and how many of those it called unknown. */
+  grounding: { steps: number; reported: number; unknown: number };
+}
+
 /**
  * Runs each held-out task once, greedily, inside the experience model (no real environment):
  * success when an episode ends with reward 1, as the synthetic phases count it. The result has
  * the shape of `evaluate`'s, with `realSteps` 0; callers must label it synthetic.
  */
-export async function evaluateSynthetic(actor: EvalActor, experience: ExperienceModel, tasks: readonly Task[], starts: ReadonlyMap<string, Observation>, options: SyntheticEvalOptions): Promise<EvalResult> {
+export async function evaluateSynthetic(actor: EvalActor, experience: ExperienceModel, tasks: readonly Task[], starts: ReadonlyMap<string, Observation>, options: SyntheticEvalOptions): Promise<SyntheticEvalResult> {
   if (tasks.length === 0) throw new RangeError('evaluateSynthetic: no tasks to evaluate');
   interface Running {
     task: Task;
@@ -168,6 +174,7 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
     episodes.push({ task, observation, history: [], reward: 0, done: false, success: false });
   }
   let finished = 0;
+  const grounding = { steps: 0, reported: 0, unknown: 0 };
   for (let t = 0; t < options.maxSteps; t++) {
     if (options.signal?.aborted) throw options.signal.reason ?? new DOMException('evaluation aborted', 'AbortError');
     const running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
@@ -179,6 +186,11 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
       const action = actions[i]!;
       const demos = options.demos ? await options.demos(e.observation, action) : [];
       const r = await experience.step({ task: agentView(e.task), history: e.history.slice(), observation: e.observation, action, demos });
+      grounding.steps++;
+      if (r.grounding) {
+        grounding.reported++;
+        if (r.grounding.unknown) grounding.unknown++;
+      }
       e.history.push({ observation: e.observation, action });
       e.reward += r.reward;
       e.observation = r.observation;
@@ -192,5 +204,5 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
   const perTask: EpisodeOutcome[] = episodes.map((e) => ({ taskId: e.task.id, success: e.success, reward: e.done ? e.reward : 0, steps: e.history.length }));
   const success = bootstrapInterval(perTask.map((o) => (o.success ? 1 : 0)));
   const reward = bootstrapInterval(perTask.map((o) => o.reward));
-  return { episodes: perTask.length, successRate: success.mean, meanReward: reward.mean, success, reward, perTask, realSteps: 0 };
+  return { episodes: perTask.length, successRate: success.mean, meanReward: reward.mean, success, reward, perTask, realSteps: 0, grounding };
 }
