@@ -288,7 +288,8 @@ describe('keeping the best validated policy', () => {
   it('puts back the policy that validated best between the start and the end, also after a resume', async () => {
     const before = tf.memory().numTensors;
     // Validated at the start (round 0), after iterations 1 and 2 (rounds 1, 2) and at the end (round 3).
-    const c = config({ mode: 'dreamgym', iterations: 3, offline: { ...TINY.offline, expertEpisodes: 12, poolDemonstrations: 4 }, validation: { tasks: 4, every: 1 } });
+    // The simulator's verdicts decide here (the recorded criterion is the default; see "selection").
+    const c = config({ mode: 'dreamgym', iterations: 3, offline: { ...TINY.offline, expertEpisodes: 12, poolDemonstrations: 4 }, validation: { tasks: 4, every: 1, criterion: 'simulator' } });
     const run = await prepareRun(c);
     try {
       const validating = new Set(validationTasks(run.deps.offline, 4).map((t) => t.id));
@@ -304,7 +305,8 @@ describe('keeping the best validated policy', () => {
       expect(rounds.filter((p) => p.validating?.done === 0).map((p) => p.iteration)).toEqual([0, 1, 2, 3]);
       expect(rounds.filter((p) => p.validating?.done === 4).map((p) => p.iteration)).toEqual([0, 1, 2, 3]);
       expect(rounds.every((p) => p.validating?.total === 4 && p.metrics === undefined)).toBe(true);
-      expect(full.validation).toEqual({ tasks: 4, start: 0, between: [{ iteration: 1, success: 1 }, { iteration: 2, success: 0 }], best: { iteration: 1, success: 1 }, end: 0, kept: 'between' });
+      expect(full.validation).toMatchObject({ tasks: 4, start: 0, between: [{ iteration: 1, success: 1 }, { iteration: 2, success: 0 }], best: { iteration: 1, success: 1 }, end: 0, kept: 'between', criterion: 'simulator' });
+      expect(full.validation?.checks?.map((x) => [x.iteration, x.success])).toEqual([[0, 0], [1, 1], [2, 0], [3, 0]]);
       // The policy kept is the one after the first iteration, not the start (the reference) nor the end.
       const policyOf = (s: RunSnapshot) => s.checkpoint.weights.filter((w) => !w.name.includes('/')).map((w) => Array.from(w.data as Float32Array));
       const afterFirst = snapshots.find((s) => s.iteration === 1) as RunSnapshot;

@@ -34,7 +34,8 @@ import { runSuite, SUITE_ARMS, SUITE_DOMAINS, SUITE_FIDELITY, suiteBudgetText, S
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { keptPhrase } from '../train/validation.ts';
 import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
-import { dataOnlySpec, evaluateSynthetic, planSeedData, SeedDataError, type SeedDataPlan } from '../train/seed-data.ts';
+import { dataOnlySpec, evaluateSynthetic, planSeedData, rankSynthetic, SeedDataError, syntheticTrust, trustPhrase, type SeedDataPlan } from '../train/seed-data.ts';
+import { recordedAgreement } from '../train/selection.ts';
 import { RetrievalExperienceModel } from '../experience/retrieval.ts';
 import type { ExperienceModel } from '../experience/types.ts';
 import { parseJsonl } from '../core/jsonl.ts';
@@ -185,7 +186,11 @@ async function evaluateInSimulation(agent: PolicyAgent, plan: SeedDataPlan, mode
       ...(signal ? { signal } : {}),
     });
     const { grounding: _grounding, ...evaluation } = result;
-    return { ...evaluation, iteration, wallMs: performance.now() - started, environment: 'synthetic' };
+    // The policy's replay of the same tasks' recorded successes: what the data, not the simulator, says of it.
+    const evaluated = new Set(tasks.map((t) => t.id));
+    const recorded = plan.heldOutRecorded.filter((e) => evaluated.has(e.taskId));
+    const replay = recorded.length > 0 ? await recordedAgreement(greedyActor(agent), recorded) : null;
+    return { ...evaluation, iteration, wallMs: performance.now() - started, environment: 'synthetic', trust: syntheticTrust(result, replay) };
   } finally {
     bar.stop();
     own?.dispose();
@@ -616,7 +621,7 @@ export function oneLineSummary(record: RunRecord): string {
     // A data-only run: the success rate is the experience model's verdict, never a real one.
     return (
       `${c.env} ${modeLabel(c)} on seed data alone (no environment): ` +
-      (ev ? `SYNTHETIC success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out seed tasks in the synthetic environment (not a real success rate), mean reward ${ev.meanReward.toFixed(3)}, ` : 'not evaluated, ') +
+      (ev ? `SYNTHETIC success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out seed tasks in the synthetic environment (not a real success rate), mean reward ${ev.meanReward.toFixed(3)}, ${ev.trust ? `${trustPhrase(ev.trust)}, ` : ''}` : 'not evaluated, ') +
       `grounded on ${d.groundingTasks} tasks (${d.groundingTrajectories} trajectories, ${d.groundingTransitions} transitions) of ${d.file}, ${d.heldOutTasks} tasks (${d.heldOutTrajectories} trajectories) held out, ` +
       `real transitions ${record.realTransitions}, ${record.iteration} iteration${record.iteration === 1 ? '' : 's'}, no curriculum, wall ${seconds(record.trainWallMs + record.evalWallMs)}, run ${record.id}`
     );
@@ -799,6 +804,7 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
         totalIterations: r.totalIterations,
         success: r.evaluation?.success ?? null,
         evaluatedIn: r.evaluation ? (r.evaluation.environment ?? 'real') : null,
+        ...(r.evaluation?.trust ? { trust: r.evaluation.trust } : {}),
         realTransitions: r.realTransitions,
         created: r.created,
       });
@@ -822,6 +828,28 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
   out(rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n');
+  out(dataOnlyRanking(listing.flatMap((l) => (l.record ? [l.record] : []))));
+}
+
+/**
+ * What the synthetic evaluations of data-only runs on the same data can rank: for each data file
+ * with two or more evaluated runs, their order by replay estimate and what cannot be ranked.
+ */
+export function dataOnlyRanking(records: readonly RunRecord[]): string {
+  const byData = new Map<string, RunRecord[]>();
+  for (const r of records) {
+    if (r.seedData === undefined || r.evaluation?.trust === undefined) continue;
+    const key = `${r.config.env} ${r.seedData.file}`;
+    byData.set(key, [...(byData.get(key) ?? []), r]);
+  }
+  let text = '';
+  for (const [key, runs] of byData) {
+    if (runs.length < 2) continue;
+    const { order, cannot } = rankSynthetic(runs.map((r) => ({ id: r.id, trust: r.evaluation?.trust as NonNullable<StoredEvaluation['trust']> })));
+    text += `data-only runs on ${key}: never ranked by their SYNTHETIC success; by recorded replay: ${order.length > 0 ? order.join(' > ') : 'none placed'}`;
+    text += cannot.length > 0 ? `; cannot rank ${cannot.join('; ')}\n` : '\n';
+  }
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------
