@@ -216,7 +216,7 @@ describe('validating the synthetic phase', () => {
   it('puts the starting policy back when the phase ends lower inside the simulator, and keeps the end otherwise', async () => {
     const before = tf.memory().numTensors;
     // A learning rate far too high wrecks the policy the behaviour cloning gave.
-    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40 }, sft: { epochs: 20 }, validation: { tasks: 20 } } as const;
+    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40 }, sft: { epochs: 20 }, validation: { tasks: 20, criterion: 'simulator' } } as const;
     const c = config(wrecking);
     const run = await prepareRun(c);
     const paramsOf = (checkpoint: RunSnapshot['checkpoint']) => new Map(checkpoint.weights.map((w) => [w.name, Array.from(w.data as Float32Array)]));
@@ -262,29 +262,29 @@ describe('validating the synthetic phase', () => {
   });
 });
 
-describe('keeping the best validated policy', () => {
-  /**
-   * The run's experience model, except on validation tasks, where the verdict is scripted per
-   * validation round: an episode succeeds at its first step in the rounds listed in `passing`.
-   */
-  function scriptedValidation(deps: TrainingDeps, validating: ReadonlySet<string>, passing: readonly number[]): TrainingDeps {
-    const experience = deps.experience as NonNullable<TrainingDeps['experience']>;
-    let firstSteps = 0;
-    return {
-      ...deps,
-      experience: {
-        kind: experience.kind,
-        reset: (task, demos) => experience.reset(task, demos),
-        step: async (request) => {
-          if (!validating.has(request.task.id)) return experience.step(request);
-          const round = Math.floor(firstSteps++ / validating.size);
-          const reward = passing.includes(round) ? 1 : 0;
-          return { reasoning: 'scripted', observation: { text: 'over', actions: [] }, reward, done: true, valid: true };
-        },
+/**
+ * The run's experience model, except on validation tasks, where the verdict is scripted per
+ * validation round: an episode succeeds at its first step in the rounds listed in `passing`.
+ */
+function scriptedValidation(deps: TrainingDeps, validating: ReadonlySet<string>, passing: readonly number[]): TrainingDeps {
+  const experience = deps.experience as NonNullable<TrainingDeps['experience']>;
+  let firstSteps = 0;
+  return {
+    ...deps,
+    experience: {
+      kind: experience.kind,
+      reset: (task, demos) => experience.reset(task, demos),
+      step: async (request) => {
+        if (!validating.has(request.task.id)) return experience.step(request);
+        const round = Math.floor(firstSteps++ / validating.size);
+        const reward = passing.includes(round) ? 1 : 0;
+        return { reasoning: 'scripted', observation: { text: 'over', actions: [] }, reward, done: true, valid: true };
       },
-    };
-  }
+    },
+  };
+}
 
+describe('keeping the best validated policy', () => {
   it('puts back the policy that validated best between the start and the end, also after a resume', async () => {
     const before = tf.memory().numTensors;
     // Validated at the start (round 0), after iterations 1 and 2 (rounds 1, 2) and at the end (round 3).
@@ -325,6 +325,42 @@ describe('keeping the best validated policy', () => {
       resumed.trainer.dispose();
       expect(resumed.validation).toEqual(full.validation);
       expect(resumed.snapshot.checkpoint.weights).toEqual(full.snapshot.checkpoint.weights);
+    } finally {
+      run.dispose();
+    }
+    expect(tf.memory().numTensors).toBe(before);
+  });
+});
+
+describe('selection by held-out recorded successes', () => {
+  it('keeps the policy that replays held-out recorded successes, not a wrecked one the simulator praises; the simulator criterion keeps the wrecked one', async () => {
+    const before = tf.memory().numTensors;
+    // Behaviour cloning, then a learning rate far too high; the simulator calls every end-of-phase episode a success.
+    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40, poolDemonstrations: 20 }, sft: { epochs: 20 }, validation: { tasks: 10, recorded: 20 } } as const;
+    const c = config(wrecking);
+    const run = await prepareRun(c);
+    try {
+      const selection = run.deps.offline.selection;
+      expect(selection?.trajectories.length).toBe(20);
+      // Held out: neither behaviour cloning's data nor the simulator's holds a selection task.
+      const seen = new Set([...run.deps.offline.tasks, ...(run.deps.offline.extraTasks ?? [])].map((t) => t.id));
+      expect(selection?.tasks.some((t) => seen.has(t.id))).toBe(false);
+      const validating = new Set(validationTasks(run.deps.offline, 10).map((t) => t.id));
+      const pooled = new Set((run.deps.offline.poolTasks ?? []).map((t) => t.id));
+      expect([...validating].some((id) => pooled.has(id))).toBe(false);
+      const res = await runTraining(c, scriptedValidation(run.deps, validating, [1]));
+      res.trainer.dispose();
+      const v = res.validation;
+      expect(v?.criterion).toBe('recorded');
+      expect(v?.recorded).toBeGreaterThan(0);
+      expect([v?.start, v?.end]).toEqual([0, 1]);
+      const [start, end] = v?.checks ?? [];
+      expect((start?.agreement as number) > (end?.agreement as number)).toBe(true);
+      expect(v?.kept).toBe('start');
+      // Today's criterion, the simulator's success, keeps what it praised.
+      const old = await runTraining(config({ ...wrecking, validation: { ...wrecking.validation, criterion: 'simulator' } }), scriptedValidation(run.deps, validating, [1]));
+      old.trainer.dispose();
+      expect(old.validation?.kept).toBe('end');
     } finally {
       run.dispose();
     }

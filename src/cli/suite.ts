@@ -292,7 +292,7 @@ export interface SelectionCorrelation {
 }
 
 /** The suite's validated policies, or (no measured validation points) its kept policies. */
-export function selectionPoints(domains: readonly SuiteDomainResult[]): { basis: SelectionCorrelation['basis']; points: SelectionPoint[]; runs: SelectionPoint[][] } {
+export function selectionPoints(domains: readonly Pick<SuiteDomainResult, 'name' | 'experiment'>[]): { basis: SelectionCorrelation['basis']; points: SelectionPoint[]; runs: SelectionPoint[][] } {
   const runs: SelectionPoint[][] = [];
   const kept: SelectionPoint[] = [];
   for (const d of domains) {
@@ -317,7 +317,7 @@ function keptBy(run: readonly SelectionPoint[], score: (p: SelectionPoint) => nu
 }
 
 /** The two criteria's rank correlations with real success over the suite's validated policies (see {@link SelectionCorrelation}). */
-export function selectionCorrelation(domains: readonly SuiteDomainResult[]): SelectionCorrelation {
+export function selectionCorrelation(domains: readonly Pick<SuiteDomainResult, 'name' | 'experiment'>[]): SelectionCorrelation {
   const { basis, points, runs } = selectionPoints(domains);
   const corr = (ps: readonly SelectionPoint[]): { simulator: number; recorded: number } => {
     const withRecorded = ps.filter((p) => p.recorded !== null);
