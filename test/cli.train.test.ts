@@ -465,8 +465,14 @@ describe('dreamgym train --data: seed data alone, no environment', () => {
     expect(summary.evaluation).toMatchObject({ environment: 'synthetic', realSteps: 0 });
     expect(summary.seedData.heldOutTasks).toBe(6);
     expect(summary.config.curriculum.enabled).toBe(false);
+    // The synthetic figure comes with its grounding and the policy's replay of the held-out recorded successes.
+    expect(res.out).toMatch(/\(not a real success rate\), mean reward \d\.\d{3}, grounding: (not reported by this simulator|\d+\.\d% of simulator steps unknown[^;]*); recorded replay(: fewer than 5 held-out recorded successes, no estimate| \d+\.\d%)/);
+    // Two data-only runs on the same data: the run list says they are never ranked by their synthetic figure, and what it cannot rank.
+    const sft = await cli('train', '--data', data, '--mode', 'sft', ...TINY, '--store', s);
+    expect(sft.code, sft.err).toBe(0);
     const runs = await cli('runs', '--store', s);
     expect(runs.out).toMatch(/\(synthetic\)/);
+    expect(runs.out).toMatch(/^data-only runs on shop \S*seeds\.jsonl: never ranked by their SYNTHETIC success; by recorded replay: .*; cannot rank .*(no replay estimate|replay intervals overlap)/m);
     const runId = runIdOf(res.out);
     const ev = await cli('eval', '--store', s, '--run', runId);
     expect(ev.code).toBe(1);
