@@ -26,6 +26,23 @@ describe('planSeedData', () => {
     expect(planSeedData(tasks, trajectories, 4).heldOut).not.toEqual(plan.heldOut);
   });
 
+  it('holds recorded successes out for model selection where the data can spare them: neither grounding nor evaluation holds them', () => {
+    const { tasks, trajectories } = shopData(100, 'expert');
+    const plan = planSeedData(tasks, trajectories, 3);
+    expect(plan.counts).toMatchObject({ heldOutTasks: 20, selectionTasks: 8, groundingTasks: 72 });
+    const selection = plan.grounding.selection;
+    expect(selection?.tasks.length).toBe(8);
+    const chosen = new Set(selection?.tasks.map((t) => t.id));
+    expect(selection?.trajectories.every((t) => chosen.has(t.taskId) && t.success)).toBe(true);
+    expect(plan.grounding.trajectories.some((t) => chosen.has(t.taskId))).toBe(false);
+    expect(plan.heldOut.some((t) => chosen.has(t.id))).toBe(false);
+    // 40 tasks: 32 left after the held-out ones, 10% of them is under the fewest recorded successes worth an estimate.
+    const small = shopData(40, 'expert');
+    const smallPlan = planSeedData(small.tasks, small.trajectories, 3);
+    expect(smallPlan.counts.selectionTasks).toBe(0);
+    expect(smallPlan.grounding.selection).toBeUndefined();
+  });
+
   it('names what is missing and how much is needed', () => {
     const { tasks, trajectories } = shopData(20);
     const error = (f: () => unknown): string => {

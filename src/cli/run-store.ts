@@ -190,6 +190,8 @@ export const RunRecordSchema = z
         groundingTransitions: z.number().int().min(0),
         heldOutTasks: z.number().int().min(0),
         heldOutTrajectories: z.number().int().min(0),
+        /** Tasks whose recorded successes were held out for model selection. */
+        selectionTasks: z.number().int().min(0).optional(),
       })
       .strict()
       .optional(),

@@ -479,8 +479,8 @@ async function trainOnEnv(
     } else {
       writer = await store.create(config, total);
       if (dataRun) {
-        const { heldOutTasks, heldOutTrajectories, groundingTasks, groundingTrajectories, groundingTransitions } = dataRun.plan.counts;
-        await writer.update({ seedData: { file: dataRun.file, groundingTasks, groundingTrajectories, groundingTransitions, heldOutTasks, heldOutTrajectories } });
+        const { heldOutTasks, heldOutTrajectories, groundingTasks, groundingTrajectories, groundingTransitions, selectionTasks } = dataRun.plan.counts;
+        await writer.update({ seedData: { file: dataRun.file, groundingTasks, groundingTrajectories, groundingTransitions, heldOutTasks, heldOutTrajectories, ...(selectionTasks > 0 ? { selectionTasks } : {}) } });
       }
     }
     const w = writer;
@@ -622,7 +622,7 @@ export function oneLineSummary(record: RunRecord): string {
     return (
       `${c.env} ${modeLabel(c)} on seed data alone (no environment): ` +
       (ev ? `SYNTHETIC success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out seed tasks in the synthetic environment (not a real success rate), mean reward ${ev.meanReward.toFixed(3)}, ${ev.trust ? `${trustPhrase(ev.trust)}, ` : ''}` : 'not evaluated, ') +
-      `grounded on ${d.groundingTasks} tasks (${d.groundingTrajectories} trajectories, ${d.groundingTransitions} transitions) of ${d.file}, ${d.heldOutTasks} tasks (${d.heldOutTrajectories} trajectories) held out, ` +
+      `grounded on ${d.groundingTasks} tasks (${d.groundingTrajectories} trajectories, ${d.groundingTransitions} transitions) of ${d.file}, ${d.selectionTasks ? `${d.selectionTasks} tasks' recorded successes held out for model selection, ` : ''}${d.heldOutTasks} tasks (${d.heldOutTrajectories} trajectories) held out, ` +
       `real transitions ${record.realTransitions}, ${record.iteration} iteration${record.iteration === 1 ? '' : 's'}, no curriculum, wall ${seconds(record.trainWallMs + record.evalWallMs)}, run ${record.id}`
     );
   }

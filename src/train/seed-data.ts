@@ -23,6 +23,12 @@ export const MIN_GROUNDING_TASKS = 10;
 export const MIN_HELD_OUT_TASKS = 5;
 /** Share of the seed tasks held out for evaluation (at least {@link MIN_HELD_OUT_TASKS}). */
 export const HELD_OUT_SHARE = 0.2;
+/**
+ * Share of the other seed tasks whose recorded successes are held out for model selection: taken
+ * only where that gives at least {@link MIN_RECORDED} tasks and leaves {@link MIN_GROUNDING_TASKS}
+ * to ground the model.
+ */
+export const SELECTION_SHARE = 0.1;
 
 /** Thrown when seed data cannot carry a data-only run; the message names what is missing and how much is needed. */
 export class SeedDataError extends Error {
@@ -53,6 +59,8 @@ export interface SeedDataCounts {
   groundingTransitions: number;
   heldOutTasks: number;
   heldOutTrajectories: number;
+  /** Tasks whose recorded successes are held out for model selection (neither grounding nor evaluation). */
+  selectionTasks: number;
 }
 
 const sample = (ids: readonly string[]): string => `${ids.slice(0, 3).map((id) => JSON.stringify(id)).join(', ')}${ids.length > 3 ? `, and ${ids.length - 3} more` : ''}`;
@@ -94,7 +102,14 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
   const order = [...seedTasks].sort((a, b) => hashString(`${seed}:${a.id}`) - hashString(`${seed}:${b.id}`) || (a.id < b.id ? -1 : 1));
   const nHeld = Math.max(MIN_HELD_OUT_TASKS, Math.round(HELD_OUT_SHARE * seedTasks.length));
   const heldOut = order.slice(0, nHeld);
-  const grounding = order.slice(nHeld);
+  // Model selection gets recorded successes of its own, where the data is large enough to spare them (see `validation.criterion`).
+  const rest = order.slice(nHeld);
+  const succeeded = rest.filter((t) => (byTask.get(t.id) ?? []).some((tr) => tr.success && tr.source !== 'synthetic'));
+  const nSelection = Math.round(SELECTION_SHARE * rest.length);
+  const spare = nSelection >= MIN_RECORDED && rest.length - nSelection >= MIN_GROUNDING_TASKS && succeeded.length > nSelection;
+  const selected = new Set(spare ? succeeded.slice(-nSelection).map((t) => t.id) : []);
+  const grounding = rest.filter((t) => !selected.has(t.id));
+  const selectionTasks = rest.filter((t) => selected.has(t.id));
   const groundingTrajectories = grounding.flatMap((t) => byTask.get(t.id) ?? []);
   const successes = groundingTrajectories.filter((t) => t.success && t.source !== 'synthetic');
   if (successes.length === 0) {
@@ -108,7 +123,13 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
   const all = [...byTask.values()].flat();
   return {
     domain,
-    grounding: { tasks: grounding, trajectories: groundingTrajectories, expertIds: new Set(successes.map((t) => t.id)), extraTasks: [] },
+    grounding: {
+      tasks: grounding,
+      trajectories: groundingTrajectories,
+      expertIds: new Set(successes.map((t) => t.id)),
+      extraTasks: [],
+      ...(selectionTasks.length > 0 ? { selection: { tasks: selectionTasks, trajectories: selectionTasks.flatMap((t) => byTask.get(t.id) ?? []) } } : {}),
+    },
     heldOut,
     heldOutStarts,
     heldOutRecorded: recordedEpisodes(heldOut, heldOut.flatMap((t) => byTask.get(t.id) ?? [])),
@@ -119,6 +140,7 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
       groundingTransitions: groundingTrajectories.reduce((n, t) => n + t.steps.length, 0),
       heldOutTasks: heldOut.length,
       heldOutTrajectories: heldOut.reduce((n, t) => n + (byTask.get(t.id) ?? []).length, 0),
+      selectionTasks: selectionTasks.length,
     },
   };
 }
