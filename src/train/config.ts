@@ -221,7 +221,7 @@ export const TrainingConfigSchema = z
          * Recorded demonstrations held out for selection, with a built-in environment or a module
          * (recorded like the others, on train tasks none of them uses; neither behaviour cloning
          * nor the simulator sees them); only synthetic modes record them. A run on seed data
-         * scores the validation tasks' own demonstrations instead.
+         * holds a share of its own recorded successes out instead (`SELECTION_SHARE`).
          */
         recorded: z.number().int().min(0).default(VALIDATION_TASKS),
       })
