@@ -597,7 +597,9 @@ function validationSummary(record: RunRecord): string {
   const v = record.validation;
   if (!v || v.end === undefined) return '';
   const kept = keptPhrase(v, pct);
-  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${kept ? ` (${kept})` : ''}`;
+  const [first, last] = [v.checks?.[0]?.replayed, v.checks?.at(-1)?.replayed];
+  const replay = first !== undefined && last !== undefined && v.recorded ? `, replaying ${pct(first)} -> ${pct(last)} of ${v.recorded} held-out recorded successes` : '';
+  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${replay}${kept ? ` (${kept})` : ''}`;
 }
 
 /** `, the curriculum generated no task` when it was on through RL iterations and its pool never held a generated task. */
