@@ -287,7 +287,8 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   if (synthetic && !deps.experience) throw new TrainingSetupError(`mode ${config.mode} needs an experience model`);
   if (deps.offline.tasks.length === 0) throw new TrainingSetupError('training needs offline seed tasks, got 0');
-  const offlineTransitions = deps.offline.trajectories.reduce((s, t) => s + t.steps.length, 0);
+  // Recorded episodes held out for selection are seed data the run used too.
+  const offlineTransitions = [...deps.offline.trajectories, ...(synthetic ? (deps.offline.selection?.trajectories ?? []) : [])].reduce((s, t) => s + t.steps.length, 0);
   const maxSteps = config.maxSteps > 0 ? config.maxSteps : deps.spec.maxSteps;
   const counter: RealCounter = { resets: 0, steps: 0 };
   const firstObservation = new Map<string, Observation>();
