@@ -69,7 +69,7 @@ describe('selection: the criterion ranks by what held-out recorded successes say
   async function figures(actor: EvalActor): Promise<ValidationFigures> {
     const sim = await evaluateSynthetic(actor, inventive, validating, starts, { maxSteps: 4 });
     const rec = await recordedAgreement(actor, held);
-    return { success: sim.successRate, replayed: rec.replayed, agreement: rec.agreement };
+    return { success: sim.successRate, replayed: rec.replayed, agreement: rec.agreement, prefix: rec.prefix };
   }
 
   /** The floor: the policy that reproduces recorded successes ranks above the shortcut. */
@@ -81,9 +81,9 @@ describe('selection: the criterion ranks by what held-out recorded successes say
   it('scores the two policies as the data says: the shortcut replays no recorded success and wins inside the simulator', async () => {
     const good = await figures(faithful);
     const bad = await figures(shortcut);
-    expect(good).toEqual({ success: 0.5, replayed: 1, agreement: 1 });
-    // The shortcut agrees on "delete" and "finish" (2 of 3 steps) of the episodes, never on the whole.
-    expect(bad).toEqual({ success: 1, replayed: 0, agreement: 2 / 3 });
+    expect(good).toEqual({ success: 0.5, replayed: 1, agreement: 1, prefix: 1 });
+    // The shortcut agrees on "delete" and "finish" (2 of 3 steps) given the recorded history, but leaves every recorded route at its first step.
+    expect(bad).toEqual({ success: 1, replayed: 0, agreement: 2 / 3, prefix: 0 });
   });
 
   it('the recorded criterion ranks the faithful policy above the shortcut; the simulator criterion fails that floor', async () => {
@@ -91,9 +91,10 @@ describe('selection: the criterion ranks by what held-out recorded successes say
     expect(await floorHolds('simulator')).toBe(false);
   });
 
-  it('breaks a tie on whole episodes by per-step agreement, and falls back to the simulator without recorded figures', () => {
-    expect(selectionScore({ success: 0, replayed: 0.2, agreement: 0.9 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 1, replayed: 0.2, agreement: 0.5 }, 'recorded'));
-    expect(selectionScore({ success: 0, replayed: 0.22, agreement: 0 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 1, replayed: 0.2, agreement: 1 }, 'recorded'));
+  it('breaks a tie on whole episodes by how far the policy follows them, then by per-step agreement, and falls back to the simulator without recorded figures', () => {
+    expect(selectionScore({ success: 0, replayed: 0.2, prefix: 0.5, agreement: 0.5 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 1, replayed: 0.2, prefix: 0.4, agreement: 0.9 }, 'recorded'));
+    expect(selectionScore({ success: 0, replayed: 0.2, prefix: 0.4, agreement: 0.9 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 1, replayed: 0.2, prefix: 0.4, agreement: 0.5 }, 'recorded'));
+    expect(selectionScore({ success: 0, replayed: 0.22, prefix: 0, agreement: 0 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 1, replayed: 0.2, prefix: 1, agreement: 1 }, 'recorded'));
     expect(selectionScore({ success: 0.7 }, 'recorded')).toBe(0.7);
   });
 });

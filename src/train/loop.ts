@@ -372,6 +372,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
       const a = await recordedAgreement(actor, recorded);
       check.replayed = a.replayed;
       check.agreement = a.agreement;
+      check.prefix = a.prefix;
     }
     if (options.onValidation) await options.onValidation(check, agent);
     return check;

@@ -26,6 +26,12 @@ export interface RecordedAgreement {
   replayedInterval: Interval;
   /** Share of recorded steps whose action is the policy's greedy choice. */
   agreement: number;
+  /**
+   * Mean over episodes of the share of its steps the policy follows before it first leaves the
+   * recorded route: how far it gets along a recorded success (a shortcut that leaves at the first
+   * step scores 0 however many later steps it would agree on).
+   */
+  prefix: number;
 }
 
 /** Thrown when recorded episodes cannot be scored (none given, or a step whose action was not offered). */
@@ -76,18 +82,23 @@ export async function recordedAgreement(actor: EvalActor, episodes: readonly Rec
   const chosen: string[] = [];
   for (let i = 0; i < contexts.length; i += CHUNK) chosen.push(...(await actor.choose(contexts.slice(i, i + CHUNK))));
   const whole = episodes.map(() => 1);
+  const followed = episodes.map(() => 0);
   let agreed = 0;
   chosen.forEach((a, k) => {
-    if (a === wanted[k]) agreed++;
-    else whole[owners[k] as number] = 0;
+    const owner = owners[k] as number;
+    if (a === wanted[k]) {
+      agreed++;
+      if (whole[owner] === 1) followed[owner] = (followed[owner] as number) + 1;
+    } else whole[owner] = 0;
   });
   const replayedInterval = bootstrapInterval(whole);
-  return { episodes: episodes.length, replayed: replayedInterval.mean, replayedInterval, agreement: contexts.length === 0 ? 0 : agreed / contexts.length };
+  const prefix = episodes.reduce((sum, e, i) => sum + (followed[i] as number) / e.steps.length, 0) / episodes.length;
+  return { episodes: episodes.length, replayed: replayedInterval.mean, replayedInterval, agreement: contexts.length === 0 ? 0 : agreed / contexts.length, prefix };
 }
 
 /**
  * What decides which policy a synthetic phase keeps: `recorded` (default), the share of held-out
- * recorded successes the policy replays, per-step agreement breaking ties; `simulator`, greedy
+ * recorded successes the policy replays (see {@link selectionScore} for ties); `simulator`, greedy
  * success inside the simulator (what a simulator that invents rewards can mislead).
  */
 export const SELECTION_CRITERIA = ['recorded', 'simulator'] as const;
@@ -99,15 +110,17 @@ export interface ValidationFigures {
   success: number;
   replayed?: number;
   agreement?: number;
+  prefix?: number;
 }
 
 /**
  * The criterion's figure for a validation point (higher is better). `recorded` reads the replayed
- * share and, below its resolution, the agreement (a tie on whole episodes goes to the policy that
- * agrees on more steps); without recorded figures it falls back to the simulator's.
+ * share and, below its resolution, how far the policy follows the recorded successes, then its
+ * per-step agreement (a tie on whole episodes goes to the policy that gets further along them);
+ * without recorded figures it falls back to the simulator's.
  */
 export function selectionScore(figures: ValidationFigures, criterion: SelectionCriterion): number {
-  if (criterion === 'recorded' && figures.replayed !== undefined) return figures.replayed + 1e-3 * (figures.agreement ?? 0);
+  if (criterion === 'recorded' && figures.replayed !== undefined) return figures.replayed + 1e-3 * (figures.prefix ?? 0) + 1e-6 * (figures.agreement ?? 0);
   return figures.success;
 }
 

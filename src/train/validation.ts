@@ -16,6 +16,8 @@ export interface ValidationCheck {
   replayed?: number;
   /** Share of the held-out recorded steps whose action is the greedy policy's choice. */
   agreement?: number;
+  /** Mean share of a held-out recorded success the greedy policy follows before it first leaves it. */
+  prefix?: number;
   /** Share of the validation's simulator steps the simulator reported as unknown (when it reports grounding). */
   unknownShare?: number;
 }
