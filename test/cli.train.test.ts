@@ -307,17 +307,21 @@ describe('dreamgym train, other modes', () => {
     expect(bad.err).toMatch(/--validation-tasks/);
   });
 
-  it('--validation-every N validates the synthetic phase every N iterations as well', async () => {
+  it('--validation-every N validates the synthetic phase every N iterations as well; --validation-criterion simulator lets the simulator pick', async () => {
     const s = join(dir, 'validation-every-store');
     const out = join(dir, 'validation-every.json');
-    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '3', '--validation-every', '1', '--validation-tasks', '4', ...TINY, '--store', s, '--out', out);
+    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '3', '--validation-every', '1', '--validation-tasks', '4', '--validation-criterion', 'simulator', ...TINY, '--store', s, '--out', out);
     expect(res.code).toBe(0);
-    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { validation: { tasks: number; every: number } }; validation: { between?: { iteration: number }[] } };
-    expect(summary.config.validation).toEqual({ tasks: 4, every: 1 });
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { validation: { tasks: number; every: number } }; validation: { between?: { iteration: number }[]; criterion?: string } };
+    expect(summary.config.validation).toEqual({ tasks: 4, every: 1, criterion: 'simulator', recorded: 50 });
     expect(summary.validation.between?.map((c) => c.iteration)).toEqual([1, 2]);
+    expect(summary.validation.criterion).toBe('simulator');
     const bad = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--validation-every', 'x', '--store', s);
     expect(bad.code).not.toBe(0);
     expect(bad.err).toMatch(/--validation-every/);
+    const badCriterion = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--validation-criterion', 'luck', '--store', s);
+    expect(badCriterion.code).not.toBe(0);
+    expect(badCriterion.err).toMatch(/--validation-criterion <c>' argument 'luck' is invalid\. Allowed choices are recorded, simulator/);
   });
 });
 
