@@ -14,8 +14,8 @@ import type { AnyEnvSpec } from '../envs/spec.ts';
 import type { PresetName, TrainingConfigInput } from '../train/config.ts';
 import { runExperiment, type ArmResult, type ExperimentResult } from '../train/experiment.ts';
 import { measureFidelityTable, type FalseSuccessRow, type FidelityTable } from '../train/fidelity.ts';
-import { selectionScore, spearman } from '../train/selection.ts';
-import type { SyntheticValidation } from '../train/validation.ts';
+import { selectionCorrelation, selectionLines } from '../train/selection.ts';
+import { keptValidation } from '../train/validation.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
 import type { FidelityJob } from './experiment-worker.ts';
 import { loadEnvModule, type LoadedEnvModule } from './module-host.ts';
@@ -120,6 +120,9 @@ export interface SuiteOptions {
 
 /** The repository root, where the suite's module paths start. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export { selectionCorrelation, selectionLines, selectionPoints, type SelectionCorrelation, type SelectionPoint } from '../train/selection.ts';
+export { keptValidation } from '../train/validation.ts';
 
 /** A loaded domain: its spec, and its module's path for worker threads. */
 interface ReadyDomain {
@@ -254,100 +257,6 @@ export async function runSuite(options: SuiteOptions): Promise<SuiteResult> {
 const pct = (x: number): string => (Number.isFinite(x) ? (100 * x).toFixed(1) : 'n/a');
 const ratio = (x: number): string => (Number.isNaN(x) ? 'n/a' : x === Number.POSITIVE_INFINITY ? 'inf' : x.toFixed(2));
 
-/** The simulator's own figure for the policy a synthetic phase ended with (the one it kept). */
-export function keptValidation(v: SyntheticValidation): number {
-  if (v.kept === 'start') return v.start;
-  if (v.kept === 'between' && v.best) return v.best.success;
-  return v.end ?? Number.NaN;
-}
-
-/** A policy a synthetic phase validated: both criteria's figures and its real held-out success. */
-export interface SelectionPoint {
-  domain: string;
-  arm: string;
-  seed: number;
-  iteration: number;
-  /** Greedy success inside the simulator (the old criterion). */
-  simulator: number;
-  /** The `recorded` criterion's figure (null where the run held no recorded success out). */
-  recorded: number | null;
-  real: number;
-}
-
-/** Spearman rank correlations of the two criteria with real success, over the suite's validated policies. */
-export interface SelectionCorrelation {
-  /**
-   * `validation points`: every policy a synthetic phase validated, with its real success measured
-   * there; `kept policies` (a suite that measured no validation point): the simulator's figure for
-   * each kept policy against the run's final held-out success.
-   */
-  basis: 'validation points' | 'kept policies';
-  policies: number;
-  simulator: number;
-  /** NaN where no policy has the recorded figure. */
-  recorded: number;
-  perDomain: { domain: string; policies: number; simulator: number; recorded: number }[];
-  /** Mean real success of the policy each criterion keeps (the earliest best, as the loop keeps it) and of the best one, over `runs` runs. */
-  keptReal: { runs: number; simulator: number; recorded: number; best: number } | null;
-}
-
-/** The suite's validated policies, or (no measured validation points) its kept policies. */
-export function selectionPoints(domains: readonly Pick<SuiteDomainResult, 'name' | 'experiment'>[]): { basis: SelectionCorrelation['basis']; points: SelectionPoint[]; runs: SelectionPoint[][] } {
-  const runs: SelectionPoint[][] = [];
-  const kept: SelectionPoint[] = [];
-  for (const d of domains) {
-    for (const a of d.experiment.arms) {
-      for (const s of a.seeds) {
-        if (s.probes && s.probes.length > 0) {
-          runs.push(s.probes.map((p) => ({ domain: d.name, arm: a.name, seed: s.seed, iteration: p.iteration, simulator: p.success, recorded: p.replayed === undefined ? null : selectionScore(p, 'recorded'), real: p.real })));
-        } else if (s.validation?.end !== undefined && (SIMULATOR_ARMS as readonly string[]).includes(a.name)) {
-          kept.push({ domain: d.name, arm: a.name, seed: s.seed, iteration: -1, simulator: keptValidation(s.validation), recorded: null, real: s.heldOut.successRate });
-        }
-      }
-    }
-  }
-  return runs.length > 0 ? { basis: 'validation points', points: runs.flat(), runs } : { basis: 'kept policies', points: kept, runs: [] };
-}
-
-/** What each criterion would keep in a run of validation points: the first point no later one beats. */
-function keptBy(run: readonly SelectionPoint[], score: (p: SelectionPoint) => number): SelectionPoint {
-  let best = run[0] as SelectionPoint;
-  for (const p of run.slice(1)) if (score(p) > score(best)) best = p;
-  return best;
-}
-
-/** The two criteria's rank correlations with real success over the suite's validated policies (see {@link SelectionCorrelation}). */
-export function selectionCorrelation(domains: readonly Pick<SuiteDomainResult, 'name' | 'experiment'>[]): SelectionCorrelation {
-  const { basis, points, runs } = selectionPoints(domains);
-  const corr = (ps: readonly SelectionPoint[]): { simulator: number; recorded: number } => {
-    const withRecorded = ps.filter((p) => p.recorded !== null);
-    return {
-      simulator: spearman(ps.map((p) => p.simulator), ps.map((p) => p.real)),
-      recorded: spearman(withRecorded.map((p) => p.recorded as number), withRecorded.map((p) => p.real)),
-    };
-  };
-  const perDomain = domains.map((d) => {
-    const mine = points.filter((p) => p.domain === d.name);
-    return { domain: d.name, policies: mine.length, ...corr(mine) };
-  });
-  const scored = runs.filter((r) => r.every((p) => p.recorded !== null));
-  const meanReal = (f: (r: readonly SelectionPoint[]) => SelectionPoint): number => scored.reduce((s, r) => s + f(r).real, 0) / scored.length;
-  return {
-    basis,
-    policies: points.length,
-    ...corr(points),
-    perDomain,
-    keptReal:
-      scored.length === 0
-        ? null
-        : {
-            runs: scored.length,
-            simulator: meanReal((r) => keptBy(r, (p) => p.simulator)),
-            recorded: meanReal((r) => keptBy(r, (p) => p.recorded as number)),
-            best: meanReal((r) => keptBy(r, (p) => p.real)),
-          },
-  };
-}
 
 /** The false-success row of `policy` on `group` over all task types (the `all` row where there are several). */
 function falseSuccessOf(rows: readonly FalseSuccessRow[], policy: string, group: FalseSuccessRow['tasks']): FalseSuccessRow | undefined {
@@ -424,30 +333,6 @@ export function suiteFiles(r: SuiteResult): Record<string, string> {
     'suite.md': lines.join('\n'),
     'suite.json': `${JSON.stringify({ ...r, selection: selectionCorrelation(r.domains) }, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`,
   };
-}
-
-const rho = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
-
-/** The selection criteria's correlations with real success, as suite.md tells them. */
-export function selectionLines(c: SelectionCorrelation): string[] {
-  if (c.policies === 0) return [];
-  const what =
-    c.basis === 'validation points'
-      ? `every policy a synthetic phase validated (arms x seeds x validation points: ${c.policies}), its real held-out success measured where it was validated`
-      : `the policy each synthetic phase kept (${c.policies}), against the run's final held-out success (no validation point was measured in the real environment)`;
-  const lines = [
-    '',
-    `Model selection: Spearman rank correlation with real success over ${what}. "simulator": greedy success inside the simulator on recorded tasks; "recorded": the share of held-out recorded successes the greedy policy replays step for step (per-step agreement breaking ties), which picks the kept policy.`,
-    '',
-    '| domain | policies | simulator | recorded |',
-    '| --- | ---: | ---: | ---: |',
-    ...c.perDomain.filter((d) => d.policies > 0).map((d) => `| ${d.domain} | ${d.policies} | ${rho(d.simulator)} | ${rho(d.recorded)} |`),
-    `| all | ${c.policies} | ${rho(c.simulator)} | ${rho(c.recorded)} |`,
-  ];
-  if (c.keptReal) {
-    lines.push('', `Real held-out success of the policy each criterion keeps, mean over ${c.keptReal.runs} synthetic phases: simulator ${pct(c.keptReal.simulator)}%, recorded ${pct(c.keptReal.recorded)}%, the best validated policy ${pct(c.keptReal.best)}%.`);
-  }
-  return lines;
 }
 
 /** Writes the suite's files into `dir` (an existing directory). */

@@ -948,6 +948,7 @@ interface ExperimentCliOptions extends SizeOptions {
   arm?: string[];
   trainEvalEpisodes?: number;
   jobs: number;
+  probeValidation?: boolean;
 }
 
 /** The command line that reproduces an experiment's figures: every option that shapes them (not --out or --jobs). */
@@ -956,6 +957,7 @@ export function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | '
   const parts = ['npx dreamgym experiment', where, `--seeds ${opts.seeds}`, `--preset ${opts.preset}`];
   for (const arm of opts.arm ?? []) parts.push(`--arm ${JSON.stringify(arm)}`);
   parts.push(...sizeFlags(opts));
+  if (opts.probeValidation) parts.push('--probe-validation');
   return parts.join(' ');
 }
 
@@ -1064,6 +1066,7 @@ async function experimentOnEnv(opts: ExperimentCliOptions, commandEnv: CommandEn
       seeds: opts.seeds,
       preset: opts.preset,
       ...(opts.arm ? { arms: opts.arm } : {}),
+      ...(opts.probeValidation ? { probeValidation: true } : {}),
       overrides: sizeOverrides(opts),
       command: experimentCommandLine(opts),
       ...(opts.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: opts.trainEvalEpisodes } : {}),
@@ -1198,6 +1201,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--preset <name>', 'sizes of each run').choices(Object.keys(PRESETS)).default('quick'))
     .requiredOption('--out <dir>', 'output directory (created if needed)')
     .option('--arm <name>', 'run only this arm (repeatable; e.g. "zero-shot", "dreamgym (warm sft)")', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--probe-validation', "also evaluate every policy a synthetic phase validates in the real environment, and table each selection criterion's rank correlation with it (--suite always does)")
     .option('--jobs <n>', 'runs at once, each in a worker thread of its own (1: one after another in this thread); the figures do not depend on it', countArg(1, 256), defaultJobs())
     .addOption(hidden('--iterations <n>', 'RL iterations of every arm', countArg(0, 1_000_000)))
     .addOption(hidden('--offline-episodes <n>', 'expert and noisy offline episodes (each)', countArg(1, 1_000_000)))

@@ -16,6 +16,7 @@ import { aggregateEvaluations, bootstrapInterval, evaluate, type EvalActor, type
 import type { PolicyAgent } from './agent.ts';
 import { plannedIterations, runTraining, type IterationMetrics, type RunSnapshot } from './loop.ts';
 import { keptPhrase, type SyntheticValidation, type ValidationCheck } from './validation.ts';
+import { selectionCorrelation, selectionLines } from './selection.ts';
 import { hasReferencePolicy, referencePolicy } from './reference.ts';
 import { prepareRun } from './setup.ts';
 
@@ -535,6 +536,7 @@ export function experimentFiles(r: ExperimentResult): Record<string, string> {
     ...r.comparisons.map((c) => `| ${c.name} | ${figure(c.value)} [${figure(c.low)}, ${figure(c.high)}] | ${c.note} |`),
     '',
     ...validationLines(r),
+    ...probedSelectionLines(r),
   ];
   const csv = ['arm,seed,iteration,phase,success_rate,mean_reward,real_transitions'];
   for (const a of r.arms) for (const s of a.seeds) for (const c of s.curve) csv.push(`"${a.name}",${s.seed},${c.iteration},${c.phase},${c.successRate},${c.meanReward},${c.realTransitions}`);
@@ -544,6 +546,12 @@ export function experimentFiles(r: ExperimentResult): Record<string, string> {
     'curves.csv': `${csv.join('\n')}\n`,
     [`${r.env}.svg`]: curvesSvg(r),
   };
+}
+
+/** The selection criteria's correlations with real success, when the experiment measured its validated policies (`probeValidation`). */
+function probedSelectionLines(r: ExperimentResult): string[] {
+  const c = selectionCorrelation([{ name: r.env, experiment: r }]);
+  return c.basis === 'validation points' ? [...selectionLines(c).slice(1), ''] : [];
 }
 
 /**

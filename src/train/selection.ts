@@ -9,6 +9,8 @@
  */
 import type { Observation, Task, Trajectory } from '../core/types.ts';
 import { bootstrapInterval, type EvalActor, type EvalContext, type Interval } from './evaluate.ts';
+import type { ExperimentResult } from './experiment.ts';
+import { keptValidation } from './validation.ts';
 
 /** A recorded successful episode as the policy would have seen it. */
 export interface RecordedEpisode {
@@ -165,3 +167,125 @@ export function spearman(xs: readonly number[], ys: readonly number[]): number {
   }
   return sxx === 0 || syy === 0 ? Number.NaN : sxy / Math.sqrt(sxx * syy);
 }
+
+/** An experiment and the domain it ran on (a suite's domain, or one `experiment` run). */
+export interface ExperimentOfDomain {
+  name: string;
+  experiment: ExperimentResult;
+}
+
+const pct = (x: number): string => (Number.isFinite(x) ? (100 * x).toFixed(1) : 'n/a');
+
+/** A policy a synthetic phase validated: both criteria's figures and its real held-out success. */
+export interface SelectionPoint {
+  domain: string;
+  arm: string;
+  seed: number;
+  iteration: number;
+  /** Greedy success inside the simulator (the old criterion). */
+  simulator: number;
+  /** The `recorded` criterion's figure (null where the run held no recorded success out). */
+  recorded: number | null;
+  real: number;
+}
+
+/** Spearman rank correlations of the two criteria with real success, over the suite's validated policies. */
+export interface SelectionCorrelation {
+  /**
+   * `validation points`: every policy a synthetic phase validated, with its real success measured
+   * there; `kept policies` (a suite that measured no validation point): the simulator's figure for
+   * each kept policy against the run's final held-out success (`s2r` left out: a real phase
+   * follows its choice).
+   */
+  basis: 'validation points' | 'kept policies';
+  policies: number;
+  simulator: number;
+  /** NaN where no policy has the recorded figure. */
+  recorded: number;
+  perDomain: { domain: string; policies: number; simulator: number; recorded: number }[];
+  /** Mean real success of the policy each criterion keeps (the earliest best, as the loop keeps it) and of the best one, over `runs` runs. */
+  keptReal: { runs: number; simulator: number; recorded: number; best: number } | null;
+}
+
+/** The suite's validated policies, or (no measured validation points) its kept policies. */
+export function selectionPoints(domains: readonly ExperimentOfDomain[]): { basis: SelectionCorrelation['basis']; points: SelectionPoint[]; runs: SelectionPoint[][] } {
+  const runs: SelectionPoint[][] = [];
+  const kept: SelectionPoint[] = [];
+  for (const d of domains) {
+    for (const a of d.experiment.arms) {
+      for (const s of a.seeds) {
+        if (s.probes && s.probes.length > 0) {
+          runs.push(s.probes.map((p) => ({ domain: d.name, arm: a.name, seed: s.seed, iteration: p.iteration, simulator: p.success, recorded: p.replayed === undefined ? null : selectionScore(p, 'recorded'), real: p.real })));
+        } else if (s.validation?.end !== undefined && a.config?.mode !== 's2r') {
+          kept.push({ domain: d.name, arm: a.name, seed: s.seed, iteration: -1, simulator: keptValidation(s.validation), recorded: null, real: s.heldOut.successRate });
+        }
+      }
+    }
+  }
+  return runs.length > 0 ? { basis: 'validation points', points: runs.flat(), runs } : { basis: 'kept policies', points: kept, runs: [] };
+}
+
+/** What each criterion would keep in a run of validation points: the first point no later one beats. */
+function keptBy(run: readonly SelectionPoint[], score: (p: SelectionPoint) => number): SelectionPoint {
+  let best = run[0] as SelectionPoint;
+  for (const p of run.slice(1)) if (score(p) > score(best)) best = p;
+  return best;
+}
+
+/** The two criteria's rank correlations with real success over the suite's validated policies (see {@link SelectionCorrelation}). */
+export function selectionCorrelation(domains: readonly ExperimentOfDomain[]): SelectionCorrelation {
+  const { basis, points, runs } = selectionPoints(domains);
+  const corr = (ps: readonly SelectionPoint[]): { simulator: number; recorded: number } => {
+    const withRecorded = ps.filter((p) => p.recorded !== null);
+    return {
+      simulator: spearman(ps.map((p) => p.simulator), ps.map((p) => p.real)),
+      recorded: spearman(withRecorded.map((p) => p.recorded as number), withRecorded.map((p) => p.real)),
+    };
+  };
+  const perDomain = domains.map((d) => {
+    const mine = points.filter((p) => p.domain === d.name);
+    return { domain: d.name, policies: mine.length, ...corr(mine) };
+  });
+  const scored = runs.filter((r) => r.every((p) => p.recorded !== null));
+  const meanReal = (f: (r: readonly SelectionPoint[]) => SelectionPoint): number => scored.reduce((s, r) => s + f(r).real, 0) / scored.length;
+  return {
+    basis,
+    policies: points.length,
+    ...corr(points),
+    perDomain,
+    keptReal:
+      scored.length === 0
+        ? null
+        : {
+            runs: scored.length,
+            simulator: meanReal((r) => keptBy(r, (p) => p.simulator)),
+            recorded: meanReal((r) => keptBy(r, (p) => p.recorded as number)),
+            best: meanReal((r) => keptBy(r, (p) => p.real)),
+          },
+  };
+}
+
+const rho = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
+
+/** The selection criteria's correlations with real success, as suite.md tells them. */
+export function selectionLines(c: SelectionCorrelation): string[] {
+  if (c.policies === 0) return [];
+  const what =
+    c.basis === 'validation points'
+      ? `every policy a synthetic phase validated (arms x seeds x validation points: ${c.policies}), its real held-out success measured where it was validated`
+      : `the policy each synthetic phase kept (${c.policies}), against the run's final held-out success (no validation point was measured in the real environment)`;
+  const lines = [
+    '',
+    `Model selection: Spearman rank correlation with real success over ${what}. "simulator": greedy success inside the simulator on recorded tasks; "recorded": the share of held-out recorded successes the greedy policy replays step for step (per-step agreement breaking ties), which picks the kept policy.`,
+    '',
+    '| domain | policies | simulator | recorded |',
+    '| --- | ---: | ---: | ---: |',
+    ...c.perDomain.filter((d) => d.policies > 0).map((d) => `| ${d.domain} | ${d.policies} | ${rho(d.simulator)} | ${rho(d.recorded)} |`),
+    `| all | ${c.policies} | ${rho(c.simulator)} | ${rho(c.recorded)} |`,
+  ];
+  if (c.keptReal) {
+    lines.push('', `Real held-out success of the policy each criterion keeps, mean over ${c.keptReal.runs} synthetic phases: simulator ${pct(c.keptReal.simulator)}%, recorded ${pct(c.keptReal.recorded)}%, the best validated policy ${pct(c.keptReal.best)}%.`);
+  }
+  return lines;
+}
+

@@ -61,3 +61,10 @@ export function keptPhrase(v: SyntheticValidation, percent: (x: number) => strin
   }
   return null;
 }
+
+/** The simulator's own figure for the policy a synthetic phase ended with (the one it kept). */
+export function keptValidation(v: SyntheticValidation): number {
+  if (v.kept === 'start') return v.start;
+  if (v.kept === 'between' && v.best) return v.best.success;
+  return v.end ?? Number.NaN;
+}
