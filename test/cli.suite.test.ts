@@ -58,12 +58,13 @@ describe('experiment --suite (tiny settings)', () => {
     // Every policy a synthetic phase validated was also evaluated in the real environment, and the table gives each criterion's rank correlation with it.
     const probed = result.domains.flatMap((d) => d.experiment.arms.flatMap((a) => a.seeds.flatMap((x) => x.probes ?? [])));
     expect(probed.length).toBe(8);
-    expect(probed.every((p) => p.real >= 0 && p.real <= 1 && p.replayed !== undefined)).toBe(true);
+    expect(probed.every((p) => p.real >= 0 && p.real <= 1 && p.replayed !== undefined && p.prefix !== undefined)).toBe(true);
     expect(table).toMatch(/Model selection: Spearman rank correlation with real success over every policy a synthetic phase validated \(arms x seeds x validation points: 8\)/);
     expect(table).toMatch(/^\| all \| 8 \| (-?\d\.\d\d|n\/a) \| (-?\d\.\d\d|n\/a) \|$/m);
     expect(table).toMatch(/^Real held-out success of the policy each criterion keeps, mean over 4 synthetic phases: simulator \d+\.\d%, recorded \d+\.\d%, the best validated policy \d+\.\d%\.$/m);
     expect((result as SuiteResult & { selection: SelectionCorrelation }).selection).toMatchObject({ basis: 'validation points', policies: 8 });
-  });
+    // Fourteen runs and their evaluations in two worker threads: a minute alone on two cores, more beside other work.
+  }, 240_000);
 
   it('an unknown domain, or a suite module that is not there: one line, nothing written', async () => {
     const out = join(dir, 'bad');
@@ -88,7 +89,7 @@ describe('experiment --suite (tiny settings)', () => {
     const arm = (name: string, seeds: ArmSeedResult[]) => ({ name, seeds }) as unknown as ArmResult;
     const domain = (name: string, arms: ArmResult[]) => ({ name, experiment: { arms } as unknown as ExperimentResult });
     // The simulator's figure runs against real success, the replayed share with it.
-    const probes = [0.9, 0.7, 0.5, 0.3].map((sim, i) => ({ iteration: 3 * i, success: sim, replayed: 0.1 * (i + 1), agreement: 0.5, real: 0.2 * (i + 1) }));
+    const probes = [0.9, 0.7, 0.5, 0.3].map((sim, i) => ({ iteration: 3 * i, success: sim, replayed: 0, prefix: 0.1 * (i + 1), agreement: 0.5, real: 0.2 * (i + 1) }));
     const c = selectionCorrelation([domain('lists', [arm('dreamgym', [seed(0, 0.8, { probes })])])]);
     expect(c).toMatchObject({ basis: 'validation points', policies: 4, simulator: -1, recorded: 1 });
     expect(c.keptReal).toEqual({ runs: 1, simulator: 0.2, recorded: 0.8, best: 0.8 });

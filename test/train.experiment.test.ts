@@ -73,7 +73,7 @@ describe('experiment table: synthetic-phase validation', () => {
     // Without measured validation points there is no correlation to show.
     expect(table).not.toContain('Model selection');
     // With them (--probe-validation), each criterion's rank correlation with real success.
-    a.seeds[0]!.probes = [0.9, 0.5, 0.1].map((sim, i) => ({ iteration: 5 * i, success: sim, replayed: 0.1 * i, prefix: 0.5, agreement: 0.5, real: 0.3 * i }));
+    a.seeds[0]!.probes = [0.9, 0.5, 0.1].map((sim, i) => ({ iteration: 5 * i, success: sim, replayed: 0, prefix: 0.1 * i, agreement: 0.5, real: 0.3 * i }));
     const probed = experimentFiles(r)['table.md']!;
     expect(probed).toContain('Model selection: Spearman rank correlation with real success over every policy a synthetic phase validated (arms x seeds x validation points: 3)');
     expect(probed).toContain('| shop | 3 | -1.00 | 1.00 |');
