@@ -5,6 +5,8 @@ import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { ENV_PRESETS, parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, validationTasks, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
 import { prepareRun } from '../src/train/setup.ts';
+import { selectionScore } from '../src/train/selection.ts';
+import type { ValidationCheck } from '../src/train/validation.ts';
 import { Trainer } from '../src/rl/trainer.ts';
 import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
 import { RecombinationTaskGenerator, type TaskGenerator } from '../src/curriculum/generator.ts';
@@ -216,7 +218,7 @@ describe('validating the synthetic phase', () => {
   it('puts the starting policy back when the phase ends lower inside the simulator, and keeps the end otherwise', async () => {
     const before = tf.memory().numTensors;
     // A learning rate far too high wrecks the policy the behaviour cloning gave.
-    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40 }, sft: { epochs: 20 }, validation: { tasks: 20, criterion: 'simulator' } } as const;
+    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40 }, sft: { epochs: 20 }, validation: { tasks: 20, criterion: 'simulator', recorded: 0 } } as const;
     const c = config(wrecking);
     const run = await prepareRun(c);
     const paramsOf = (checkpoint: RunSnapshot['checkpoint']) => new Map(checkpoint.weights.map((w) => [w.name, Array.from(w.data as Float32Array)]));
@@ -355,7 +357,7 @@ describe('selection by held-out recorded successes', () => {
       expect(v?.recorded).toBeGreaterThan(0);
       expect([v?.start, v?.end]).toEqual([0, 1]);
       const [start, end] = v?.checks ?? [];
-      expect((start?.agreement as number) > (end?.agreement as number)).toBe(true);
+      expect(selectionScore(start as ValidationCheck, 'recorded')).toBeGreaterThan(selectionScore(end as ValidationCheck, 'recorded'));
       expect(v?.kept).toBe('start');
       // Today's criterion, the simulator's success, keeps what it praised.
       const old = await runTraining(config({ ...wrecking, validation: { ...wrecking.validation, criterion: 'simulator' } }), scriptedValidation(run.deps, validating, [1]));

@@ -91,10 +91,12 @@ describe('selection: the criterion ranks by what held-out recorded successes say
     expect(await floorHolds('simulator')).toBe(false);
   });
 
-  it('scores how far the policy follows recorded successes, breaks ties by per-step agreement, and falls back to the simulator without recorded figures', () => {
+  it('scores the mean of how far the policy follows recorded successes and its per-step agreement, and falls back to the simulator without recorded figures', () => {
+    expect(selectionScore({ success: 0, replayed: 0.1, prefix: 0.4, agreement: 0.6 }, 'recorded')).toBeCloseTo(0.5, 12);
     // A policy that leaves the recorded routes late keeps its credit even when it replays fewer of them whole.
-    expect(selectionScore({ success: 0, replayed: 0.04, prefix: 0.46, agreement: 0.6 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 1, replayed: 0.16, prefix: 0.35, agreement: 0.6 }, 'recorded'));
-    expect(selectionScore({ success: 0, replayed: 0.2, prefix: 0.4, agreement: 0.9 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 1, replayed: 0.2, prefix: 0.4, agreement: 0.5 }, 'recorded'));
+    expect(selectionScore({ success: 0, replayed: 0.04, prefix: 0.46, agreement: 0.6 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 1, replayed: 0.16, prefix: 0.35, agreement: 0.58 }, 'recorded'));
+    // A broken policy that matches the first steps the prior gets right anyway, and little else, does not beat the one it broke.
+    expect(selectionScore({ success: 0.8, replayed: 0.05, prefix: 0.34, agreement: 0.49 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 0, replayed: 0, prefix: 0.38, agreement: 0.38 }, 'recorded'));
     expect(selectionScore({ success: 0.7 }, 'recorded')).toBe(0.7);
   });
 });

@@ -1138,7 +1138,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
-    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: recorded (default: how far the greedy policy follows held-out recorded successes) or simulator (its success inside the simulator)').choices(['recorded', 'simulator']))
+    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: recorded (default: how well the greedy policy follows held-out recorded successes) or simulator (its success inside the simulator)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
@@ -1212,7 +1212,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
-    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: recorded (default: how far the greedy policy follows held-out recorded successes) or simulator (its success inside the simulator)').choices(['recorded', 'simulator']))
+    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: recorded (default: how well the greedy policy follows held-out recorded successes) or simulator (its success inside the simulator)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))

@@ -210,9 +210,9 @@ export const TrainingConfigSchema = z
          */
         every: z.number().int().min(0).default(VALIDATION_EVERY),
         /**
-         * What picks the kept policy: `recorded`, how far the greedy policy follows held-out
-         * recorded successes before it first leaves them (mean share of their steps; per-step
-         * agreement breaking ties), or `simulator`, greedy success inside the simulator. On domains the simulator was not built for, its own
+         * What picks the kept policy: `recorded`, how well the greedy policy follows held-out
+         * recorded successes (see `selectionScore`), or `simulator`, greedy success inside the
+         * simulator. On domains the simulator was not built for, its own
          * figure ranked policies against their real success (see BENCHMARKS.md, "selection"). A
          * run with no held-out recorded success falls back to `simulator`.
          */

@@ -50,13 +50,13 @@ export interface SyntheticValidation {
 
 /**
  * `kept the start`, `kept iteration 30: 76.0%` (the simulator's figure) or `kept iteration 30:
- * follows 40.0% of recorded successes` when a decided phase ended with a policy other than its
+ * agrees 40.0% with held-out recorded successes` (the recorded criterion's) when a decided phase ended with a policy other than its
  * last; null otherwise. `percent` formats a success rate.
  */
 export function keptPhrase(v: SyntheticValidation, percent: (x: number) => string): string | null {
   if (v.kept === 'start') return 'kept the start';
   if (v.kept === 'between' && v.best) {
-    if (v.criterion === 'recorded' && v.best.prefix !== undefined) return `kept iteration ${v.best.iteration}: follows ${percent(v.best.prefix)} of recorded successes`;
+    if (v.criterion === 'recorded' && v.best.prefix !== undefined && v.best.agreement !== undefined) return `kept iteration ${v.best.iteration}: agrees ${percent((v.best.prefix + v.best.agreement) / 2)} with held-out recorded successes`;
     return `kept iteration ${v.best.iteration}: ${percent(v.best.success)}`;
   }
   return null;
