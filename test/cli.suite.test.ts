@@ -2,7 +2,8 @@ import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { keptValidation, runSuite, SUITE_ARMS, SUITE_DOMAINS, type SuiteResult } from '../src/cli/suite.ts';
+import { keptValidation, runSuite, selectionCorrelation, selectionLines, SUITE_ARMS, SUITE_DOMAINS, type SelectionCorrelation, type SuiteResult } from '../src/cli/suite.ts';
+import type { ArmResult, ArmSeedResult, ExperimentResult } from '../src/train/experiment.ts';
 import { cli } from './fixtures/cli.ts';
 
 const LIBRARY = 'src/envs/example/library.ts';
@@ -54,7 +55,16 @@ describe('experiment --suite (tiny settings)', () => {
       expect(d.experiment.arms.find((a) => a.name === 'dreamgym')?.realTransitions).toBe(0);
     }
     expect(result.domains[0]?.experiment.arms.find((a) => a.name === 'sft')?.success.mean).toBe(1);
-  });
+    // Every policy a synthetic phase validated was also evaluated in the real environment, and the table gives each criterion's rank correlation with it.
+    const probed = result.domains.flatMap((d) => d.experiment.arms.flatMap((a) => a.seeds.flatMap((x) => x.probes ?? [])));
+    expect(probed.length).toBe(8);
+    expect(probed.every((p) => p.real >= 0 && p.real <= 1 && p.replayed !== undefined && p.prefix !== undefined)).toBe(true);
+    expect(table).toMatch(/Model selection: Spearman rank correlation with real success over every policy a synthetic phase validated \(arms x seeds x validation points: 8\)/);
+    expect(table).toMatch(/^\| all \| 8 \| (-?\d\.\d\d|n\/a) \| (-?\d\.\d\d|n\/a) \|$/m);
+    expect(table).toMatch(/^Real held-out success of the policy each criterion keeps, mean over 4 synthetic phases: simulator \d+\.\d%, recorded \d+\.\d%, the best validated policy \d+\.\d%\.$/m);
+    expect((result as SuiteResult & { selection: SelectionCorrelation }).selection).toMatchObject({ basis: 'validation points', policies: 8 });
+    // Fourteen runs and their evaluations in two worker threads: a minute alone on two cores, more beside other work.
+  }, 240_000);
 
   it('an unknown domain, or a suite module that is not there: one line, nothing written', async () => {
     const out = join(dir, 'bad');
@@ -72,6 +82,24 @@ describe('experiment --suite (tiny settings)', () => {
   it('the suite names the two built-in domains and the five module domains', () => {
     expect(SUITE_DOMAINS.map((d) => d.name)).toEqual(['shop', 'household', 'files', 'tickets', 'calendar', 'travel', 'dungeon']);
     expect(SUITE_DOMAINS.filter((d) => d.module !== undefined).map((d) => d.module)).toEqual(['files', 'tickets', 'calendar', 'travel', 'dungeon'].map((n) => `src/envs/${n}/index.ts`));
+  });
+
+  it('selectionCorrelation: the criteria against real success over validated policies, or over kept ones for a suite that probed none', () => {
+    const seed = (id: number, real: number, extra: Partial<ArmSeedResult>) => ({ seed: id, heldOut: { successRate: real }, validation: null, ...extra }) as unknown as ArmSeedResult;
+    const arm = (name: string, seeds: ArmSeedResult[]) => ({ name, seeds }) as unknown as ArmResult;
+    const domain = (name: string, arms: ArmResult[]) => ({ name, experiment: { arms } as unknown as ExperimentResult });
+    // The simulator's figure runs against real success, the replayed share with it.
+    const probes = [0.9, 0.7, 0.5, 0.3].map((sim, i) => ({ iteration: 3 * i, success: sim, replayed: 0, prefix: 0.1 * (i + 1), agreement: 0.5, real: 0.2 * (i + 1) }));
+    const c = selectionCorrelation([domain('lists', [arm('dreamgym', [seed(0, 0.8, { probes })])])]);
+    expect(c).toMatchObject({ basis: 'validation points', policies: 4, simulator: -1, recorded: 1 });
+    expect(c.keptReal).toEqual({ runs: 1, simulator: 0.2, recorded: 0.8, best: 0.8 });
+    expect(c.perDomain).toEqual([{ domain: 'lists', policies: 4, simulator: -1, recorded: 1 }]);
+    // A suite without probes (recorded before they were measured): the kept policies' claims against final success.
+    const kept = [0.9, 0.6, 0.3].map((claim, i) => seed(i, 0.1 + 0.3 * i, { validation: { tasks: 5, start: claim, end: claim, kept: 'end' } }));
+    const old = selectionCorrelation([domain('lists', [arm('dreamgym', kept), arm('sft', [seed(0, 1, {})])])]);
+    expect(old).toMatchObject({ basis: 'kept policies', policies: 3, simulator: -1, keptReal: null });
+    expect(old.recorded).toBeNaN();
+    expect(selectionLines(old).join('\n')).toMatch(/over the policy each synthetic phase kept \(3\), against the run's final held-out success/);
   });
 
   it("keptValidation: the simulator's figure for the policy a phase kept", () => {

@@ -54,7 +54,7 @@ describe('dreamgym train', () => {
     expect(res.code).toBe(0);
     const lines = res.out.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^shop dreamgym: success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 4 held-out tasks, mean reward \d\.\d{3}, real transitions 0, offline transitions \d+, 2 iterations, simulator validation \d+\.\d% -> \d+\.\d% on \d+ recorded tasks( \(kept the start\)| \(kept iteration \d+: \d+\.\d%\))?(, the curriculum generated no task)?, wall \d+\.\d s, run \S+$/);
+    expect(lines[0]).toMatch(/^shop dreamgym: success \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(95% CI\) on 4 held-out tasks, mean reward \d\.\d{3}, real transitions 0, offline transitions \d+, 2 iterations, simulator validation \d+\.\d% -> \d+\.\d% on \d+ recorded tasks, replaying \d+\.\d% -> \d+\.\d% of \d+ held-out recorded successes( \(kept the start\)| \(kept iteration \d+: agrees \d+\.\d% with held-out recorded successes\))?(, the curriculum generated no task)?, wall \d+\.\d s, run \S+$/);
     runId = runIdOf(lines[0]!);
     const runDir = join(store, 'runs', runId);
     expect((await readdir(runDir)).sort()).toEqual(['checkpoint.bin', 'rollouts.jsonl', 'run.json', 'snapshot.json']);
@@ -319,17 +319,21 @@ describe('dreamgym train, other modes', () => {
     expect(bad.err).toMatch(/--validation-tasks/);
   });
 
-  it('--validation-every N validates the synthetic phase every N iterations as well', async () => {
+  it('--validation-every N validates the synthetic phase every N iterations as well; --validation-criterion simulator lets the simulator pick', async () => {
     const s = join(dir, 'validation-every-store');
     const out = join(dir, 'validation-every.json');
-    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '3', '--validation-every', '1', '--validation-tasks', '4', ...TINY, '--store', s, '--out', out);
+    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--iterations', '3', '--validation-every', '1', '--validation-tasks', '4', '--validation-criterion', 'simulator', ...TINY, '--store', s, '--out', out);
     expect(res.code).toBe(0);
-    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { validation: { tasks: number; every: number } }; validation: { between?: { iteration: number }[] } };
-    expect(summary.config.validation).toEqual({ tasks: 4, every: 1 });
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { validation: { tasks: number; every: number } }; validation: { between?: { iteration: number }[]; criterion?: string } };
+    expect(summary.config.validation).toEqual({ tasks: 4, every: 1, criterion: 'simulator', recorded: 50 });
     expect(summary.validation.between?.map((c) => c.iteration)).toEqual([1, 2]);
+    expect(summary.validation.criterion).toBe('simulator');
     const bad = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--validation-every', 'x', '--store', s);
     expect(bad.code).not.toBe(0);
     expect(bad.err).toMatch(/--validation-every/);
+    const badCriterion = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--validation-criterion', 'luck', '--store', s);
+    expect(badCriterion.code).not.toBe(0);
+    expect(badCriterion.err).toMatch(/--validation-criterion <c>' argument 'luck' is invalid\. Allowed choices are recorded, simulator/);
   });
 });
 
@@ -477,8 +481,14 @@ describe('dreamgym train --data: seed data alone, no environment', () => {
     expect(summary.evaluation).toMatchObject({ environment: 'synthetic', realSteps: 0 });
     expect(summary.seedData.heldOutTasks).toBe(6);
     expect(summary.config.curriculum.enabled).toBe(false);
+    // The synthetic figure comes with its grounding and the policy's replay of the held-out recorded successes.
+    expect(res.out).toMatch(/\(not a real success rate\), mean reward \d\.\d{3}, grounding: (not reported by this simulator|\d+\.\d% of simulator steps unknown[^;]*); recorded replay(: fewer than 5 held-out recorded successes, no estimate| \d+\.\d%)/);
+    // Two data-only runs on the same data: the run list says they are never ranked by their synthetic figure, and what it cannot rank.
+    const sft = await cli('train', '--data', data, '--mode', 'sft', ...TINY, '--store', s);
+    expect(sft.code, sft.err).toBe(0);
     const runs = await cli('runs', '--store', s);
     expect(runs.out).toMatch(/\(synthetic\)/);
+    expect(runs.out).toMatch(/^data-only runs on shop \S*seeds\.jsonl: never ranked by their SYNTHETIC success; by recorded replay: .*; cannot rank .*(no replay estimate|replay intervals overlap)/m);
     const runId = runIdOf(res.out);
     const ev = await cli('eval', '--store', s, '--run', runId);
     expect(ev.code).toBe(1);

@@ -70,6 +70,14 @@ describe('experiment table: synthetic-phase validation', () => {
     const r = { env: 'shop', preset: 'quick', seeds: 3, evalEpisodes: 2, arms: [a], comparisons: [], wallMs: 0, command: 'x' } as unknown as Parameters<typeof experimentFiles>[0];
     const table = experimentFiles(r)['table.md']!;
     expect(table).toContain('| dreamgym | 2.0 -> 62.0 (kept iteration 5: 76.0), 90.0 -> 80.0 (kept the start), 10.0 -> 70.0 | 1 / 1 / 1 |');
+    // Without measured validation points there is no correlation to show.
+    expect(table).not.toContain('Model selection');
+    // With them (--probe-validation), each criterion's rank correlation with real success.
+    a.seeds[0]!.probes = [0.9, 0.5, 0.1].map((sim, i) => ({ iteration: 5 * i, success: sim, replayed: 0, prefix: 0.1 * i, agreement: 0.5, real: 0.3 * i }));
+    const probed = experimentFiles(r)['table.md']!;
+    expect(probed).toContain('Model selection: Spearman rank correlation with real success over every policy a synthetic phase validated (arms x seeds x validation points: 3)');
+    expect(probed).toContain('| shop | 3 | -1.00 | 1.00 |');
+    expect(probed).toContain('Real held-out success of the policy each criterion keeps, mean over 1 synthetic phases: simulator 0.0%, recorded 60.0%, the best validated policy 60.0%.');
   });
 });
 

@@ -7,6 +7,8 @@ import { plannedIterations, runTraining, TrainingAbortedError, validationTasks, 
 import { prepareRun } from '../src/train/setup.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
+import { selectionScore } from '../src/train/selection.ts';
+import type { ValidationCheck } from '../src/train/validation.ts';
 import { Trainer } from '../src/rl/trainer.ts';
 import { parseCheckpoint, serializeCheckpoint } from '../src/policy/checkpoint.ts';
 import { RecombinationTaskGenerator, type TaskGenerator } from '../src/curriculum/generator.ts';
@@ -222,7 +224,7 @@ describe('validating the synthetic phase', () => {
   it('puts the starting policy back when the phase ends lower inside the simulator, and keeps the end otherwise', async () => {
     const before = tf.memory().numTensors;
     // A learning rate far too high wrecks the policy the behaviour cloning gave.
-    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40 }, sft: { epochs: 20 }, validation: { tasks: 20 } } as const;
+    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40 }, sft: { epochs: 20 }, validation: { tasks: 20, criterion: 'simulator', recorded: 0 } } as const;
     const c = config(wrecking);
     const run = await prepareRun(c);
     const paramsOf = (checkpoint: RunSnapshot['checkpoint']) => new Map(checkpoint.weights.map((w) => [w.name, Array.from(w.data as Float32Array)]));
@@ -268,33 +270,34 @@ describe('validating the synthetic phase', () => {
   }, 180_000);
 });
 
-describe('keeping the best validated policy', () => {
-  /**
-   * The run's experience model, except on validation tasks, where the verdict is scripted per
-   * validation round: an episode succeeds at its first step in the rounds listed in `passing`.
-   */
-  function scriptedValidation(deps: TrainingDeps, validating: ReadonlySet<string>, passing: readonly number[], experience: NonNullable<TrainingDeps['experience']>): TrainingDeps {
-    let firstSteps = 0;
-    return {
-      ...deps,
-      experience: {
-        kind: experience.kind,
-        reset: (task, demos) => experience.reset(task, demos),
-        step: async (request) => {
-          if (!validating.has(request.task.id)) return experience.step(request);
-          const round = Math.floor(firstSteps++ / validating.size);
-          const reward = passing.includes(round) ? 1 : 0;
-          return { reasoning: 'scripted', observation: { text: 'over', actions: [] }, reward, done: true, valid: true };
-        },
+/**
+ * The run's experience model, except on validation tasks, where the verdict is scripted per
+ * validation round: an episode succeeds at its first step in the rounds listed in `passing`.
+ */
+function scriptedValidation(deps: TrainingDeps, validating: ReadonlySet<string>, passing: readonly number[], experience = deps.experience as NonNullable<TrainingDeps['experience']>): TrainingDeps {
+  let firstSteps = 0;
+  return {
+    ...deps,
+    experience: {
+      kind: experience.kind,
+      reset: (task, demos) => experience.reset(task, demos),
+      step: async (request) => {
+        if (!validating.has(request.task.id)) return experience.step(request);
+        const round = Math.floor(firstSteps++ / validating.size);
+        const reward = passing.includes(round) ? 1 : 0;
+        return { reasoning: 'scripted', observation: { text: 'over', actions: [] }, reward, done: true, valid: true };
       },
-    };
-  }
+    },
+  };
+}
 
+describe('keeping the best validated policy', () => {
   it('puts back the policy that validated best between the start and the end, also after a resume', async () => {
     const before = tf.memory().numTensors;
     // Validated at the start (round 0), after iterations 1 and 2 (rounds 1, 2) and at the end (round 3).
     // Four groups of four: with two groups of two, every group of an iteration can end alike, and then the policy does not move.
-    const c = config({ mode: 'dreamgym', iterations: 3, tasksPerIteration: 4, groupSize: 4, offline: { ...TINY.offline, expertEpisodes: 12, poolDemonstrations: 4 }, validation: { tasks: 4, every: 1 } });
+    // The simulator's verdicts decide here (the recorded criterion is the default; see "selection").
+    const c = config({ mode: 'dreamgym', iterations: 3, tasksPerIteration: 4, groupSize: 4, offline: { ...TINY.offline, expertEpisodes: 12, poolDemonstrations: 4 }, validation: { tasks: 4, every: 1, criterion: 'simulator' } });
     const run = await prepareRun(c);
     // The predictor alone: on 12 recorded episodes the grounded simulator halts nearly every
     // synthetic episode alike, so the policy would not move between rounds and there would be
@@ -314,7 +317,8 @@ describe('keeping the best validated policy', () => {
       expect(rounds.filter((p) => p.validating?.done === 0).map((p) => p.iteration)).toEqual([0, 1, 2, 3]);
       expect(rounds.filter((p) => p.validating?.done === 4).map((p) => p.iteration)).toEqual([0, 1, 2, 3]);
       expect(rounds.every((p) => p.validating?.total === 4 && p.metrics === undefined)).toBe(true);
-      expect(full.validation).toEqual({ tasks: 4, start: 0, between: [{ iteration: 1, success: 1 }, { iteration: 2, success: 0 }], best: { iteration: 1, success: 1 }, end: 0, kept: 'between' });
+      expect(full.validation).toMatchObject({ tasks: 4, start: 0, between: [{ iteration: 1, success: 1 }, { iteration: 2, success: 0 }], best: { iteration: 1, success: 1 }, end: 0, kept: 'between', criterion: 'simulator' });
+      expect(full.validation?.checks?.map((x) => [x.iteration, x.success])).toEqual([[0, 0], [1, 1], [2, 0], [3, 0]]);
       // The policy kept is the one after the first iteration, not the start (the reference) nor the end.
       const policyOf = (s: RunSnapshot) => s.checkpoint.weights.filter((w) => !w.name.includes('/')).map((w) => Array.from(w.data as Float32Array));
       const afterFirst = snapshots.find((s) => s.iteration === 1) as RunSnapshot;
@@ -335,6 +339,42 @@ describe('keeping the best validated policy', () => {
       expect(resumed.snapshot.checkpoint.weights).toEqual(full.snapshot.checkpoint.weights);
     } finally {
       predictor.dispose();
+      run.dispose();
+    }
+    expect(tf.memory().numTensors).toBe(before);
+  });
+});
+
+describe('selection by held-out recorded successes', () => {
+  it('keeps the policy that replays held-out recorded successes, not a wrecked one the simulator praises; the simulator criterion keeps the wrecked one', async () => {
+    const before = tf.memory().numTensors;
+    // Behaviour cloning, then a learning rate far too high; the simulator calls every end-of-phase episode a success.
+    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40, poolDemonstrations: 20 }, sft: { epochs: 20 }, validation: { tasks: 10, recorded: 20 } } as const;
+    const c = config(wrecking);
+    const run = await prepareRun(c);
+    try {
+      const selection = run.deps.offline.selection;
+      expect(selection?.trajectories.length).toBe(20);
+      // Held out: neither behaviour cloning's data nor the simulator's holds a selection task.
+      const seen = new Set([...run.deps.offline.tasks, ...(run.deps.offline.extraTasks ?? [])].map((t) => t.id));
+      expect(selection?.tasks.some((t) => seen.has(t.id))).toBe(false);
+      const validating = new Set(validationTasks(run.deps.offline, 10).map((t) => t.id));
+      const pooled = new Set((run.deps.offline.poolTasks ?? []).map((t) => t.id));
+      expect([...validating].some((id) => pooled.has(id))).toBe(false);
+      const res = await runTraining(c, scriptedValidation(run.deps, validating, [1]));
+      res.trainer.dispose();
+      const v = res.validation;
+      expect(v?.criterion).toBe('recorded');
+      expect(v?.recorded).toBeGreaterThan(0);
+      expect([v?.start, v?.end]).toEqual([0, 1]);
+      const [start, end] = v?.checks ?? [];
+      expect(selectionScore(start as ValidationCheck, 'recorded')).toBeGreaterThan(selectionScore(end as ValidationCheck, 'recorded'));
+      expect(v?.kept).toBe('start');
+      // Today's criterion, the simulator's success, keeps what it praised.
+      const old = await runTraining(config({ ...wrecking, validation: { ...wrecking.validation, criterion: 'simulator' } }), scriptedValidation(run.deps, validating, [1]));
+      old.trainer.dispose();
+      expect(old.validation?.kept).toBe('end');
+    } finally {
       run.dispose();
     }
     expect(tf.memory().numTensors).toBe(before);

@@ -4,7 +4,9 @@ import { getEnvSpec } from '../src/envs/registry.ts';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
-import { dataOnlySpec, evaluateSynthetic, MIN_GROUNDING_TASKS, MIN_HELD_OUT_TASKS, planSeedData, SeedDataError } from '../src/train/seed-data.ts';
+import type { ExperienceModel } from '../src/experience/types.ts';
+import { dataOnlySpec, evaluateSynthetic, MIN_GROUNDING_TASKS, MIN_HELD_OUT_TASKS, MIN_RECORDED, planSeedData, rankSynthetic, SeedDataError, syntheticTrust, THIN_GROUNDING, trustPhrase, type SyntheticTrust } from '../src/train/seed-data.ts';
+import { recordedAgreement } from '../src/train/selection.ts';
 
 function shopData(episodes: number, policy = 'noisy:0.3'): { tasks: Task[]; trajectories: Trajectory[] } {
   const pairs = [...generateOfflineData(getEnvSpec('shop'), { episodes, seed: 0, policy, split: 'train' })];
@@ -22,6 +24,23 @@ describe('planSeedData', () => {
     expect(plan.heldOut.every((t) => plan.heldOutStarts.has(t.id))).toBe(true);
     expect(planSeedData(tasks, trajectories, 3).heldOut).toEqual(plan.heldOut);
     expect(planSeedData(tasks, trajectories, 4).heldOut).not.toEqual(plan.heldOut);
+  });
+
+  it('holds recorded successes out for model selection where the data can spare them: neither grounding nor evaluation holds them', () => {
+    const { tasks, trajectories } = shopData(100, 'expert');
+    const plan = planSeedData(tasks, trajectories, 3);
+    expect(plan.counts).toMatchObject({ heldOutTasks: 20, selectionTasks: 8, groundingTasks: 72 });
+    const selection = plan.grounding.selection;
+    expect(selection?.tasks.length).toBe(8);
+    const chosen = new Set(selection?.tasks.map((t) => t.id));
+    expect(selection?.trajectories.every((t) => chosen.has(t.taskId) && t.success)).toBe(true);
+    expect(plan.grounding.trajectories.some((t) => chosen.has(t.taskId))).toBe(false);
+    expect(plan.heldOut.some((t) => chosen.has(t.id))).toBe(false);
+    // 40 tasks: 32 left after the held-out ones, 10% of them is under the fewest recorded successes worth an estimate.
+    const small = shopData(40, 'expert');
+    const smallPlan = planSeedData(small.tasks, small.trajectories, 3);
+    expect(smallPlan.counts.selectionTasks).toBe(0);
+    expect(smallPlan.grounding.selection).toBeUndefined();
   });
 
   it('names what is missing and how much is needed', () => {
@@ -70,5 +89,93 @@ describe('a data-only run has no real environment', () => {
     } finally {
       model.dispose();
     }
+  });
+});
+
+describe('what a synthetic evaluation can be trusted for', () => {
+  it("counts the simulator's unknown steps, where it reports grounding", async () => {
+    const { tasks, trajectories } = shopData(40, 'expert');
+    const plan = planSeedData(tasks, trajectories, 0);
+    const model = await RetrievalExperienceModel.fromTrajectories(plan.grounding.tasks, plan.grounding.trajectories, new HashedEmbedder({ dim: 64 }));
+    try {
+      const first = { choose: async (contexts: readonly { observation: { actions: string[] } }[]) => contexts.map((c) => c.observation.actions[0] ?? '') };
+      // Every other step the simulator says the data does not support.
+      let n = 0;
+      const judging: ExperienceModel = {
+        kind: 'judging',
+        reset: (t, d) => model.reset(t, d),
+        step: async (r) => ({ ...(await model.step(r)), grounding: { support: 0.5, unknown: n++ % 2 === 1 } }),
+      };
+      const judged = await evaluateSynthetic(first, judging, plan.heldOut, plan.heldOutStarts, { maxSteps: plan.maxSteps });
+      expect(judged.grounding.reported).toBe(judged.grounding.steps);
+      expect(judged.grounding.unknown).toBe(Math.floor(judged.grounding.steps / 2));
+      const silent = await evaluateSynthetic(first, model, plan.heldOut, plan.heldOutStarts, { maxSteps: plan.maxSteps });
+      expect(silent.grounding.steps).toBeGreaterThan(0);
+      // Today's retrieval model may or may not report grounding; a model without it reports none.
+      const bare: ExperienceModel = { kind: 'bare', reset: (t, d) => model.reset(t, d), step: async (r) => {
+        const { grounding: _g, ...step } = await model.step(r);
+        return step;
+      } };
+      expect((await evaluateSynthetic(first, bare, plan.heldOut, plan.heldOutStarts, { maxSteps: plan.maxSteps })).grounding.reported).toBe(0);
+    } finally {
+      model.dispose();
+    }
+  });
+
+  it("holds the held-out tasks' recorded successes out for the replay estimate, and states grounding, estimate and limits", async () => {
+    const { tasks, trajectories } = shopData(60, 'expert');
+    const plan = planSeedData(tasks, trajectories, 0);
+    const held = new Set(plan.heldOut.map((t) => t.id));
+    expect(plan.heldOutRecorded.length).toBeGreaterThanOrEqual(MIN_RECORDED);
+    expect(plan.heldOutRecorded.every((e) => held.has(e.taskId))).toBe(true);
+    // The policy that plays the recorded actions replays every recorded success.
+    const recordedAction = new Map(plan.heldOutRecorded.flatMap((e) => e.steps.map((s, i) => [`${e.instruction}#${i}`, s.action] as const)));
+    const replaying = { choose: async (cs: readonly { instruction: string; history: readonly unknown[] }[]) => cs.map((c) => recordedAction.get(`${c.instruction}#${c.history.length}`) ?? '') };
+    const replay = await recordedAgreement(replaying, plan.heldOutRecorded);
+    expect(replay.replayed).toBe(1);
+
+    const sure = { mean: 1, low: 1, high: 1 };
+    const none = { mean: 0, low: 0, high: 0 };
+    const trusted = syntheticTrust({ success: sure, grounding: { steps: 100, reported: 100, unknown: 5 } }, replay);
+    expect(trusted).toEqual({ unknownShare: 0.05, recorded: { episodes: replay.episodes, replayed: replay.replayedInterval, agreement: 1 }, flags: [] });
+    expect(trustPhrase(trusted)).toBe(`grounding: 5.0% of simulator steps unknown; recorded replay 100.0% [100.0%, 100.0%] of ${replay.episodes} held-out recorded successes (an estimate of real success from below)`);
+
+    // The shortcut: the simulator says 100%, no recorded success is replayed, and a third of its steps were unknown.
+    const zero = { ...replay, replayed: 0, replayedInterval: none, agreement: 0.4 };
+    const shortcut = syntheticTrust({ success: sure, grounding: { steps: 90, reported: 90, unknown: 30 } }, zero);
+    expect(shortcut.flags).toEqual(['grounding-thin', 'claim-above-recorded']);
+    expect(trustPhrase(shortcut)).toBe(
+      `grounding: 33.3% of simulator steps unknown (too thin to rank by: over ${(100 * THIN_GROUNDING).toFixed(1)}%); recorded replay 0.0% [0.0%, 0.0%] of ${replay.episodes} held-out recorded successes (an estimate of real success from below); the simulator's figure is above what the recorded successes support`,
+    );
+    // A simulator that reports no grounding, and too few recorded successes for an estimate.
+    const blind = syntheticTrust({ success: sure, grounding: { steps: 10, reported: 0, unknown: 0 } }, { ...replay, episodes: MIN_RECORDED - 1 });
+    expect(blind).toEqual({ unknownShare: null, recorded: null, flags: ['grounding-unreported', 'few-recorded'] });
+    expect(trustPhrase(blind)).toBe(`grounding: not reported by this simulator; recorded replay: fewer than ${MIN_RECORDED} held-out recorded successes, no estimate`);
+  });
+
+  it('ranks data-only runs by their replay estimates and says which it cannot rank', () => {
+    const trust = (mean: number, low: number, high: number, unknownShare: number | null = 0): SyntheticTrust => ({
+      unknownShare,
+      recorded: { episodes: 50, replayed: { mean, low, high }, agreement: mean },
+      flags: unknownShare !== null && unknownShare > THIN_GROUNDING ? ['grounding-thin'] : [],
+    });
+    const clear = rankSynthetic([
+      { id: 'dreamgym', trust: trust(0.1, 0.02, 0.2) },
+      { id: 'sft', trust: trust(0.9, 0.8, 0.98) },
+      { id: 'zero-shot', trust: trust(0.5, 0.36, 0.64) },
+    ]);
+    expect(clear).toEqual({ order: ['sft', 'zero-shot', 'dreamgym'], cannot: [] });
+    const muddled = rankSynthetic([
+      { id: 'a', trust: trust(0.5, 0.36, 0.64) },
+      { id: 'b', trust: trust(0.56, 0.42, 0.7) },
+      { id: 'c', trust: trust(0.9, 0.8, 0.98, 0.4) },
+      { id: 'd', trust: { unknownShare: null, recorded: null, flags: ['grounding-unreported', 'few-recorded'] } },
+    ]);
+    expect(muddled.order).toEqual(['b', 'a']);
+    expect(muddled.cannot).toEqual([
+      'c: grounding too thin (40.0% of simulator steps unknown)',
+      `d: no replay estimate (fewer than ${MIN_RECORDED} held-out recorded successes)`,
+      'b and a: replay intervals overlap',
+    ]);
   });
 });

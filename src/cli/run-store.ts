@@ -122,6 +122,15 @@ const StoredEvaluationSchema = z
     wallMs: z.number().min(0),
     /** Where the episodes ran: absent or `real` for the real environment; `synthetic` inside the experience model (a data-only run). */
     environment: z.enum(['real', 'synthetic']).optional(),
+    /** A synthetic evaluation's grounding and replay estimate, and what keeps it from ranking policies (see `syntheticTrust`). */
+    trust: z
+      .object({
+        unknownShare: z.number().min(0).max(1).nullable(),
+        recorded: z.object({ episodes: z.number().int().min(1), replayed: IntervalSchema, agreement: z.number().min(0).max(1) }).strict().nullable(),
+        flags: z.array(z.enum(['grounding-unreported', 'grounding-thin', 'few-recorded', 'claim-above-recorded'])),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type StoredEvaluation = z.infer<typeof StoredEvaluationSchema>;
@@ -167,6 +176,8 @@ export const RunRecordSchema = z
         groundingTransitions: z.number().int().min(0),
         heldOutTasks: z.number().int().min(0),
         heldOutTrajectories: z.number().int().min(0),
+        /** Tasks whose recorded successes were held out for model selection. */
+        selectionTasks: z.number().int().min(0).optional(),
       })
       .strict()
       .optional(),

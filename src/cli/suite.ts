@@ -14,7 +14,8 @@ import type { AnyEnvSpec } from '../envs/spec.ts';
 import type { PresetName, TrainingConfigInput } from '../train/config.ts';
 import { runExperiment, type ArmResult, type ExperimentResult } from '../train/experiment.ts';
 import { measureFidelityTable, type FalseSuccessRow, type FidelityTable } from '../train/fidelity.ts';
-import type { SyntheticValidation } from '../train/validation.ts';
+import { selectionCorrelation, selectionLines } from '../train/selection.ts';
+import { keptValidation } from '../train/validation.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
 import type { FidelityJob } from './experiment-worker.ts';
 import { loadEnvModule, type LoadedEnvModule } from './module-host.ts';
@@ -120,6 +121,9 @@ export interface SuiteOptions {
 /** The repository root, where the suite's module paths start. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
+export { selectionCorrelation, selectionLines, selectionPoints, type SelectionCorrelation, type SelectionPoint } from '../train/selection.ts';
+export { keptValidation } from '../train/validation.ts';
+
 /** A loaded domain: its spec, and its module's path for worker threads. */
 interface ReadyDomain {
   name: string;
@@ -198,6 +202,7 @@ export async function runSuite(options: SuiteOptions): Promise<SuiteResult> {
       // A failed experiment must not leave the fidelity measurement's rejection unhandled.
       fidelity.catch(() => undefined);
       const experiment = await runExperiment({
+        probeValidation: true,
         env: d.name as DomainName,
         ...(d.modulePath !== null ? { envModule: d.modulePath } : {}),
         seeds: options.seeds,
@@ -252,12 +257,6 @@ export async function runSuite(options: SuiteOptions): Promise<SuiteResult> {
 const pct = (x: number): string => (Number.isFinite(x) ? (100 * x).toFixed(1) : 'n/a');
 const ratio = (x: number): string => (Number.isNaN(x) ? 'n/a' : x === Number.POSITIVE_INFINITY ? 'inf' : x.toFixed(2));
 
-/** The simulator's own figure for the policy a synthetic phase ended with (the one it kept). */
-export function keptValidation(v: SyntheticValidation): number {
-  if (v.kept === 'start') return v.start;
-  if (v.kept === 'between' && v.best) return v.best.success;
-  return v.end ?? Number.NaN;
-}
 
 /** The false-success row of `policy` on `group` over all task types (the `all` row where there are several). */
 function falseSuccessOf(rows: readonly FalseSuccessRow[], policy: string, group: FalseSuccessRow['tasks']): FalseSuccessRow | undefined {
@@ -316,6 +315,7 @@ function suiteFiles(r: SuiteResult): Record<string, string> {
     });
     lines.push(`| ${d.name} | ${cells.join(' | ')} |`);
   }
+  lines.push(...selectionLines(selectionCorrelation(r.domains)));
   lines.push('', `Next-state match by kind of action (the action's template; "again": taken before in the episode), the ${KINDS_SHOWN} most frequent kinds per domain:`, '', '| domain | kind of action | steps | next-state match % |', '| --- | --- | ---: | ---: |');
   for (const d of r.domains) {
     for (const k of (d.fidelity.rows[0]?.nextStateByKind ?? []).slice(0, KINDS_SHOWN)) lines.push(`| ${d.name} | \`${k.kind}\` | ${k.steps} | ${pct(k.match)} |`);
@@ -331,7 +331,7 @@ function suiteFiles(r: SuiteResult): Record<string, string> {
   lines.push('');
   return {
     'suite.md': lines.join('\n'),
-    'suite.json': `${JSON.stringify(r, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`,
+    'suite.json': `${JSON.stringify({ ...r, selection: selectionCorrelation(r.domains) }, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`,
   };
 }
 

@@ -34,7 +34,8 @@ import { runSuite, SUITE_ARMS, SUITE_DOMAINS, SUITE_FIDELITY, suiteBudgetText, S
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { keptPhrase } from '../train/validation.ts';
 import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
-import { dataOnlySpec, evaluateSynthetic, planSeedData, SeedDataError, type SeedDataPlan } from '../train/seed-data.ts';
+import { dataOnlySpec, evaluateSynthetic, planSeedData, rankSynthetic, SeedDataError, syntheticTrust, trustPhrase, type SeedDataPlan } from '../train/seed-data.ts';
+import { recordedAgreement } from '../train/selection.ts';
 import { RetrievalExperienceModel } from '../experience/retrieval.ts';
 import type { ExperienceModel } from '../experience/types.ts';
 import { parseJsonl } from '../core/jsonl.ts';
@@ -184,7 +185,12 @@ async function evaluateInSimulation(agent: PolicyAgent, plan: SeedDataPlan, mode
       onProgress: (done) => bar.update(done),
       ...(signal ? { signal } : {}),
     });
-    return { ...result, iteration, wallMs: performance.now() - started, environment: 'synthetic' };
+    const { grounding: _grounding, ...evaluation } = result;
+    // The policy's replay of the same tasks' recorded successes: what the data, not the simulator, says of it.
+    const evaluated = new Set(tasks.map((t) => t.id));
+    const recorded = plan.heldOutRecorded.filter((e) => evaluated.has(e.taskId));
+    const replay = recorded.length > 0 ? await recordedAgreement(greedyActor(agent), recorded) : null;
+    return { ...evaluation, iteration, wallMs: performance.now() - started, environment: 'synthetic', trust: syntheticTrust(result, replay) };
   } finally {
     bar.stop();
     own?.dispose();
@@ -204,11 +210,12 @@ interface SizeOptions {
   evalEpisodes?: number;
   validationTasks?: number;
   validationEvery?: number;
+  validationCriterion?: 'recorded' | 'simulator';
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /** The configuration layers the size options give (defaults and presets fill the rest). */
@@ -223,8 +230,12 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
   if (opts.repeatPenalty !== undefined) o.repeatPenalty = opts.repeatPenalty;
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
-  if (opts.validationTasks !== undefined || opts.validationEvery !== undefined) {
-    o.validation = { ...(opts.validationTasks !== undefined ? { tasks: opts.validationTasks } : {}), ...(opts.validationEvery !== undefined ? { every: opts.validationEvery } : {}) };
+  if (opts.validationTasks !== undefined || opts.validationEvery !== undefined || opts.validationCriterion !== undefined) {
+    o.validation = {
+      ...(opts.validationTasks !== undefined ? { tasks: opts.validationTasks } : {}),
+      ...(opts.validationEvery !== undefined ? { every: opts.validationEvery } : {}),
+      ...(opts.validationCriterion !== undefined ? { criterion: opts.validationCriterion } : {}),
+    };
   }
   return o;
 }
@@ -478,8 +489,8 @@ async function trainOnEnv(
     } else {
       writer = await store.create(config, total);
       if (dataRun) {
-        const { heldOutTasks, heldOutTrajectories, groundingTasks, groundingTrajectories, groundingTransitions } = dataRun.plan.counts;
-        await writer.update({ seedData: { file: dataRun.file, groundingTasks, groundingTrajectories, groundingTransitions, heldOutTasks, heldOutTrajectories } });
+        const { heldOutTasks, heldOutTrajectories, groundingTasks, groundingTrajectories, groundingTransitions, selectionTasks } = dataRun.plan.counts;
+        await writer.update({ seedData: { file: dataRun.file, groundingTasks, groundingTrajectories, groundingTransitions, heldOutTasks, heldOutTrajectories, ...(selectionTasks > 0 ? { selectionTasks } : {}) } });
       }
     }
     const w = writer;
@@ -596,7 +607,9 @@ function validationSummary(record: RunRecord): string {
   const v = record.validation;
   if (!v || v.end === undefined) return '';
   const kept = keptPhrase(v, pct);
-  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${kept ? ` (${kept})` : ''}`;
+  const [first, last] = [v.checks?.[0]?.replayed, v.checks?.at(-1)?.replayed];
+  const replay = first !== undefined && last !== undefined && v.recorded ? `, replaying ${pct(first)} -> ${pct(last)} of ${v.recorded} held-out recorded successes` : '';
+  return `, simulator validation ${pct(v.start)} -> ${pct(v.end)} on ${v.tasks} recorded tasks${replay}${kept ? ` (${kept})` : ''}`;
 }
 
 /** `, the curriculum generated no task` when it was on through RL iterations and its pool never held a generated task. */
@@ -620,8 +633,8 @@ function oneLineSummary(record: RunRecord): string {
     // A data-only run: the success rate is the experience model's verdict, never a real one.
     return (
       `${c.env} ${modeLabel(c)} on seed data alone (no environment): ` +
-      (ev ? `SYNTHETIC success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out seed tasks in the synthetic environment (not a real success rate), mean reward ${ev.meanReward.toFixed(3)}, ` : 'not evaluated, ') +
-      `grounded on ${d.groundingTasks} tasks (${d.groundingTrajectories} trajectories, ${d.groundingTransitions} transitions) of ${d.file}, ${d.heldOutTasks} tasks (${d.heldOutTrajectories} trajectories) held out, ` +
+      (ev ? `SYNTHETIC success ${interval(ev.success)} (95% CI) on ${ev.episodes} held-out seed tasks in the synthetic environment (not a real success rate), mean reward ${ev.meanReward.toFixed(3)}, ${ev.trust ? `${trustPhrase(ev.trust)}, ` : ''}` : 'not evaluated, ') +
+      `grounded on ${d.groundingTasks} tasks (${d.groundingTrajectories} trajectories, ${d.groundingTransitions} transitions) of ${d.file}, ${d.selectionTasks ? `${d.selectionTasks} tasks' recorded successes held out for model selection, ` : ''}${d.heldOutTasks} tasks (${d.heldOutTrajectories} trajectories) held out, ` +
       `real transitions ${record.realTransitions}, ${record.iteration} iteration${record.iteration === 1 ? '' : 's'}, no curriculum, wall ${seconds(record.trainWallMs + record.evalWallMs)}, run ${record.id}`
     );
   }
@@ -803,6 +816,7 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
         totalIterations: r.totalIterations,
         success: r.evaluation?.success ?? null,
         evaluatedIn: r.evaluation ? (r.evaluation.environment ?? 'real') : null,
+        ...(r.evaluation?.trust ? { trust: r.evaluation.trust } : {}),
         realTransitions: r.realTransitions,
         created: r.created,
       });
@@ -826,6 +840,28 @@ async function runsCommand(opts: { store: string; json?: boolean }, out: Out): P
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
   out(rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n');
+  out(dataOnlyRanking(listing.flatMap((l) => (l.record ? [l.record] : []))));
+}
+
+/**
+ * What the synthetic evaluations of data-only runs on the same data can rank: for each data file
+ * with two or more evaluated runs, their order by replay estimate and what cannot be ranked.
+ */
+export function dataOnlyRanking(records: readonly RunRecord[]): string {
+  const byData = new Map<string, RunRecord[]>();
+  for (const r of records) {
+    if (r.seedData === undefined || r.evaluation?.trust === undefined) continue;
+    const key = `${r.config.env} ${r.seedData.file}`;
+    byData.set(key, [...(byData.get(key) ?? []), r]);
+  }
+  let text = '';
+  for (const [key, runs] of byData) {
+    if (runs.length < 2) continue;
+    const { order, cannot } = rankSynthetic(runs.map((r) => ({ id: r.id, trust: r.evaluation?.trust as NonNullable<StoredEvaluation['trust']> })));
+    text += `data-only runs on ${key}: never ranked by their SYNTHETIC success; by recorded replay: ${order.length > 0 ? order.join(' > ') : 'none placed'}`;
+    text += cannot.length > 0 ? `; cannot rank ${cannot.join('; ')}\n` : '\n';
+  }
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -917,6 +953,7 @@ interface ExperimentCliOptions extends SizeOptions {
   arm?: string[];
   trainEvalEpisodes?: number;
   jobs: number;
+  probeValidation?: boolean;
 }
 
 /** The command line that reproduces an experiment's figures: every option that shapes them (not --out or --jobs). */
@@ -925,6 +962,7 @@ function experimentCommandLine(opts: Omit<ExperimentCliOptions, 'out' | 'jobs'>)
   const parts = ['npx dreamgym experiment', where, `--seeds ${opts.seeds}`, `--preset ${opts.preset}`];
   for (const arm of opts.arm ?? []) parts.push(`--arm ${JSON.stringify(arm)}`);
   parts.push(...sizeFlags(opts));
+  if (opts.probeValidation) parts.push('--probe-validation');
   return parts.join(' ');
 }
 
@@ -1033,6 +1071,7 @@ async function experimentOnEnv(opts: ExperimentCliOptions, commandEnv: CommandEn
       seeds: opts.seeds,
       preset: opts.preset,
       ...(opts.arm ? { arms: opts.arm } : {}),
+      ...(opts.probeValidation ? { probeValidation: true } : {}),
       overrides: sizeOverrides(opts),
       command: experimentCommandLine(opts),
       ...(opts.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: opts.trainEvalEpisodes } : {}),
@@ -1105,6 +1144,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
+    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: recorded (default: how well the greedy policy follows held-out recorded successes) or simulator (its success inside the simulator)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
@@ -1167,6 +1207,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--preset <name>', 'sizes of each run').choices(Object.keys(PRESETS)).default('quick'))
     .requiredOption('--out <dir>', 'output directory (created if needed)')
     .option('--arm <name>', 'run only this arm (repeatable; e.g. "zero-shot", "dreamgym (warm sft)")', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--probe-validation', "also evaluate every policy a synthetic phase validates in the real environment, and table each selection criterion's rank correlation with it (--suite always does)")
     .option('--jobs <n>', 'runs at once, each in a worker thread of its own (1: one after another in this thread); the figures do not depend on it', countArg(1, 256), defaultJobs())
     .addOption(hidden('--iterations <n>', 'RL iterations of every arm', countArg(0, 1_000_000)))
     .addOption(hidden('--offline-episodes <n>', 'expert and noisy offline episodes (each)', countArg(1, 1_000_000)))
@@ -1177,6 +1218,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
+    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: recorded (default: how well the greedy policy follows held-out recorded successes) or simulator (its success inside the simulator)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { DomainNameSchema } from '../core/types.ts';
 import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
+import { SELECTION_CRITERIA } from './selection.ts';
 
 /**
  * - `zero-shot`: the prior alone (no update);
@@ -187,6 +188,21 @@ export const TrainingConfigSchema = z
          * over 12 seeds). See BENCHMARKS.md ("training").
          */
         every: z.number().int().min(0).default(VALIDATION_EVERY),
+        /**
+         * What picks the kept policy: `recorded`, how well the greedy policy follows held-out
+         * recorded successes (see `selectionScore`), or `simulator`, greedy success inside the
+         * simulator. On domains the simulator was not built for, its own
+         * figure ranked policies against their real success (see BENCHMARKS.md, "selection"). A
+         * run with no held-out recorded success falls back to `simulator`.
+         */
+        criterion: z.enum(SELECTION_CRITERIA).default('recorded'),
+        /**
+         * Recorded demonstrations held out for selection, with a built-in environment or a module
+         * (recorded like the others, on train tasks none of them uses; neither behaviour cloning
+         * nor the simulator sees them); only synthetic modes record them. A run on seed data
+         * holds a share of its own recorded successes out instead (`SELECTION_SHARE`).
+         */
+        recorded: z.number().int().min(0).default(VALIDATION_TASKS),
       })
       .strict()
       .prefault({}),

@@ -15,7 +15,8 @@ import { parseTrainingConfig, type PresetName, type TrainingConfig, type Trainin
 import { aggregateEvaluations, bootstrapInterval, evaluate, type EvalActor, type EvalResult, type Interval } from './evaluate.ts';
 import type { PolicyAgent } from './agent.ts';
 import { plannedIterations, runTraining, type IterationMetrics, type RunSnapshot } from './loop.ts';
-import { keptPhrase, type SyntheticValidation } from './validation.ts';
+import { keptPhrase, type SyntheticValidation, type ValidationCheck } from './validation.ts';
+import { selectionCorrelation, selectionLines } from './selection.ts';
 import { hasReferencePolicy, referencePolicy } from './reference.ts';
 import { prepareRun } from './setup.ts';
 
@@ -63,7 +64,17 @@ export interface ArmSeedResult {
   sharedIterations: number;
   /** The synthetic phase's validation inside the simulator (null without a synthetic phase). */
   validation: SyntheticValidation | null;
+  /**
+   * Every validation point of the synthetic phase with the validated policy's real held-out
+   * success (greedy, the same test tasks), when the experiment measured them (`probeValidation`).
+   */
+  probes?: ValidationProbe[];
   curve: Pick<IterationMetrics, 'iteration' | 'phase' | 'successRate' | 'meanReward' | 'realTransitions'>[];
+}
+
+/** A validation point of a synthetic phase and the real held-out success of the policy validated there. */
+export interface ValidationProbe extends ValidationCheck {
+  real: number;
 }
 
 /** One arm over seeds. */
@@ -121,6 +132,12 @@ export interface ExperimentOptions {
   concurrency?: number;
   /** Runs one (arm, seed) job; default {@link runArmSeed} on this thread. */
   runner?: ArmSeedRunner;
+  /**
+   * Also evaluate, in the real environment, the policy at every validation point of each synthetic
+   * phase (see {@link ArmSeedResult.probes}): what the selection criterion's correlation with real
+   * success is measured on. Costs one held-out evaluation per validation point.
+   */
+  probeValidation?: boolean;
 }
 
 /** One (arm, seed) run of an experiment: everything a thread needs to run it alone. */
@@ -141,6 +158,8 @@ export interface ArmSeedJob {
   resume?: RunSnapshot;
   /** Iterations after which to hand back this run's snapshot (jobs that begin alike resume from them). */
   keepAt?: readonly number[];
+  /** Evaluate the policy of every validation point in the real environment (see {@link ExperimentOptions.probeValidation}). */
+  probeValidation?: boolean;
 }
 
 /** What an (arm, seed) run gives back. */
@@ -203,9 +222,14 @@ export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise
       if (keepAt.has(snapshot.iteration) && snapshot.iteration < total) snapshots.push(snapshot);
     };
   }
+  const probes: ValidationProbe[] = [];
+  const onValidation = async (check: ValidationCheck, agent: PolicyAgent): Promise<void> => {
+    const real = await evaluate(actorOf(agent), run.deps.spec, run.evalTasks, signal ? { signal } : {});
+    probes.push({ ...check, real: real.successRate });
+  };
   let res: Awaited<ReturnType<typeof runTraining>>;
   try {
-    res = await runTraining(config, run.deps, { signal, ...(job.resume ? { resume: job.resume } : {}) });
+    res = await runTraining(config, run.deps, { signal, ...(job.resume ? { resume: job.resume } : {}), ...(job.probeValidation ? { onValidation } : {}) });
     if (keepAt.has(res.snapshot.iteration) && res.snapshot.iteration === total) snapshots.push(res.snapshot);
   } catch (e) {
     run.dispose();
@@ -225,6 +249,7 @@ export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise
       wallMs: performance.now() - t0,
       sharedIterations: job.resume?.iteration ?? 0,
       validation: res.validation,
+      ...(probes.length > 0 ? { probes } : {}),
       curve: res.metrics.map((m) => ({ iteration: m.iteration, phase: m.phase, successRate: m.successRate, meanReward: m.meanReward, realTransitions: m.realTransitions })),
     };
     return { result, config, evalEpisodes: config.evalEpisodes, ...(snapshots.length > 0 ? { snapshots } : {}) };
@@ -269,7 +294,7 @@ function planJobs(options: ExperimentOptions, preset: PresetName, arms: readonly
   const providers = new Map<string, number>(); // prefix key -> the first job that runs it
   for (const arm of ordered) {
     for (const seed of seeds) {
-      const job: ArmSeedJob = { env: options.env, ...(options.envModule !== undefined ? { envModule: options.envModule } : {}), preset, ...(options.overrides ? { overrides: options.overrides } : {}), arm: arm.name, seed, trainEvalEpisodes: trainEval };
+      const job: ArmSeedJob = { env: options.env, ...(options.envModule !== undefined ? { envModule: options.envModule } : {}), preset, ...(options.overrides ? { overrides: options.overrides } : {}), arm: arm.name, seed, trainEvalEpisodes: trainEval, ...(options.probeValidation ? { probeValidation: true } : {}) };
       let budgetFrom: number | null = null;
       if (arm.budgetShareOfReal !== undefined) {
         const from = planned.findIndex((p) => p.job.arm === (arm.budgetOf ?? 'real (warm sft)') && p.job.seed === seed);
@@ -511,6 +536,7 @@ export function experimentFiles(r: ExperimentResult): Record<string, string> {
     ...r.comparisons.map((c) => `| ${c.name} | ${figure(c.value)} [${figure(c.low)}, ${figure(c.high)}] | ${c.note} |`),
     '',
     ...validationLines(r),
+    ...probedSelectionLines(r),
   ];
   const csv = ['arm,seed,iteration,phase,success_rate,mean_reward,real_transitions'];
   for (const a of r.arms) for (const s of a.seeds) for (const c of s.curve) csv.push(`"${a.name}",${s.seed},${c.iteration},${c.phase},${c.successRate},${c.meanReward},${c.realTransitions}`);
@@ -520,6 +546,12 @@ export function experimentFiles(r: ExperimentResult): Record<string, string> {
     'curves.csv': `${csv.join('\n')}\n`,
     [`${r.env}.svg`]: curvesSvg(r),
   };
+}
+
+/** The selection criteria's correlations with real success, when the experiment measured its validated policies (`probeValidation`). */
+function probedSelectionLines(r: ExperimentResult): string[] {
+  const c = selectionCorrelation([{ name: r.env, experiment: r }]);
+  return c.basis === 'validation points' ? [...selectionLines(c).slice(1), ''] : [];
 }
 
 /**

@@ -29,7 +29,8 @@ import type { SftExample } from '../rl/sft.ts';
 import { Trainer, type UpdateMetrics } from '../rl/trainer.ts';
 import { PolicyAgent, type AgentContext } from './agent.ts';
 import { evaluateSynthetic } from './seed-data.ts';
-import type { SyntheticValidation } from './validation.ts';
+import { recordedAgreement, recordedEpisodes, selectionScore, type SelectionCriterion, type ValidationFigures } from './selection.ts';
+import type { SyntheticValidation, ValidationCheck } from './validation.ts';
 import type { TrainingConfig } from './config.ts';
 
 /** Offline seed data: train-split tasks and their real trajectories. */
@@ -42,6 +43,11 @@ export interface OfflineData {
   extraTasks?: Task[];
   /** RL's first task pool, when it is not all of `tasks` and `extraTasks` (see `offline.poolDemonstrations`). */
   poolTasks?: Task[];
+  /**
+   * Recorded episodes held out for model selection (see `validation.recorded`): on tasks of their
+   * own, seen neither by behaviour cloning nor by the simulator.
+   */
+  selection?: { tasks: Task[]; trajectories: Trajectory[] };
 }
 
 /** What the loop runs on. Everything environment-specific comes in here. */
@@ -141,6 +147,12 @@ export interface TrainingOptions {
   onProgress?: (p: TrainingProgress) => void;
   /** Continue from this snapshot instead of starting afresh. */
   resume?: RunSnapshot;
+  /**
+   * Called with each validation point of the synthetic phase and the policy validated there
+   * (before the phase decides what to keep): a measurement hook, e.g. the experiment's real
+   * held-out success of every validated policy. Nothing it does feeds back into the run.
+   */
+  onValidation?: (check: ValidationCheck, agent: PolicyAgent) => Promise<void>;
 }
 
 /** What a run produced (evaluation is separate: see `evaluate.ts`). */
@@ -289,7 +301,8 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   if (synthetic && !deps.experience) throw new TrainingSetupError(`mode ${config.mode} needs an experience model`);
   if (deps.offline.tasks.length === 0) throw new TrainingSetupError('training needs offline seed tasks, got 0');
-  const offlineTransitions = deps.offline.trajectories.reduce((s, t) => s + t.steps.length, 0);
+  // Recorded episodes held out for selection are seed data the run used too.
+  const offlineTransitions = [...deps.offline.trajectories, ...(synthetic ? (deps.offline.selection?.trajectories ?? []) : [])].reduce((s, t) => s + t.steps.length, 0);
   const maxSteps = config.maxSteps > 0 ? config.maxSteps : deps.spec.maxSteps;
   const counter: RealCounter = { resets: 0, steps: 0 };
   const firstObservation = new Map<string, Observation>();
@@ -343,42 +356,60 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     ...(validation ? { validation: { ...validation } } : {}),
   });
 
-  /** Greedy success inside the simulator on the validation tasks (no real step, no random draw). */
-  const validate = async (): Promise<number> => {
+  // Held-out recorded successes score the validated policies, where the run has them (see `validation.criterion`).
+  const recorded = synthetic && validating.length > 0 && deps.offline.selection ? recordedEpisodes(deps.offline.selection.tasks, deps.offline.selection.trajectories) : [];
+  const criterion: SelectionCriterion = recorded.length > 0 ? config.validation.criterion : 'simulator';
+  const scoreOf = (c: ValidationFigures): number => selectionScore(c, criterion);
+
+  /**
+   * Validates the current policy after `done` synthetic iterations: greedy success inside the
+   * simulator on the validation tasks, and its agreement with the held-out recorded successes (no
+   * real step, no random draw).
+   */
+  const validate = async (done: number): Promise<ValidationCheck> => {
     const experience = deps.experience as ExperienceModel;
     const actor = { choose: async (contexts: readonly AgentContext[]) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
     const demos = deps.demos && config.demos > 0 ? (o: Observation, a: string) => (deps.demos as NonNullable<TrainingDeps['demos']>)(o, a, config.demos) : null;
     checkAbort();
     let reported = -1;
-    const report = (done: number): void => {
-      reported = done;
-      options.onProgress?.({ iteration, totalIterations: total, phase: 'synthetic', validating: { done, total: validating.length } });
+    const report = (n: number): void => {
+      reported = n;
+      options.onProgress?.({ iteration, totalIterations: total, phase: 'synthetic', validating: { done: n, total: validating.length } });
     };
     report(0);
     const result = await evaluateSynthetic(actor, experience, validating, firstObservation, { maxSteps, demos, onProgress: report });
     // An episode that never ended (the step limit) never reported one: the validation is over all the same.
     if (reported < validating.length) report(validating.length);
-    return result.successRate;
+    const check: ValidationCheck = { iteration: done, success: result.successRate };
+    if (result.grounding.reported > 0) check.unknownShare = result.grounding.unknown / result.grounding.reported;
+    if (recorded.length > 0) {
+      const a = await recordedAgreement(actor, recorded);
+      check.replayed = a.replayed;
+      check.agreement = a.agreement;
+      check.prefix = a.prefix;
+    }
+    if (options.onValidation) await options.onValidation(check, agent);
+    return check;
   };
+  const withCheck = (v: SyntheticValidation, check: ValidationCheck): SyntheticValidation => ({ ...v, checks: [...(v.checks ?? []), check] });
   /** Validates the policy after `done` synthetic iterations; keeps a copy of it if it is the best so far. */
   const checkSynthetic = async (done: number): Promise<void> => {
     if (!validation) return;
-    const success = await validate();
-    const check = { iteration: done, success };
-    const best = success > (validation.best ?? { success: validation.start }).success;
+    const check = await validate(done);
+    const best = scoreOf(check) > scoreOf(validation.best ?? validation.checks?.[0] ?? { success: validation.start });
     if (best) trainer.keepWeights();
-    validation = { ...validation, between: [...(validation.between ?? []), check], ...(best ? { best: check } : {}) };
+    validation = { ...withCheck(validation, check), between: [...(validation.between ?? []), check], ...(best ? { best: check } : {}) };
   };
   /** Ends the synthetic phase: validates where it ended, and puts the best validated policy back if that is not the end. */
   const selectSynthetic = async (): Promise<void> => {
     if (!validation || validation.end !== undefined) return;
-    const end = await validate();
-    const best = validation.best ?? { iteration: 0, success: validation.start };
-    const kept = end > best.success ? 'end' : validation.best ? 'between' : 'start';
+    const end = await validate(Math.min(iteration, realStart) - rlStart);
+    const best = validation.best ?? validation.checks?.[0] ?? { success: validation.start };
+    const kept = scoreOf(end) > scoreOf(best) ? 'end' : validation.best ? 'between' : 'start';
     if (kept === 'start') trainer.restoreReference();
     if (kept === 'between') trainer.restoreKept();
     trainer.dropKept();
-    validation = { ...validation, end, kept };
+    validation = { ...withCheck(validation, end), end: end.success, kept };
   };
 
   // SFT examples are built once (only when needed).
@@ -445,7 +476,10 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         }
       } else {
         if (iteration === rlStart && sftEpochs === 0) trainer.syncReference();
-        if (phase === 'synthetic' && iteration === rlStart && validation === null && validating.length > 0) validation = { tasks: validating.length, start: await validate() };
+        if (phase === 'synthetic' && iteration === rlStart && validation === null && validating.length > 0) {
+          const first = await validate(0);
+          validation = { tasks: validating.length, start: first.success, criterion, ...(recorded.length > 0 ? { recorded: recorded.length } : {}), checks: [first] };
+        }
         if (phase === 'real' && iteration === realStart) await selectSynthetic();
         // s2r's real phase is RL of its own, from where the synthetic phase left the policy: its KL
         // reference is that policy, not the start of the synthetic phase, which it would pull back to.

@@ -24,7 +24,8 @@ const PHASES = ['sft', 'synthetic', 'real'] as const satisfies readonly Iteratio
 export const StoredMetricsSchema = z.object({ iteration: z.number().int().min(0), phase: z.enum(PHASES) }).catchall(z.number().nullable());
 
 /** A run's synthetic-phase validation (the loop's `SyntheticValidation`). */
-const ValidationCheckSchema = z.object({ iteration: z.number().int().min(0), success: z.number().min(0).max(1) }).strict();
+const share = z.number().min(0).max(1);
+const ValidationCheckSchema = z.object({ iteration: z.number().int().min(0), success: share, replayed: share.optional(), agreement: share.optional(), prefix: share.optional(), unknownShare: share.optional() }).strict();
 export const SyntheticValidationSchema = z
   .object({
     tasks: z.number().int().min(0),
@@ -33,6 +34,9 @@ export const SyntheticValidationSchema = z
     between: z.array(ValidationCheckSchema).optional(),
     best: ValidationCheckSchema.optional(),
     kept: z.enum(['start', 'end', 'between']).optional(),
+    criterion: z.enum(['recorded', 'simulator']).optional(),
+    recorded: z.number().int().min(0).optional(),
+    checks: z.array(ValidationCheckSchema).optional(),
   })
   .strict();
 

@@ -13,7 +13,8 @@ import { hashString } from '../core/rng.ts';
 import { agentView, type Observation, type Task, type Trajectory } from '../core/types.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
 import type { Demonstration, ExperienceModel } from '../experience/types.ts';
-import { bootstrapInterval, type EvalActor, type EvalContext, type EvalResult, type EpisodeOutcome } from './evaluate.ts';
+import { bootstrapInterval, type EvalActor, type EvalContext, type EvalResult, type EpisodeOutcome, type Interval } from './evaluate.ts';
+import { recordedEpisodes, type RecordedAgreement, type RecordedEpisode } from './selection.ts';
 import type { OfflineData } from './loop.ts';
 
 /** Fewest seed tasks (with trajectories) that ground the experience model. */
@@ -21,7 +22,13 @@ export const MIN_GROUNDING_TASKS = 10;
 /** Fewest held-out seed tasks evaluated on. */
 export const MIN_HELD_OUT_TASKS = 5;
 /** Share of the seed tasks held out for evaluation (at least {@link MIN_HELD_OUT_TASKS}). */
-const HELD_OUT_SHARE = 0.2;
+export const HELD_OUT_SHARE = 0.2;
+/**
+ * Share of the other seed tasks whose recorded successes are held out for model selection: taken
+ * only where that gives at least {@link MIN_RECORDED} tasks and leaves {@link MIN_GROUNDING_TASKS}
+ * to ground the model.
+ */
+export const SELECTION_SHARE = 0.1;
 
 /** Thrown when seed data cannot carry a data-only run; the message names what is missing and how much is needed. */
 export class SeedDataError extends Error {
@@ -38,6 +45,8 @@ export interface SeedDataPlan {
   heldOut: Task[];
   /** The first observation of each held-out task (where its episode starts). */
   heldOutStarts: Map<string, Observation>;
+  /** The held-out tasks' recorded successes (the policy's replay of them estimates its real success; see `syntheticTrust`). */
+  heldOutRecorded: RecordedEpisode[];
   /** The longest recorded episode: the synthetic episodes' step limit. */
   maxSteps: number;
   counts: SeedDataCounts;
@@ -50,6 +59,8 @@ export interface SeedDataCounts {
   groundingTransitions: number;
   heldOutTasks: number;
   heldOutTrajectories: number;
+  /** Tasks whose recorded successes are held out for model selection (neither grounding nor evaluation). */
+  selectionTasks: number;
 }
 
 const sample = (ids: readonly string[]): string => `${ids.slice(0, 3).map((id) => JSON.stringify(id)).join(', ')}${ids.length > 3 ? `, and ${ids.length - 3} more` : ''}`;
@@ -91,7 +102,14 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
   const order = [...seedTasks].sort((a, b) => hashString(`${seed}:${a.id}`) - hashString(`${seed}:${b.id}`) || (a.id < b.id ? -1 : 1));
   const nHeld = Math.max(MIN_HELD_OUT_TASKS, Math.round(HELD_OUT_SHARE * seedTasks.length));
   const heldOut = order.slice(0, nHeld);
-  const grounding = order.slice(nHeld);
+  // Model selection gets recorded successes of its own, where the data is large enough to spare them (see `validation.criterion`).
+  const rest = order.slice(nHeld);
+  const succeeded = rest.filter((t) => (byTask.get(t.id) ?? []).some((tr) => tr.success && tr.source !== 'synthetic'));
+  const nSelection = Math.round(SELECTION_SHARE * rest.length);
+  const spare = nSelection >= MIN_RECORDED && rest.length - nSelection >= MIN_GROUNDING_TASKS && succeeded.length > nSelection;
+  const selected = new Set(spare ? succeeded.slice(-nSelection).map((t) => t.id) : []);
+  const grounding = rest.filter((t) => !selected.has(t.id));
+  const selectionTasks = rest.filter((t) => selected.has(t.id));
   const groundingTrajectories = grounding.flatMap((t) => byTask.get(t.id) ?? []);
   const successes = groundingTrajectories.filter((t) => t.success && t.source !== 'synthetic');
   if (successes.length === 0) {
@@ -105,9 +123,16 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
   const all = [...byTask.values()].flat();
   return {
     domain,
-    grounding: { tasks: grounding, trajectories: groundingTrajectories, expertIds: new Set(successes.map((t) => t.id)), extraTasks: [] },
+    grounding: {
+      tasks: grounding,
+      trajectories: groundingTrajectories,
+      expertIds: new Set(successes.map((t) => t.id)),
+      extraTasks: [],
+      ...(selectionTasks.length > 0 ? { selection: { tasks: selectionTasks, trajectories: selectionTasks.flatMap((t) => byTask.get(t.id) ?? []) } } : {}),
+    },
     heldOut,
     heldOutStarts,
+    heldOutRecorded: recordedEpisodes(heldOut, heldOut.flatMap((t) => byTask.get(t.id) ?? [])),
     maxSteps: Math.max(1, ...all.map((t) => t.steps.length)),
     counts: {
       groundingTasks: grounding.length,
@@ -115,6 +140,7 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
       groundingTransitions: groundingTrajectories.reduce((n, t) => n + t.steps.length, 0),
       heldOutTasks: heldOut.length,
       heldOutTrajectories: heldOut.reduce((n, t) => n + (byTask.get(t.id) ?? []).length, 0),
+      selectionTasks: selectionTasks.length,
     },
   };
 }
@@ -147,12 +173,18 @@ export interface SyntheticEvalOptions {
   signal?: AbortSignal;
 }
 
+/** {@link evaluateSynthetic}'s result: `evaluate`'s shape, and what the simulator said of its own steps. */
+export interface SyntheticEvalResult extends EvalResult {
+  /** Simulator steps taken, how many of them carried the simulator's grounding, and how many of those it called unknown. */
+  grounding: { steps: number; reported: number; unknown: number };
+}
+
 /**
  * Runs each held-out task once, greedily, inside the experience model (no real environment):
  * success when an episode ends with reward 1, as the synthetic phases count it. The result has
  * the shape of `evaluate`'s, with `realSteps` 0; callers must label it synthetic.
  */
-export async function evaluateSynthetic(actor: EvalActor, experience: ExperienceModel, tasks: readonly Task[], starts: ReadonlyMap<string, Observation>, options: SyntheticEvalOptions): Promise<EvalResult> {
+export async function evaluateSynthetic(actor: EvalActor, experience: ExperienceModel, tasks: readonly Task[], starts: ReadonlyMap<string, Observation>, options: SyntheticEvalOptions): Promise<SyntheticEvalResult> {
   if (tasks.length === 0) throw new RangeError('evaluateSynthetic: no tasks to evaluate');
   interface Running {
     task: Task;
@@ -168,6 +200,7 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
     episodes.push({ task, observation, history: [], reward: 0, done: false, success: false });
   }
   let finished = 0;
+  const grounding = { steps: 0, reported: 0, unknown: 0 };
   for (let t = 0; t < options.maxSteps; t++) {
     if (options.signal?.aborted) throw options.signal.reason ?? new DOMException('evaluation aborted', 'AbortError');
     const running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
@@ -179,6 +212,11 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
       const action = actions[i]!;
       const demos = options.demos ? await options.demos(e.observation, action) : [];
       const r = await experience.step({ task: agentView(e.task), history: e.history.slice(), observation: e.observation, action, demos });
+      grounding.steps++;
+      if (r.grounding) {
+        grounding.reported++;
+        if (r.grounding.unknown) grounding.unknown++;
+      }
       e.history.push({ observation: e.observation, action });
       e.reward += r.reward;
       e.observation = r.observation;
@@ -192,5 +230,90 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
   const perTask: EpisodeOutcome[] = episodes.map((e) => ({ taskId: e.task.id, success: e.success, reward: e.done ? e.reward : 0, steps: e.history.length }));
   const success = bootstrapInterval(perTask.map((o) => (o.success ? 1 : 0)));
   const reward = bootstrapInterval(perTask.map((o) => o.reward));
-  return { episodes: perTask.length, successRate: success.mean, meanReward: reward.mean, success, reward, perTask, realSteps: 0 };
+  return { episodes: perTask.length, successRate: success.mean, meanReward: reward.mean, success, reward, perTask, realSteps: 0, grounding };
+}
+
+/** Above this share of unknown steps the synthetic figure rests on too little data to rank policies by. */
+export const THIN_GROUNDING = 0.2;
+/** Fewest held-out recorded successes that give a replay estimate. */
+export const MIN_RECORDED = 5;
+
+/**
+ * Why a synthetic evaluation cannot rank policies: the simulator reports no grounding (its figure
+ * may rest on what it made up), reports too many unknown steps, the held-out data holds too few
+ * recorded successes for an estimate, or the simulator's figure is above anything the recorded
+ * successes support (its interval lies wholly above the replay estimate's).
+ */
+export type TrustFlag = 'grounding-unreported' | 'grounding-thin' | 'few-recorded' | 'claim-above-recorded';
+
+/** What a synthetic evaluation can be trusted for. */
+export interface SyntheticTrust {
+  /** Share of the evaluation's simulator steps the simulator called unknown; null when it reports no grounding. */
+  unknownShare: number | null;
+  /**
+   * The policy's greedy replay of the held-out tasks' recorded successes: the share it reproduces
+   * step for step, a real success wherever the environment repeats itself, so an estimate of
+   * real success from below; null under {@link MIN_RECORDED} recorded successes.
+   */
+  recorded: { episodes: number; replayed: Interval; agreement: number } | null;
+  flags: TrustFlag[];
+}
+
+/** What `result` (a synthetic evaluation) and the policy's replay of held-out recorded successes (`replay`, when there were any) can be trusted for. */
+export function syntheticTrust(result: Pick<SyntheticEvalResult, 'success' | 'grounding'>, replay: RecordedAgreement | null): SyntheticTrust {
+  const unknownShare = result.grounding.reported > 0 ? result.grounding.unknown / result.grounding.reported : null;
+  const recorded = replay && replay.episodes >= MIN_RECORDED ? { episodes: replay.episodes, replayed: replay.replayedInterval, agreement: replay.agreement } : null;
+  const flags: TrustFlag[] = [];
+  if (unknownShare === null) flags.push('grounding-unreported');
+  else if (unknownShare > THIN_GROUNDING) flags.push('grounding-thin');
+  if (recorded === null) flags.push('few-recorded');
+  else if (result.success.low > recorded.replayed.high) flags.push('claim-above-recorded');
+  return { unknownShare, recorded, flags };
+}
+
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+
+/**
+ * The trust of a synthetic evaluation in words: its grounding, its replay estimate, and what
+ * limits it (`grounding: 12.0% of simulator steps unknown; recorded replay 40.0% [26.0%, 54.0%]
+ * of 50 held-out recorded successes (an estimate of real success from below); the simulator's
+ * figure is above what the recorded successes support`).
+ */
+export function trustPhrase(t: SyntheticTrust): string {
+  const parts = [t.unknownShare === null ? 'grounding: not reported by this simulator' : `grounding: ${pct(t.unknownShare)} of simulator steps unknown${t.flags.includes('grounding-thin') ? ` (too thin to rank by: over ${pct(THIN_GROUNDING)})` : ''}`];
+  parts.push(
+    t.recorded === null
+      ? `recorded replay: fewer than ${MIN_RECORDED} held-out recorded successes, no estimate`
+      : `recorded replay ${pct(t.recorded.replayed.mean)} [${pct(t.recorded.replayed.low)}, ${pct(t.recorded.replayed.high)}] of ${t.recorded.episodes} held-out recorded successes (an estimate of real success from below)`,
+  );
+  if (t.flags.includes('claim-above-recorded')) parts.push("the simulator's figure is above what the recorded successes support");
+  return parts.join('; ');
+}
+
+/** A data-only run's evaluation as the ranking reads it. */
+export interface RankedEvaluation {
+  id: string;
+  trust: SyntheticTrust;
+}
+
+/**
+ * Orders data-only runs by their replay estimates, or says why it cannot: a run without an
+ * estimate or with thin grounding cannot be placed, and neighbours whose intervals overlap cannot
+ * be told apart. Returns the order (best first) and, one per pair or run, what cannot be ranked.
+ */
+export function rankSynthetic(runs: readonly RankedEvaluation[]): { order: string[]; cannot: string[] } {
+  const cannot: string[] = [];
+  const placed: RankedEvaluation[] = [];
+  for (const r of runs) {
+    if (r.trust.recorded === null) cannot.push(`${r.id}: no replay estimate (fewer than ${MIN_RECORDED} held-out recorded successes)`);
+    else if (r.trust.flags.includes('grounding-thin')) cannot.push(`${r.id}: grounding too thin (${pct(r.trust.unknownShare ?? 0)} of simulator steps unknown)`);
+    else placed.push(r);
+  }
+  const est = (r: RankedEvaluation): Interval => (r.trust.recorded as NonNullable<SyntheticTrust['recorded']>).replayed;
+  placed.sort((a, b) => est(b).mean - est(a).mean);
+  for (let i = 0; i + 1 < placed.length; i++) {
+    const [a, b] = [placed[i] as RankedEvaluation, placed[i + 1] as RankedEvaluation];
+    if (est(b).high >= est(a).low) cannot.push(`${a.id} and ${b.id}: replay intervals overlap`);
+  }
+  return { order: placed.map((r) => r.id), cannot };
 }

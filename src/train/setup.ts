@@ -38,7 +38,7 @@ export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
  * module without `expertAction()`) gets its demonstrator's noisy episodes instead of the
  * expert's, and, with no demonstrator either, random episodes throughout (no demonstrations).
  */
-export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'>): OfflineData {
+export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'> & Partial<Pick<TrainingConfig, 'mode' | 'validation'>>): OfflineData {
   const tasks: Task[] = [];
   const trajectories: Trajectory[] = [];
   const expertIds = new Set<string>();
@@ -67,7 +67,21 @@ export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, '
   const demonstrated = new Set(trajectories.filter((t) => expertIds.has(t.id)).map((t) => t.taskId));
   let pooled = 0;
   const poolTasks = [...tasks.filter((t) => !demonstrated.has(t.id) || pooled++ < config.offline.poolDemonstrations), ...extra];
-  return { tasks, trajectories, expertIds, extraTasks: extra, poolTasks };
+  // Held-out demonstrations for model selection: recorded like the others, on train tasks none of the sets above holds.
+  const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
+  const heldOut = synthetic && demonstrations !== null && config.validation !== undefined && config.validation.tasks > 0 ? config.validation.recorded : 0;
+  let selection: OfflineData['selection'];
+  if (heldOut > 0 && demonstrations !== null) {
+    const used = new Set([...taskIds, ...extra.map((t) => t.id)]);
+    selection = { tasks: [], trajectories: [] };
+    for (const { task, trajectory } of generateOfflineData(spec, { episodes: heldOut, seed: config.seed * 7919 + 4, policy: demonstrations, split: 'train' })) {
+      if (used.has(task.id)) continue;
+      used.add(task.id);
+      selection.tasks.push(task);
+      selection.trajectories.push(trajectory);
+    }
+  }
+  return { tasks, trajectories, expertIds, extraTasks: extra, poolTasks, ...(selection ? { selection } : {}) };
 }
 
 /** A run's dependencies, and how to free them. */
