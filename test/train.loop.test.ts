@@ -352,6 +352,8 @@ describe('selection by held-out recorded successes', () => {
     const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40, poolDemonstrations: 20 }, sft: { epochs: 20 }, validation: { tasks: 10, recorded: 20 } } as const;
     const c = config(wrecking);
     const run = await prepareRun(c);
+    // The predictor alone: the grounded simulator halts these few recorded tasks' episodes alike, so the update would not move the policy.
+    const predictor = await RetrievalExperienceModel.fromTrajectories(run.deps.offline.tasks, run.deps.offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: false });
     try {
       const selection = run.deps.offline.selection;
       expect(selection?.trajectories.length).toBe(20);
@@ -361,7 +363,7 @@ describe('selection by held-out recorded successes', () => {
       const validating = new Set(validationTasks(run.deps.offline, 10).map((t) => t.id));
       const pooled = new Set((run.deps.offline.poolTasks ?? []).map((t) => t.id));
       expect([...validating].some((id) => pooled.has(id))).toBe(false);
-      const res = await runTraining(c, scriptedValidation(run.deps, validating, [1]));
+      const res = await runTraining(c, scriptedValidation(run.deps, validating, [1], predictor));
       res.trainer.dispose();
       const v = res.validation;
       expect(v?.criterion).toBe('recorded');
@@ -371,10 +373,11 @@ describe('selection by held-out recorded successes', () => {
       expect(selectionScore(start as ValidationCheck, 'recorded')).toBeGreaterThan(selectionScore(end as ValidationCheck, 'recorded'));
       expect(v?.kept).toBe('start');
       // Today's criterion, the simulator's success, keeps what it praised.
-      const old = await runTraining(config({ ...wrecking, validation: { ...wrecking.validation, criterion: 'simulator' } }), scriptedValidation(run.deps, validating, [1]));
+      const old = await runTraining(config({ ...wrecking, validation: { ...wrecking.validation, criterion: 'simulator' } }), scriptedValidation(run.deps, validating, [1], predictor));
       old.trainer.dispose();
       expect(old.validation?.kept).toBe('end');
     } finally {
+      predictor.dispose();
       run.dispose();
     }
     expect(tf.memory().numTensors).toBe(before);
