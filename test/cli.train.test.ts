@@ -482,7 +482,7 @@ describe('dreamgym train --data: seed data alone, no environment', () => {
     expect(summary.seedData.heldOutTasks).toBe(6);
     expect(summary.config.curriculum.enabled).toBe(false);
     // The synthetic figure comes with its grounding and the policy's replay of the held-out recorded successes.
-    expect(res.out).toMatch(/\(not a real success rate\), mean reward \d\.\d{3}, grounding: (not reported by this simulator|\d+\.\d% of simulator steps unknown[^;]*); recorded replay(: fewer than 5 held-out recorded successes, no estimate| \d+\.\d%)/);
+    expect(res.out).toMatch(/\(not a real success rate\), mean reward -?\d\.\d{3}, grounding: (not reported by this simulator|\d+\.\d% of simulator steps unknown[^;]*); recorded replay(: fewer than 5 held-out recorded successes, no estimate| \d+\.\d%)/);
     // Two data-only runs on the same data: the run list says they are never ranked by their synthetic figure, and what it cannot rank.
     const sft = await cli('train', '--data', data, '--mode', 'sft', ...TINY, '--store', s);
     expect(sft.code, sft.err).toBe(0);
