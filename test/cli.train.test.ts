@@ -334,6 +334,8 @@ describe('dreamgym train, other modes', () => {
     const badCriterion = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--validation-criterion', 'luck', '--store', s);
     expect(badCriterion.code).not.toBe(0);
     expect(badCriterion.err).toMatch(/--validation-criterion <c>' argument 'luck' is invalid\. Allowed choices are recorded, simulator/);
+    const badGrounding = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--grounding', 'maybe', '--store', s);
+    expect(badGrounding.err).toMatch(/--grounding <mode>' argument 'maybe' is invalid\. Allowed choices are calibrated, off/);
   });
 });
 

@@ -296,7 +296,7 @@ describe('keeping the best validated policy', () => {
     const before = tf.memory().numTensors;
     // Validated at the start (round 0), after iterations 1 and 2 (rounds 1, 2) and at the end (round 3).
     // Four groups of four: with two groups of two, every group of an iteration can end alike, and then the policy does not move.
-    // The simulator's verdicts decide here (the recorded criterion is the default; see "selection").
+    // The simulator's verdicts decide here (the default criterion; "selection" below has the recorded one).
     const c = config({ mode: 'dreamgym', iterations: 3, tasksPerIteration: 4, groupSize: 4, offline: { ...TINY.offline, expertEpisodes: 12, poolDemonstrations: 4 }, validation: { tasks: 4, every: 1, criterion: 'simulator' } });
     const run = await prepareRun(c);
     // The predictor alone: on 12 recorded episodes the grounded simulator halts nearly every
@@ -349,7 +349,7 @@ describe('selection by held-out recorded successes', () => {
   it('keeps the policy that replays held-out recorded successes, not a wrecked one the simulator praises; the simulator criterion keeps the wrecked one', async () => {
     const before = tf.memory().numTensors;
     // Behaviour cloning, then a learning rate far too high; the simulator calls every end-of-phase episode a success.
-    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40, poolDemonstrations: 20 }, sft: { epochs: 20 }, validation: { tasks: 10, recorded: 20 } } as const;
+    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40, poolDemonstrations: 20 }, sft: { epochs: 20 }, validation: { tasks: 10, recorded: 20, criterion: 'recorded' } } as const;
     const c = config(wrecking);
     const run = await prepareRun(c);
     // The predictor alone: the grounded simulator halts these few recorded tasks' episodes alike, so the update would not move the policy.

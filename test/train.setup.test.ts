@@ -33,6 +33,22 @@ class CountingEmbedder implements Embedder {
 }
 
 describe('prepareRun', () => {
+  it("builds the retrieval simulator grounded only when the config asks for it (grounding: 'calibrated')", async () => {
+    const offline = { expertEpisodes: 16, noisyEpisodes: 8, extraTasks: 0 };
+    const plain = await prepareRun(parseTrainingConfig({ ...TINY, offline }));
+    const grounded = await prepareRun(parseTrainingConfig({ ...TINY, offline, grounding: 'calibrated' }));
+    try {
+      expect((plain.deps.experience as RetrievalExperienceModel).grounding).toBeNull();
+      const report = (grounded.deps.experience as RetrievalExperienceModel).grounding;
+      expect(report).not.toBeNull();
+      expect(report?.heldOutSteps).toBeGreaterThan(0);
+    } finally {
+      plain.dispose();
+      grounded.dispose();
+    }
+    expect(() => parseTrainingConfig({ ...TINY, grounding: 'maybe' as 'off' })).toThrow(/grounding/);
+  });
+
   it('without an LLM: retrieval, hashed features of the configured width, recombination tasks', async () => {
     const run = await prepareRun(parseTrainingConfig(TINY));
     try {

@@ -114,8 +114,8 @@ describe('setup form', () => {
     expect(presetValue('quick', 'validationTasks')).toBe(VALIDATION_TASKS);
     expect(presetValue('quick', 'validationTasks', 'shop', 'llm')).toBe(0);
     expect(presetValue('quick', 'validationEvery')).toBe(VALIDATION_EVERY);
-    // The kept policy is chosen by held-out recorded successes (50 of them) unless a run says otherwise.
-    const chosen = { criterion: 'recorded', recorded: VALIDATION_TASKS };
+    // The simulator's figure picks the kept policy unless a run says otherwise; 50 held-out recorded successes are scored beside it.
+    const chosen = { criterion: 'simulator', recorded: VALIDATION_TASKS };
     expect(configFromForm(defaultSetupForm()).validation).toEqual({ tasks: VALIDATION_TASKS, every: VALIDATION_EVERY, ...chosen });
     expect(configFromForm({ ...defaultSetupForm(), advanced: { validationTasks: '0', validationEvery: '2' } }).validation).toEqual({ tasks: 0, every: 2, ...chosen });
     expect(configFromForm({ ...defaultSetupForm(), advanced: { validationEvery: '3' } }).validation).toEqual({ tasks: VALIDATION_TASKS, every: 3, ...chosen });

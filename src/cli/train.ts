@@ -211,11 +211,12 @@ interface SizeOptions {
   validationTasks?: number;
   validationEvery?: number;
   validationCriterion?: 'recorded' | 'simulator';
+  grounding?: 'calibrated' | 'off';
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /** The configuration layers the size options give (defaults and presets fill the rest). */
@@ -230,6 +231,7 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
   if (opts.repeatPenalty !== undefined) o.repeatPenalty = opts.repeatPenalty;
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
+  if (opts.grounding !== undefined) o.grounding = opts.grounding;
   if (opts.validationTasks !== undefined || opts.validationEvery !== undefined || opts.validationCriterion !== undefined) {
     o.validation = {
       ...(opts.validationTasks !== undefined ? { tasks: opts.validationTasks } : {}),
@@ -1144,7 +1146,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
-    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: recorded (default: how well the greedy policy follows held-out recorded successes) or simulator (its success inside the simulator)').choices(['recorded', 'simulator']))
+    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: off (default) or calibrated (halt at steps the recorded data does not support; see the README)").choices(['calibrated', 'off']))
+    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: simulator (default: its success inside the simulator) or recorded (how well the greedy policy follows held-out recorded successes)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
@@ -1218,7 +1221,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
-    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: recorded (default: how well the greedy policy follows held-out recorded successes) or simulator (its success inside the simulator)').choices(['recorded', 'simulator']))
+    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: off (default) or calibrated (halt at steps the recorded data does not support; see the README)").choices(['calibrated', 'off']))
+    .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: simulator (default: its success inside the simulator) or recorded (how well the greedy policy follows held-out recorded successes)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))

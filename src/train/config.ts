@@ -8,6 +8,9 @@ import { DomainNameSchema } from '../core/types.ts';
 import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
 import { SELECTION_CRITERIA } from './selection.ts';
 
+/** The retrieval simulator's grounding modes (see `grounding` in the config). */
+export const GROUNDING_MODES = ['calibrated', 'off'] as const;
+
 /**
  * - `zero-shot`: the prior alone (no update);
  * - `sft`: behaviour cloning on the offline expert data;
@@ -41,6 +44,13 @@ export const TrainingConfigSchema = z
     warmStart: z.enum(['none', 'sft']).default('none'),
     /** Experience model of the synthetic modes: `retrieval` (no download) or `llm` (page only). */
     sim: z.enum(['retrieval', 'llm']).default('retrieval'),
+    /**
+     * The retrieval simulator's grounding: `calibrated` halts a synthetic episode at a step the
+     * recorded data does not support and grants a success only near recorded ones (honest on a
+     * domain it was not built for, pessimistic off the recorded path); `off` answers every step.
+     * Off by default: on shop and household it costs RL from scratch (BENCHMARKS.md, "Grounding").
+     */
+    grounding: z.enum(GROUNDING_MODES).default('off'),
     /**
      * Prior over candidates added to the head's logits: none (`uniform`), word overlap with the
      * instruction less a penalty on repeated actions (`lexical`, the offline stand-in for an LLM's
@@ -193,9 +203,10 @@ export const TrainingConfigSchema = z
          * recorded successes (see `selectionScore`), or `simulator`, greedy success inside the
          * simulator. On domains the simulator was not built for, its own
          * figure ranked policies against their real success (see BENCHMARKS.md, "selection"). A
-         * run with no held-out recorded success falls back to `simulator`.
+         * run with no held-out recorded success falls back to `simulator`. `simulator` by default:
+         * on household from scratch `recorded` keeps worse policies (BENCHMARKS.md, "Model selection").
          */
-        criterion: z.enum(SELECTION_CRITERIA).default('recorded'),
+        criterion: z.enum(SELECTION_CRITERIA).default('simulator'),
         /**
          * Recorded demonstrations held out for selection, with a built-in environment or a module
          * (recorded like the others, on train tasks none of them uses; neither behaviour cloning

@@ -142,7 +142,7 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   const offline = data?.offline ?? offlineSeedData(spec, config);
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   const model = llm?.model !== undefined ? { model: llm.model } : {};
-  const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
+  const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: config.grounding === 'calibrated' }) : null;
   // The LLM experience model is grounded by the offline data's real transitions, retrieved per step.
   const demoIndex = synthetic && config.sim === 'llm' ? await DemonstrationIndex.fromTrajectories(offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
   const deps: TrainingDeps = {
