@@ -171,16 +171,17 @@ async function evaluateHeldOut(agent: PolicyAgent, env: DomainName, episodes: nu
 
 /**
  * A data-only run's evaluation: greedy, on the held-out seed tasks (at most `episodes`), inside the
- * experience model (the run's, or a retrieval model grounded on the same data for modes that have
- * none). Stored with `environment: 'synthetic'`.
+ * experience model (the run's LLM or grounded retrieval model, else a retrieval model grounded on
+ * the same data). Stored with `environment: 'synthetic'`.
  */
 async function evaluateInSimulation(agent: PolicyAgent, plan: SeedDataPlan, model: ExperienceModel | null, episodes: number, signal: AbortSignal | undefined, iteration: number): Promise<StoredEvaluation> {
   const started = performance.now();
-  const own = model === null ? await RetrievalExperienceModel.fromTrajectories(plan.grounding.tasks, plan.grounding.trajectories, new HashedEmbedder({ dim: 256 })) : null;
+  // The figure is judged by a grounded simulator whatever the run trained in, so it can say how much of it the data supports.
+  const own = model !== null && !(model instanceof RetrievalExperienceModel && model.grounding === null) ? null : await RetrievalExperienceModel.fromTrajectories(plan.grounding.tasks, plan.grounding.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: true });
   const tasks = plan.heldOut.slice(0, episodes);
   const bar = createProgress(`${plan.domain} evaluate (synthetic)`, tasks.length);
   try {
-    const result = await evaluateSynthetic(greedyActor(agent), (model ?? own) as ExperienceModel, tasks, plan.heldOutStarts, {
+    const result = await evaluateSynthetic(greedyActor(agent), (own ?? model) as ExperienceModel, tasks, plan.heldOutStarts, {
       maxSteps: plan.maxSteps,
       onProgress: (done) => bar.update(done),
       ...(signal ? { signal } : {}),
