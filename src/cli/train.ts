@@ -26,7 +26,7 @@ import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { PolicyAgent } from '../train/agent.ts';
 import { chatLine, trajectoryToChat } from '../train/chat.ts';
-import { parseTrainingConfig, PRESETS, TRAINING_MODES, TrainingConfigError, type PresetName, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
@@ -204,11 +204,14 @@ interface SizeOptions {
   evalEpisodes?: number;
   validationTasks?: number;
   validationEvery?: number;
+  recorded?: number;
+  recordedNoise?: number;
+  cloning?: CloningMode;
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, recorded: 0, recordedNoise: 0, cloning: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /** The configuration layers the size options give (defaults and presets fill the rest). */
@@ -216,10 +219,12 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   const o: Partial<TrainingConfigInput> = {};
   if (opts.iterations !== undefined) o.iterations = opts.iterations;
   if (opts.offlineEpisodes !== undefined) o.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
+  if (opts.recordedNoise !== undefined && opts.recorded === undefined) throw new CliUsageError(`--recorded-noise ${opts.recordedNoise} is the noise of --recorded N's episodes: give --recorded N too`);
+  if (opts.recorded !== undefined) o.offline = { ...o.offline, recorded: opts.recorded, ...(opts.recordedNoise !== undefined ? { recordedNoise: opts.recordedNoise } : {}) };
   if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
   if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
   if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
-  if (opts.sftEpochs !== undefined) o.sft = { epochs: opts.sftEpochs };
+  if (opts.sftEpochs !== undefined || opts.cloning !== undefined) o.sft = { ...(opts.sftEpochs !== undefined ? { epochs: opts.sftEpochs } : {}), ...(opts.cloning !== undefined ? { cloning: opts.cloning } : {}) };
   if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
   if (opts.repeatPenalty !== undefined) o.repeatPenalty = opts.repeatPenalty;
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
@@ -333,6 +338,9 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
   }
   if (opts.resume === undefined && opts.env === undefined && opts.envModule === undefined && opts.data === undefined) {
     throw new CliUsageError('--env NAME (shop or household), --env-module PATH or --data FILE is required unless --resume names a run');
+  }
+  if (opts.data !== undefined && opts.recorded !== undefined) {
+    throw new CliUsageError(`--recorded ${opts.recorded} records episodes in an environment: --data trains on the file's episodes alone; drop one of them`);
   }
   if (opts.data !== undefined && opts.mode !== undefined && (opts.mode === 'real' || opts.mode === 's2r')) {
     throw new CliUsageError(`--data trains purely in simulation: mode ${opts.mode} needs a real environment (use dreamgym, sft or zero-shot, or --env/--env-module)`);
@@ -1055,6 +1063,10 @@ async function experimentOnEnv(opts: ExperimentCliOptions, commandEnv: CommandEn
 // ---------------------------------------------------------------------------------------------
 // the commands
 
+const RECORDED_HELP =
+  "seed data of a user's kind: N episodes of the environment's goal-blind demonstrator with noise (a random admissible action at half the steps), successes and failures both kept, instead of the preset's demonstrations; behaviour cloning, the simulator's grounding and RL's first tasks come from them alone";
+const CLONING_HELP = `what behaviour cloning learns from: ${CLONING_MODES.join(' | ')} (the successful episodes alike, or every episode weighted by its reward; default successes)`;
+
 /** Adds `train`, `eval`, `runs`, `export` and `experiment` to the program. */
 export function addTrainingCommands(program: Command, out: Out, err: Out): void {
   const storeOption = (): Option => new Option('--store <dir>', 'run store directory').default(DEFAULT_STORE_DIR);
@@ -1100,6 +1112,9 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
+    .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
+    .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
+    .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
   program
@@ -1174,5 +1189,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))
+    .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
+    .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
+    .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
     .action(async (opts: ExperimentCliOptions) => experimentCommand(opts, out, err));
 }

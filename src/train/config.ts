@@ -17,6 +17,21 @@ import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
 export const TRAINING_MODES = ['zero-shot', 'sft', 'real', 'dreamgym', 's2r'] as const;
 export type TrainingMode = (typeof TRAINING_MODES)[number];
 
+/**
+ * What behaviour cloning learns from the offline data's demonstrations (see `sft.cloning`):
+ * - `successes`: the decisions of the successful episodes, each weighted alike;
+ * - `reward-weighted`: the decisions of every episode with a positive reward, each weighted by its
+ *   episode's reward (a shop purchase of the right product in the wrong size still shows most of
+ *   the way; an episode with reward 0 shows nothing).
+ */
+export const CLONING_MODES = ['successes', 'reward-weighted'] as const;
+export type CloningMode = (typeof CLONING_MODES)[number];
+
+/** Most recorded episodes (`offline.recorded`): the bound of the other episode counts. */
+export const MAX_RECORDED = 1_000_000;
+/** Noise of the recorded episodes' demonstrator by default (see `offline.recordedNoise`). */
+export const RECORDED_NOISE = 0.5;
+
 const EMBEDDING_SCALE_DEFAULT = 1;
 /** Initial scale of the head's output weights from scratch (see `policy.initScale`). */
 export const SCRATCH_INIT_SCALE = 0.01;
@@ -91,6 +106,19 @@ export const TrainingConfigSchema = z
          * model's `reset`.
          */
         extraTasks: z.number().int().min(0).default(200),
+        /**
+         * Seed data of a user's kind instead of the preset's: with N > 0 the offline data is N
+         * episodes of an imperfect goal-blind policy on train tasks, successes and failures both
+         * kept, as a log of real sessions would be (the environment's demonstrator taking a random
+         * admissible action with probability `recordedNoise`; nothing from the goal-reading
+         * expert). They are all the data there is: behaviour cloning learns from them (see
+         * `sft.cloning`), the simulator is grounded on them alone, and RL's task pool starts from
+         * their tasks (no demonstrations, noisy episodes or extra tasks besides). 0: the preset's
+         * demonstrations.
+         */
+        recorded: z.number().int().min(0).max(MAX_RECORDED).default(0),
+        /** The recorded episodes' chance of a random admissible action at each step (see `recorded`). */
+        recordedNoise: z.number().min(0).max(1).default(RECORDED_NOISE),
       })
       .strict()
       .prefault({}),
@@ -99,6 +127,8 @@ export const TrainingConfigSchema = z
         /** Passes over the expert decisions (each one trainer update over all of them). */
         epochs: z.number().int().min(1).default(30),
         learningRate: z.number().positive().default(3e-3),
+        /** Which demonstrations it learns from, and how much from each (see {@link CLONING_MODES}). */
+        cloning: z.enum(CLONING_MODES).default('successes'),
       })
       .strict()
       .prefault({}),
@@ -322,7 +352,11 @@ export function parseTrainingConfig(input: TrainingConfigInput, preset?: PresetN
   if (!result.success) {
     const issue = result.error.issues[0];
     const path = issue?.path.join('.') ?? '';
-    throw new TrainingConfigError(`invalid training config${path ? ` at ${path}` : ''}: ${issue?.message ?? 'unknown problem'}`);
+    // The value refused, as given (a missing one says nothing more).
+    let bad: unknown = layered;
+    for (const key of issue?.path ?? []) bad = isPlainObject(bad) ? bad[String(key)] : undefined;
+    const got = path !== '' && bad !== undefined ? `, got ${typeof bad === 'number' ? String(bad) : JSON.stringify(bad)}` : '';
+    throw new TrainingConfigError(`invalid training config${path ? ` at ${path}` : ''}: ${issue?.message ?? 'unknown problem'}${got}`);
   }
   const c = result.data;
   if (c.sim === 'llm' && (c.mode === 'dreamgym' || c.mode === 's2r') && c.demos < 0) throw new TrainingConfigError('demos must be >= 0');

@@ -4,7 +4,7 @@
  * experience model is a local LLM, which models to load (checked against the device's catalogue).
  */
 import { ENV_NAMES, type EnvName } from '../../core/types.ts';
-import { parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
+import { MAX_RECORDED, parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
 import type { LLMSelection, ModelView } from '../state/llm-state.ts';
 
 /**
@@ -21,6 +21,8 @@ export const ADVANCED_FIELDS = [
   { key: 'expertEpisodes', label: 'Offline demonstrations', min: 1, max: 1_000_000 },
   { key: 'noisyEpisodes', label: 'Offline noisy episodes', min: 0, max: 1_000_000 },
   { key: 'extraTasks', label: 'Extra seed tasks without episodes', min: 0, max: 1_000_000 },
+  // A user's log instead of the demonstrations above (see `offline.recorded`).
+  { key: 'recorded', label: 'Recorded episodes of mixed quality, instead of demonstrations (0: none)', min: 0, max: MAX_RECORDED },
   { key: 'sftEpochs', label: 'Behaviour-cloning epochs', min: 1, max: 100_000 },
   { key: 'evalEpisodes', label: 'Held-out evaluation tasks', min: 1, max: 100_000 },
   { key: 'validationTasks', label: 'Simulator validation tasks (0: none)', min: 0, max: 100_000 },
@@ -85,6 +87,7 @@ export function presetValue(preset: PresetName, key: AdvancedField, env: string 
     case 'expertEpisodes':
     case 'noisyEpisodes':
     case 'extraTasks':
+    case 'recorded':
       return c.offline[key];
     case 'sftEpochs':
       return c.sft.epochs;
@@ -124,7 +127,7 @@ export function configFromForm(form: SetupForm): TrainingConfig {
     const text = form.advanced[key];
     if (text === undefined || text.trim() === '') continue;
     const n = wholeNumber(key, label, text, min, max);
-    if (key === 'expertEpisodes' || key === 'noisyEpisodes' || key === 'extraTasks') offline[key] = n;
+    if (key === 'expertEpisodes' || key === 'noisyEpisodes' || key === 'extraTasks' || key === 'recorded') offline[key] = n;
     else if (key === 'sftEpochs') input.sft = { epochs: n };
     else if (key === 'validationTasks') validation.tasks = n;
     else if (key === 'validationEvery') validation.every = n;
