@@ -121,7 +121,7 @@ export interface SuiteOptions {
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** A loaded domain: its spec, and its module's path for worker threads. */
-interface ReadyDomain {
+export interface ReadyDomain {
   name: string;
   spec: AnyEnvSpec;
   modulePath: string | null;
@@ -133,7 +133,7 @@ interface ReadyDomain {
  * added modules, filtered by `domains`. Throws a {@link SuiteError} naming an unknown domain or a
  * missing module file.
  */
-function readyDomains(options: SuiteOptions, loaded: LoadedEnvModule[]): ReadyDomain[] {
+export function readyDomains(options: Pick<SuiteOptions, 'domains' | 'extraModules' | 'suite' | 'envTimeoutMs'>, loaded: LoadedEnvModule[]): ReadyDomain[] {
   const suite = options.suite ?? SUITE_DOMAINS;
   const wanted = options.domains;
   const ready: ReadyDomain[] = [];
