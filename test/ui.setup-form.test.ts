@@ -98,6 +98,14 @@ describe('setup form', () => {
     expect(presetValue('quick', 'sftEpochs')).toBe(PRESETS.quick.sft.epochs);
   });
 
+  it('takes recorded episodes of a user\'s kind instead of the demonstrations (blank or 0: none), within the CLI\'s bound', () => {
+    expect(presetValue('quick', 'recorded', 'shop')).toBe(0);
+    expect(configFromForm(defaultSetupForm()).offline.recorded).toBe(0);
+    expect(configFromForm({ ...defaultSetupForm(), advanced: { recorded: '25' } }).offline.recorded).toBe(25);
+    expect(() => configFromForm({ ...defaultSetupForm(), advanced: { recorded: '-2' } })).toThrow(/Recorded episodes.*got "-2"/);
+    expect(() => configFromForm({ ...defaultSetupForm(), advanced: { recorded: '2000000' } })).toThrow(/at most 1,000,000, got "2000000"/);
+  });
+
   it('sets the simulator validation: tasks (placeholder 50 with retrieval, 0 with an LLM) and how often', () => {
     expect(presetValue('quick', 'validationTasks')).toBe(VALIDATION_TASKS);
     expect(presetValue('quick', 'validationTasks', 'shop', 'llm')).toBe(0);
