@@ -202,6 +202,12 @@ describe('recorded seed data (a log of mixed quality)', () => {
     }
   });
 
+  it('validates no synthetic phase by default (its successes are the cloning data), unless asked', () => {
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft', offline: { recorded: 25 } }).validation.tasks).toBe(0);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft', offline: { recorded: 25 }, validation: { tasks: 12 } }).validation.tasks).toBe(12);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft' }).validation.tasks).toBe(50);
+  });
+
   it('refuses a bad count or noise with the value, and an environment without a demonstrator', () => {
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: -3 } })).toThrow(/offline\.recorded.*got -3/);
     expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 2.5 } })).toThrow(TrainingConfigError);

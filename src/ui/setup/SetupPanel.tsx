@@ -11,7 +11,7 @@ import { PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type Tra
 import type { BackendPreference } from '../../policy/backend-preference.ts';
 import { BACKEND_NAMES } from '../../policy/backend-preference.ts';
 import type { StartOptions } from '../train/controller.ts';
-import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, iterationSummary, llmSelectionFromForm, presetValue, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
+import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, isRlMode, iterationSummary, llmSelectionFromForm, presetValue, recordedOf, SetupFormError, type AdvancedField, type SetupForm } from './form.ts';
 import { initialLLMState, type LLMSelection, type LLMViewState } from '../state/llm-state.ts';
 import { defaultModel } from '../llm/models.ts';
 import { LLMLoadStatus, LLMModelChoice } from './LLMChoice.tsx';
@@ -221,7 +221,7 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
                 inputMode="numeric"
                 autoComplete="off"
                 size={6}
-                placeholder={String(presetValue(form.preset, key, form.env, form.sim))}
+                placeholder={String(presetValue(form.preset, key, form.env, form.sim, recordedOf(form)))}
                 value={form.advanced[key] ?? ''}
                 aria-invalid={error?.field === key}
                 aria-describedby={`setup-${key}-range`}

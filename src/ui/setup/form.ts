@@ -79,10 +79,11 @@ export function isRlMode(mode: TrainingMode): boolean {
 
 /**
  * The value a blank advanced field stands for under `preset` in `env` (environments may adjust a
- * preset) with the experience model `sim` (validation runs by default with retrieval only).
+ * preset) with the experience model `sim` (validation runs by default with retrieval only) and
+ * `recorded` episodes (a recorded log validates nothing by default).
  */
-export function presetValue(preset: PresetName, key: AdvancedField, env: string = ENV_NAMES[0], sim: SetupForm['sim'] = 'retrieval'): number {
-  const c = parseTrainingConfig({ env, mode: 'dreamgym', sim }, preset);
+export function presetValue(preset: PresetName, key: AdvancedField, env: string = ENV_NAMES[0], sim: SetupForm['sim'] = 'retrieval', recorded = 0): number {
+  const c = parseTrainingConfig({ env, mode: 'dreamgym', sim, offline: { recorded } }, preset);
   switch (key) {
     case 'expertEpisodes':
     case 'noisyEpisodes':
@@ -98,6 +99,13 @@ export function presetValue(preset: PresetName, key: AdvancedField, env: string 
     default:
       return c[key];
   }
+}
+
+/** The recorded-episodes field as the blank fields' placeholders read it: its count while it is a valid one, else 0. */
+export function recordedOf(form: Pick<SetupForm, 'advanced'>): number {
+  const t = form.advanced.recorded?.trim() ?? '';
+  const n = /^\d+$/.test(t) ? Number(t) : 0;
+  return Number.isSafeInteger(n) && n <= MAX_RECORDED ? n : 0;
 }
 
 function wholeNumber(field: string, label: string, text: string, min?: number, max?: number): number {
