@@ -268,7 +268,9 @@ export function scalingSvg(d: ScalingDomainResult, seeds: number): string {
   const ns = d.points.map((p) => p.recorded);
   const lo = Math.log(Math.min(...ns));
   const hi = Math.log(Math.max(...ns));
-  const x = (n: number): number => pad.l + (hi > lo ? ((W - pad.l - pad.r) * (Math.log(n) - lo)) / (hi - lo) : (W - pad.l - pad.r) / 2);
+  // 20 px inside the axes, so that the side-by-side intervals at the ends stay in the plot.
+  const inner = W - pad.l - pad.r - 40;
+  const x = (n: number): number => pad.l + 20 + (hi > lo ? (inner * (Math.log(n) - lo)) / (hi - lo) : inner / 2);
   const y = (v: number): number => pad.t + (H - pad.t - pad.b) * (1 - (Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0));
   const colours = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'];
   const esc = (t: string): string => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
