@@ -969,7 +969,7 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
     await runSuiteCommand({ ...opts, sizes: sizeOverrides(opts), sizeFlags: sizeFlags(opts) }, out, err);
     return;
   }
-  if (opts.domains !== undefined || opts.fidelityEpisodes !== undefined) throw new CliUsageError(`${opts.domains !== undefined ? '--domains' : '--fidelity-episodes'} applies to --suite${opts.domains !== undefined ? ' or --scaling' : ''}: add --suite`);
+  if (opts.domains !== undefined || opts.fidelityEpisodes !== undefined) throw new CliUsageError(`${opts.domains !== undefined ? '--domains' : '--fidelity-episodes'} applies to --suite: add --suite${opts.domains !== undefined ? ' (or --scaling)' : ''}`);
   if (opts.envModule === undefined && opts.env === undefined) throw new CliUsageError('--env NAME (shop or household), --env-module PATH or --suite is required');
   if ((opts.envModule ?? []).length > 1) throw new CliUsageError('give one --env-module PATH (several add domains to --suite only)');
   const commandEnv = chooseEnv({ env: opts.env, envModule: opts.envModule?.[0], envTimeout: opts.envTimeout });
