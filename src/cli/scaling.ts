@@ -247,7 +247,7 @@ function domainLines(d: ScalingDomainResult): string[] {
   lines.push(
     d.cloningEnoughFrom === null
       ? 'Cloning alone is not enough at the largest size measured: an RL arm beats it there (paired 95% interval above 0).'
-      : `Cloning alone is enough from N = ${d.cloningEnoughFrom}: at it and every larger size no RL arm beats it (no paired 95% interval above 0).`,
+      : `No RL arm beats cloning alone from N = ${d.cloningEnoughFrom} on (no paired 95% interval above 0 at it or any larger size measured): cloning is enough there, whatever it reaches.`,
     `Cost: ${(d.costMs / 60000).toFixed(1)} core-minutes. Plot: ${plotName(d.name)}.`,
     '',
   );
