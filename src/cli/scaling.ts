@@ -8,6 +8,7 @@
  * against N, with 95% intervals) per domain, in scaling.md and DOMAIN-scaling.svg; every figure
  * in scaling.json.
  */
+import { defaultMaxListeners, setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import type { DomainName } from '../core/types.ts';
 import { unregisterEnvSpec } from '../envs/registry.ts';
@@ -165,6 +166,8 @@ export async function runScaling(options: ScalingOptions): Promise<ScalingResult
     const domains = readyDomains({ ...(options.domains ? { domains: options.domains } : {}), ...(options.extraModules ? { extraModules: options.extraModules } : {}), suite, ...(options.envTimeoutMs !== undefined ? { envTimeoutMs: options.envTimeoutMs } : {}) }, loaded);
     for (const d of domains) if (!d.spec.demonstrator) throw new ScalingError(`the domain ${d.name} has no goal-blind demonstrator (demonstratorAction()) to record episodes with: leave it out with --domains`);
     await useFastestNodeBackend();
+    // Every (domain, size) experiment listens on the caller's signal at once: not a leak.
+    if (options.signal) setMaxListeners(Math.max(defaultMaxListeners, domains.length * sizes.length + defaultMaxListeners), options.signal);
     const seeds = Array.from({ length: options.seeds }, (_, i) => i);
     const onePoint = async (d: ReadyDomain, recorded: number): Promise<ScalingPoint> => {
       const overrides: Partial<TrainingConfigInput> = { ...SCALING_BUDGET, ...options.overrides, offline: { ...options.overrides?.offline, recorded } };
