@@ -226,6 +226,11 @@ describe('dreamgym train', () => {
       [['export', '--store', store, '--run', 'nope', '--format', 'jsonl', '--out', join(dir, 'x.jsonl')], /unknown run "nope"/],
       [['export', '--store', store, '--run', broken, '--format', 'chat', '--out', join(dir, 'x.jsonl')], /run broken-run is corrupt: .*run\.json/],
       [['export', '--store', store, '--run', runId, '--format', 'csv', '--out', join(dir, 'x.jsonl')], /--format .*'csv' is invalid/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--recorded', '0', '--store', store], /--recorded .*expected an integer from 1 to 1000000, got "0"/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--recorded', '10', '--recorded-noise', '1.5', '--store', store], /--recorded-noise .*expected a number from 0 to 1, got "1.5"/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--recorded-noise', '0.2', '--store', store], /--recorded-noise 0.2 is the noise of --recorded N's episodes: give --recorded N too/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--cloning', 'best', '--store', store], /--cloning .*'best' is invalid\. Allowed choices are successes, reward-weighted/],
+      [['train', '--data', join(dir, 'x.jsonl'), '--mode', 'sft', '--recorded', '10', '--store', store], /--recorded 10 records episodes in an environment: --data trains on the file's episodes alone/],
     ];
     for (const [args, message] of cases) {
       const res = await cli(...args);
@@ -303,6 +308,17 @@ describe('dreamgym train, other modes', () => {
     const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { rl: { algorithm: string } } };
     expect(summary.config.rl.algorithm).toBe('ppo');
     expect(summary.realTransitions).toBeGreaterThan(0);
+  });
+
+  it('--recorded N trains on N recorded episodes of mixed quality, and the run records it', async () => {
+    const s = join(dir, 'recorded-store');
+    const out = join(dir, 'recorded.json');
+    const res = await cli('train', '--env', 'shop', '--mode', 'sft', '--recorded', '15', '--cloning', 'reward-weighted', ...TINY, '--store', s, '--out', out);
+    expect(res.code, res.err).toBe(0);
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { offline: { recorded: number; recordedNoise: number }; sft: { cloning: string } } };
+    expect(summary.config.offline.recorded).toBe(15);
+    expect(summary.config.offline.recordedNoise).toBe(0.5);
+    expect(summary.config.sft.cloning).toBe('reward-weighted');
   });
 
   it('--validation-tasks 0 trains dreamgym without validating its synthetic phase, and the config says so', async () => {

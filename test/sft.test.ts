@@ -62,3 +62,26 @@ describe('SFT rows across epochs', () => {
   });
 });
 
+
+describe('weighted SFT rows (reward-weighted cloning)', () => {
+  it("weights each row by its example's weight, normalised to sum 1; a weight of 0 leaves a row out of the loss", async () => {
+    const decisions = syntheticDecisions({ count: 4, stateDim: 8, actionDim: 8, minCandidates: 2, maxCandidates: 4, seed: 5 });
+    const examples = decisions.map((d, i) => ({ ...d, action: 0, weight: [1, 0.5, 0, 0.5][i] as number }));
+    expect(Array.from(prepareSftBatch(examples, { stateDim: 8, actionDim: 8 }).weights)).toEqual([0.5, 0.25, 0, 0.25]);
+    // Unweighted examples count alike, as before.
+    expect(Array.from(prepareSftBatch(decisions.map((d) => ({ ...d, action: 0 })), { stateDim: 8, actionDim: 8 }).weights)).toEqual([0.25, 0.25, 0.25, 0.25]);
+    expect(() => prepareSftBatch([{ ...examples[0]!, weight: -1 }], { stateDim: 8, actionDim: 8 })).toThrow(/SFT example 0 has weight -1/);
+    expect(() => prepareSftBatch([{ ...examples[0]!, weight: Number.NaN }], { stateDim: 8, actionDim: 8 })).toThrow(/weight NaN/);
+    expect(() => prepareSftBatch([{ ...examples[2]! }], { stateDim: 8, actionDim: 8 })).toThrow(/weighs 0 in all/);
+    // A row of weight 0 does not move the policy: training on it alone with another is training on the other alone.
+    const make = () => new Trainer({ policy: { stateDim: 8, actionDim: 8, hiddenDim: 8, seed: 4 }, optimizer: { learningRate: 0.05 }, minibatchSize: 8 });
+    const [a, b] = [make(), make()];
+    await a.sftUpdate([{ ...decisions[0]!, action: 1, weight: 1 }, { ...decisions[1]!, action: 1, weight: 0 }]);
+    await b.sftUpdate([{ ...decisions[0]!, action: 1 }]);
+    const weights = async (t: Trainer) => (await t.head.exportWeights(true)).map((w) => Array.from(w.data));
+    const [wa, wb] = [await weights(a), await weights(b)];
+    for (let i = 0; i < wa.length; i++) for (let j = 0; j < wa[i]!.length; j++) expect(wa[i]![j]).toBeCloseTo(wb[i]![j]!, 5);
+    a.dispose();
+    b.dispose();
+  });
+});

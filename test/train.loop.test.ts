@@ -3,8 +3,10 @@ import { describe, expect, it, vi } from 'vitest';
 import type { RealEnvironment, Task, Trajectory } from '../src/core/types.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { ENV_PRESETS, parseTrainingConfig, PRESETS, RL_LEARNING_RATE, SCRATCH_INIT_SCALE, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
-import { plannedIterations, runTraining, TrainingAbortedError, validationTasks, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
-import { prepareRun } from '../src/train/setup.ts';
+import { cloningWeight, plannedIterations, runTraining, TrainingAbortedError, validationTasks, TrainingSetupError, type IterationMetrics, type RunSnapshot, type TrainingDeps, type TrainingProgress } from '../src/train/loop.ts';
+import { prepareRun, recordedSeedData } from '../src/train/setup.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
+import type { SftExample } from '../src/rl/sft.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import { selectionScore } from '../src/train/selection.ts';
@@ -751,5 +753,60 @@ describe('resume and the curriculum', () => {
     expect(generated(resumed.snapshot)).toEqual(generated(full.snapshot));
     expect(resumed.snapshot.generatorState).toEqual(full.snapshot.generatorState);
     expect(withoutTimes(resumed.metrics)).toEqual(withoutTimes(full.metrics));
+  });
+});
+
+describe('behaviour cloning on a recorded log', () => {
+  it('weighs a demonstration by its success, or by its reward (clipped to [0, 1]) when reward-weighted', () => {
+    expect(cloningWeight({ success: true, reward: 1 }, 'successes')).toBe(1);
+    expect(cloningWeight({ success: false, reward: 0.6 }, 'successes')).toBe(0);
+    expect(cloningWeight({ success: false, reward: 0.6 }, 'reward-weighted')).toBe(0.6);
+    expect(cloningWeight({ success: true, reward: 1 }, 'reward-weighted')).toBe(1);
+    expect(cloningWeight({ success: false, reward: -0.2 }, 'reward-weighted')).toBe(0);
+    expect(cloningWeight({ success: true, reward: 3 }, 'reward-weighted')).toBe(1);
+    expect(cloningWeight({ success: false, reward: Number.NaN }, 'reward-weighted')).toBe(0);
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', sft: { cloning: 'best' as 'successes' } })).toThrow(/sft\.cloning.*got "best"/);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'sft' }).sft.cloning).toBe('successes');
+  });
+
+  it("clones the log's successes alike, or every episode with a reward weighted by it; a log with nothing to clone is refused", async () => {
+    const over = { mode: 'sft' as const, offline: { recorded: 24 }, sft: { epochs: 1 } };
+    const data = recordedSeedData(getEnvSpec('shop'), config(over));
+    const wins = data.trajectories.filter((t) => t.success);
+    const partial = data.trajectories.filter((t) => !t.success && t.reward > 0);
+    // Shop's purchase reward is partial: the log holds successes and partly right purchases.
+    expect(wins.length).toBeGreaterThan(0);
+    expect(partial.length).toBeGreaterThan(0);
+    const decisionsOf = (ts: readonly Trajectory[]) => ts.reduce((n, t) => n + t.steps.filter((s) => s.observation.actions.includes(s.action)).length, 0);
+    const cloned = async (cloning: 'successes' | 'reward-weighted', offline = data): Promise<readonly SftExample[]> => {
+      const c = config({ ...over, sft: { epochs: 1, cloning } });
+      const run = await prepareRun(c, { data: { spec: getEnvSpec('shop'), offline, evalTasks: [] } });
+      const seen: (readonly SftExample[])[] = [];
+      const original = Trainer.prototype.sftUpdate;
+      const spyOn = vi.spyOn(Trainer.prototype, 'sftUpdate').mockImplementation(function (this: Trainer, examples) {
+        seen.push(examples);
+        return original.call(this, examples);
+      });
+      try {
+        const res = await runTraining(c, run.deps);
+        res.trainer.dispose();
+      } finally {
+        spyOn.mockRestore();
+        run.dispose();
+      }
+      return seen[0] ?? [];
+    };
+    const successes = await cloned('successes');
+    expect(successes).toHaveLength(decisionsOf(wins));
+    expect(successes.every((e) => e.weight === 1)).toBe(true);
+    const weighted = await cloned('reward-weighted');
+    expect(weighted).toHaveLength(decisionsOf([...wins, ...partial]));
+    const rewards = new Set([...wins, ...partial].map((t) => Math.min(1, t.reward)));
+    expect(weighted.every((e) => rewards.has(e.weight as number))).toBe(true);
+    expect(weighted.some((e) => (e.weight as number) < 1)).toBe(true);
+    // Only failures: nothing for `successes`, the partly right ones for `reward-weighted`.
+    const failures = { ...data, trajectories: data.trajectories.filter((t) => !t.success) };
+    await expect(cloned('successes', failures)).rejects.toThrow(/behaviour cloning \(successes\) needs a successful one among the offline data's \d+ demonstrations/);
+    expect(await cloned('reward-weighted', failures)).toHaveLength(decisionsOf(partial));
   });
 });

@@ -9,9 +9,10 @@ import { LLMExperienceModel } from '../src/experience/llm.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
 import { LexicalPrior, LLMPrior } from '../src/llm/prior.ts';
-import { parseTrainingConfig, type TrainingConfigInput } from '../src/train/config.ts';
+import { parseTrainingConfig, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
 import { TrainingSetupError } from '../src/train/loop.ts';
-import { offlineSeedData, prepareRun } from '../src/train/setup.ts';
+import { offlineSeedData, prepareRun, recordedSeedData } from '../src/train/setup.ts';
+import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { echoScript, ScriptedEngine } from './fixtures/scripted-engine.ts';
 
@@ -140,3 +141,95 @@ describe('offline seed data', () => {
   });
 });
 
+
+/** The environment with an expert that throws: whatever asks it fails the test. */
+function expertThrows(spec: AnyEnvSpec): AnyEnvSpec & { asked: number } {
+  const wrapped = {
+    ...spec,
+    asked: 0,
+    create: () => {
+      const env = spec.create();
+      return {
+        get name() {
+          return env.name;
+        },
+        get maxSteps() {
+          return env.maxSteps;
+        },
+        reset: (task: Parameters<typeof env.reset>[0]) => env.reset(task),
+        step: (action: string) => env.step(action),
+        expertAction: (): string => {
+          wrapped.asked++;
+          throw new Error('the goal-reading expert was asked');
+        },
+      };
+    },
+  };
+  return wrapped;
+}
+
+describe('recorded seed data (a log of mixed quality)', () => {
+  it('is N episodes of the noisy goal-blind demonstrator, successes and failures kept, and nothing else; the expert is never asked', () => {
+    for (const env of ['shop', 'household'] as const) {
+      const spec = expertThrows(getEnvSpec(env));
+      const config = parseTrainingConfig({ env, mode: 'sft', seed: 1, offline: { recorded: 30 } });
+      const data = offlineSeedData(spec, config);
+      expect(spec.asked).toBe(0);
+      expect(data.trajectories).toHaveLength(30);
+      expect(data.tasks).toHaveLength(30);
+      expect(new Set(data.trajectories.map((t) => t.taskId))).toEqual(new Set(data.tasks.map((t) => t.id)));
+      expect(data.trajectories.every((t) => t.id.endsWith(':demonstrator:0.5') && t.source === 'offline')).toBe(true);
+      // Mixed outcomes, both kept.
+      const wins = data.trajectories.filter((t) => t.success).length;
+      expect(wins, env).toBeGreaterThan(0);
+      expect(wins, env).toBeLessThan(30);
+      // Every episode is a demonstration candidate; RL's pool is their tasks and no others.
+      expect(data.expertIds.size).toBe(30);
+      expect(data.extraTasks).toEqual([]);
+      expect(data.poolTasks?.map((t) => t.id)).toEqual(data.tasks.map((t) => t.id));
+      expect(data.tasks.every((t) => t.split === 'train')).toBe(true);
+      // Deterministic for the seed; another seed records other tasks.
+      expect(recordedSeedData(spec, config).trajectories).toEqual(data.trajectories);
+      const other = recordedSeedData(spec, parseTrainingConfig({ env, mode: 'sft', seed: 2, offline: { recorded: 30 } }));
+      expect(other.tasks.map((t) => t.id)).not.toEqual(data.tasks.map((t) => t.id));
+    }
+  });
+
+  it('follows the configured noise: none records the demonstrator itself, all of it random steps', () => {
+    const spec = expertThrows(getEnvSpec('shop'));
+    const rate = (noise: number) => {
+      const data = offlineSeedData(spec, parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 40, recordedNoise: noise } }));
+      return data.trajectories.filter((t) => t.success).length / data.trajectories.length;
+    };
+    const [clean, half, random] = [rate(0), rate(0.5), rate(1)];
+    expect(clean).toBeGreaterThan(half);
+    expect(half).toBeGreaterThan(random);
+    expect(spec.asked).toBe(0);
+  });
+
+  it('grounds the simulator on the recorded episodes alone', async () => {
+    const config = parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft', offline: { recorded: 12 }, evalEpisodes: 2, policy: { embeddingDim: 32 } });
+    const run = await prepareRun(config);
+    try {
+      expect(run.deps.offline.trajectories).toHaveLength(12);
+      expect(run.experience?.size).toBe(run.deps.offline.trajectories.reduce((n, t) => n + t.steps.length, 0));
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('validates no synthetic phase by default (its successes are the cloning data), unless asked', () => {
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft', offline: { recorded: 25 } }).validation.tasks).toBe(0);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft', offline: { recorded: 25 }, validation: { tasks: 12 } }).validation.tasks).toBe(12);
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft' }).validation.tasks).toBe(50);
+  });
+
+  it('refuses a bad count or noise with the value, and an environment without a demonstrator', () => {
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: -3 } })).toThrow(/offline\.recorded.*got -3/);
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 2.5 } })).toThrow(TrainingConfigError);
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 2_000_000 } })).toThrow(/got 2000000/);
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 5, recordedNoise: 1.5 } })).toThrow(/offline\.recordedNoise.*got 1\.5/);
+    const { demonstrator: _d, ...bare } = getEnvSpec('shop');
+    expect(() => offlineSeedData(bare, parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 5 } }))).toThrow(/recorded episodes \(5\).*shop has none/);
+  });
+});

@@ -1,7 +1,7 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
 import { ENV_PRESETS, PRESETS, VALIDATION_EVERY, VALIDATION_TASKS } from '../src/train/config.ts';
-import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
+import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, recordedOf, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 import { experienceModelProblem } from '../src/llm/catalogue.ts';
 
@@ -108,6 +108,19 @@ describe('setup form', () => {
     expect(ENV_PRESETS.shop?.offline?.expertEpisodes).not.toBe(PRESETS.standard.offline.expertEpisodes);
     expect(configFromForm({ ...defaultSetupForm(), env: 'shop', advanced: { expertEpisodes: '30' } }).offline.expertEpisodes).toBe(30);
     expect(presetValue('quick', 'sftEpochs')).toBe(PRESETS.quick.sft.epochs);
+  });
+
+  it('takes recorded episodes of a user\'s kind instead of the demonstrations (blank or 0: none), within the CLI\'s bound', () => {
+    expect(presetValue('quick', 'recorded', 'shop')).toBe(0);
+    expect(configFromForm(defaultSetupForm()).offline.recorded).toBe(0);
+    expect(configFromForm({ ...defaultSetupForm(), advanced: { recorded: '25' } }).offline.recorded).toBe(25);
+    expect(() => configFromForm({ ...defaultSetupForm(), advanced: { recorded: '-2' } })).toThrow(/Recorded episodes.*got "-2"/);
+    // A recorded log validates no synthetic phase unless asked: the placeholder says so.
+    expect(presetValue('quick', 'validationTasks', 'shop', 'retrieval', recordedOf({ advanced: { recorded: '25' } }))).toBe(0);
+    expect(recordedOf({ advanced: { recorded: '2x' } })).toBe(0);
+    expect(configFromForm({ ...defaultSetupForm(), advanced: { recorded: '25' } }).validation.tasks).toBe(0);
+    expect(configFromForm({ ...defaultSetupForm(), advanced: { recorded: '25', validationTasks: '10' } }).validation.tasks).toBe(10);
+    expect(() => configFromForm({ ...defaultSetupForm(), advanced: { recorded: '2000000' } })).toThrow(/at most 1,000,000, got "2000000"/);
   });
 
   it('sets the simulator validation: tasks (placeholder 50 with retrieval, 0 with an LLM) and how often', () => {

@@ -125,7 +125,7 @@ export { selectionCorrelation, selectionLines, selectionPoints, type SelectionCo
 export { keptValidation } from '../train/validation.ts';
 
 /** A loaded domain: its spec, and its module's path for worker threads. */
-interface ReadyDomain {
+export interface ReadyDomain {
   name: string;
   spec: AnyEnvSpec;
   modulePath: string | null;
@@ -137,7 +137,7 @@ interface ReadyDomain {
  * added modules, filtered by `domains`. Throws a {@link SuiteError} naming an unknown domain or a
  * missing module file.
  */
-function readyDomains(options: SuiteOptions, loaded: LoadedEnvModule[]): ReadyDomain[] {
+export function readyDomains(options: Pick<SuiteOptions, 'domains' | 'extraModules' | 'suite' | 'envTimeoutMs'>, loaded: LoadedEnvModule[]): ReadyDomain[] {
   const suite = options.suite ?? SUITE_DOMAINS;
   const wanted = options.domains;
   const ready: ReadyDomain[] = [];

@@ -26,10 +26,11 @@ import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { PolicyAgent } from '../train/agent.ts';
 import { chatLine, trajectoryToChat } from '../train/chat.ts';
-import { parseTrainingConfig, PRESETS, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
+import { runScaling, SCALING_ARMS, SCALING_BUDGET, SCALING_DOMAINS, SCALING_SIZES, ScalingError, writeScalingFiles, type ScalingResult } from './scaling.ts';
 import { runSuite, SUITE_ARMS, SUITE_DOMAINS, SUITE_FIDELITY, suiteBudgetText, SuiteError, writeSuiteFiles, type SuiteResult } from './suite.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { keptPhrase } from '../train/validation.ts';
@@ -87,6 +88,19 @@ export function countArg(min: number, max = 1_000_000_000): (value: string) => n
     }
     return n;
   };
+}
+
+/** Comma-separated episode counts, each from 1 to {@link MAX_RECORDED}, each once. */
+function sizeList(value: string): number[] {
+  const parts = value.split(',').map((x) => x.trim());
+  const sizes = parts.map((p) => {
+    const n = /^\d+$/.test(p) ? Number(p) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < 1 || n > MAX_RECORDED) throw new InvalidArgumentError(`expected comma-separated integers from 1 to ${MAX_RECORDED}, got ${JSON.stringify(p)} in ${JSON.stringify(value)}`);
+    return n;
+  });
+  const twice = sizes.find((n, i) => sizes.indexOf(n) !== i);
+  if (twice !== undefined) throw new InvalidArgumentError(`each size once, got ${twice} twice in ${JSON.stringify(value)}`);
+  return sizes;
 }
 
 /** A plain decimal number (no exponent, hex or spaces) in [min, max]. */
@@ -213,11 +227,14 @@ interface SizeOptions {
   validationEvery?: number;
   validationCriterion?: 'recorded' | 'simulator';
   grounding?: 'calibrated' | 'off';
+  recorded?: number;
+  recordedNoise?: number;
+  cloning?: CloningMode;
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0, recorded: 0, recordedNoise: 0, cloning: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /** The configuration layers the size options give (defaults and presets fill the rest). */
@@ -225,10 +242,12 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   const o: Partial<TrainingConfigInput> = {};
   if (opts.iterations !== undefined) o.iterations = opts.iterations;
   if (opts.offlineEpisodes !== undefined) o.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
+  if (opts.recordedNoise !== undefined && opts.recorded === undefined) throw new CliUsageError(`--recorded-noise ${opts.recordedNoise} is the noise of --recorded N's episodes: give --recorded N too`);
+  if (opts.recorded !== undefined) o.offline = { ...o.offline, recorded: opts.recorded, ...(opts.recordedNoise !== undefined ? { recordedNoise: opts.recordedNoise } : {}) };
   if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
   if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
   if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
-  if (opts.sftEpochs !== undefined) o.sft = { epochs: opts.sftEpochs };
+  if (opts.sftEpochs !== undefined || opts.cloning !== undefined) o.sft = { ...(opts.sftEpochs !== undefined ? { epochs: opts.sftEpochs } : {}), ...(opts.cloning !== undefined ? { cloning: opts.cloning } : {}) };
   if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
   if (opts.repeatPenalty !== undefined) o.repeatPenalty = opts.repeatPenalty;
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
@@ -352,6 +371,9 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
   }
   if (opts.resume === undefined && opts.env === undefined && opts.envModule === undefined && opts.data === undefined) {
     throw new CliUsageError('--env NAME (shop or household), --env-module PATH or --data FILE is required unless --resume names a run');
+  }
+  if (opts.data !== undefined && opts.recorded !== undefined) {
+    throw new CliUsageError(`--recorded ${opts.recorded} records episodes in an environment: --data trains on the file's episodes alone; drop one of them`);
   }
   if (opts.data !== undefined && opts.mode !== undefined && (opts.mode === 'real' || opts.mode === 's2r')) {
     throw new CliUsageError(`--data trains purely in simulation: mode ${opts.mode} needs a real environment (use dreamgym, sft or zero-shot, or --env/--env-module)`);
@@ -948,6 +970,8 @@ interface ExperimentCliOptions extends SizeOptions {
   envModule?: string[];
   envTimeout?: number;
   suite?: boolean;
+  scaling?: boolean;
+  recordedSizes?: number[];
   domains?: string[];
   fidelityEpisodes?: number;
   seeds: number;
@@ -973,6 +997,17 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
   const known = EXPERIMENT_ARMS.map((a) => a.name);
   const unknown = (opts.arm ?? []).filter((a) => !known.includes(a));
   if (unknown.length > 0) throw new CliUsageError(`unknown arm ${JSON.stringify(unknown[0])}: the arms are ${known.map((a) => JSON.stringify(a)).join(', ')}`);
+  if (opts.scaling) {
+    if (opts.suite) throw new CliUsageError('--scaling and --suite are two experiments: give one');
+    if (opts.env !== undefined || opts.arm !== undefined) throw new CliUsageError(`--scaling runs the arms ${SCALING_ARMS.map((a) => JSON.stringify(a)).join(', ')} on its domains: drop --env and --arm (--domains picks domains, --env-module adds yours)`);
+    if (opts.recorded !== undefined) throw new CliUsageError(`--scaling runs every size of --recorded-sizes: drop --recorded ${opts.recorded}`);
+    if (opts.fidelityEpisodes !== undefined) throw new CliUsageError('--fidelity-episodes applies to --suite');
+    await ensureOutputDir(opts.out);
+    await resolveOutput(join(opts.out, 'scaling.json'));
+    await runScalingCommand({ ...opts, sizes: sizeOverrides(opts), sizeFlags: sizeFlags(opts) }, out, err);
+    return;
+  }
+  if (opts.recordedSizes !== undefined) throw new CliUsageError('--recorded-sizes applies to --scaling: add --scaling (or give one size with --recorded N)');
   if (opts.suite) {
     if (opts.env !== undefined || opts.arm !== undefined) throw new CliUsageError('--suite runs every domain of the suite on its own arms: drop --env and --arm (--domains picks domains, --env-module adds yours)');
     await ensureOutputDir(opts.out);
@@ -980,7 +1015,7 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
     await runSuiteCommand({ ...opts, sizes: sizeOverrides(opts), sizeFlags: sizeFlags(opts) }, out, err);
     return;
   }
-  if (opts.domains !== undefined || opts.fidelityEpisodes !== undefined) throw new CliUsageError(`${opts.domains !== undefined ? '--domains' : '--fidelity-episodes'} applies to --suite: add --suite`);
+  if (opts.domains !== undefined || opts.fidelityEpisodes !== undefined) throw new CliUsageError(`${opts.domains !== undefined ? '--domains' : '--fidelity-episodes'} applies to --suite: add --suite${opts.domains !== undefined ? ' (or --scaling)' : ''}`);
   if (opts.envModule === undefined && opts.env === undefined) throw new CliUsageError('--env NAME (shop or household), --env-module PATH or --suite is required');
   if ((opts.envModule ?? []).length > 1) throw new CliUsageError('give one --env-module PATH (several add domains to --suite only)');
   const commandEnv = chooseEnv({ env: opts.env, envModule: opts.envModule?.[0], envTimeout: opts.envTimeout });
@@ -1026,6 +1061,42 @@ async function runSuiteCommand(opts: ExperimentCliOptions & { sizes: Partial<Tra
   }
   const names = await writeSuiteFiles(opts.out, result);
   out(`suite: ${result.domains.map((d) => d.name).join(', ')}; ${opts.seeds} seeds, preset ${opts.preset}, wall ${seconds(result.wallMs)}; wrote ${names.join(', ')} to ${opts.out}\n`);
+}
+
+/** `experiment --scaling`: runs the data-scaling experiment (./scaling.ts) and writes its table, plots and figures into `--out`. */
+async function runScalingCommand(opts: ExperimentCliOptions & { sizes: Partial<TrainingConfigInput>; sizeFlags: string[] }, out: Out, err: Out): Promise<void> {
+  const words = ['npx dreamgym experiment --scaling'];
+  if (opts.domains !== undefined) words.push(`--domains ${opts.domains.join(',')}`);
+  for (const m of opts.envModule ?? []) words.push(`--env-module ${shellWord(m)}`);
+  if (opts.recordedSizes !== undefined) words.push(`--recorded-sizes ${opts.recordedSizes.join(',')}`);
+  words.push(`--seeds ${opts.seeds}`, `--preset ${opts.preset}`, ...opts.sizeFlags);
+  const controller = new AbortController();
+  const removeSignals = onStopSignals(controller, err, () => {});
+  let result: ScalingResult;
+  try {
+    result = await runScaling({
+      ...(opts.domains !== undefined ? { domains: opts.domains } : {}),
+      ...(opts.envModule !== undefined ? { extraModules: opts.envModule } : {}),
+      ...(opts.recordedSizes !== undefined ? { sizes: opts.recordedSizes } : {}),
+      seeds: opts.seeds,
+      preset: opts.preset,
+      jobs: opts.jobs,
+      overrides: opts.sizes,
+      ...(opts.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: opts.trainEvalEpisodes } : {}),
+      ...(opts.envTimeout !== undefined ? { envTimeoutMs: opts.envTimeout } : {}),
+      command: words.join(' '),
+      signal: controller.signal,
+      onProgress: (text) => err(`dreamgym: ${text.replace(/[\x00-\x1f\x7f]+/g, ' ')}\n`),
+    });
+  } catch (e) {
+    if (e instanceof SuiteError || e instanceof ScalingError) throw new CliUsageError(`${e.message}; nothing written`);
+    if (controller.signal.aborted) throw new CliExit(exitCodeOf(controller.signal.reason as StopReason), 'dreamgym: scaling experiment stopped; nothing written');
+    throw e;
+  } finally {
+    removeSignals();
+  }
+  const names = await writeScalingFiles(opts.out, result);
+  out(`scaling: ${result.domains.map((d) => d.name).join(', ')}; sizes ${result.sizes.join(', ')}; ${opts.seeds} seeds, preset ${opts.preset}, wall ${seconds(result.wallMs)}; wrote ${names.join(', ')} to ${opts.out}\n`);
 }
 
 /** `--out DIR`: an existing directory, or created now, before the work. */
@@ -1102,6 +1173,10 @@ async function experimentOnEnv(opts: ExperimentCliOptions, commandEnv: CommandEn
 // ---------------------------------------------------------------------------------------------
 // the commands
 
+const RECORDED_HELP =
+  "seed data of a user's kind: N episodes of the environment's goal-blind demonstrator with noise (a random admissible action at half the steps), successes and failures both kept, instead of the preset's demonstrations; behaviour cloning, the simulator's grounding and RL's first tasks come from them alone";
+const CLONING_HELP = `what behaviour cloning learns from: ${CLONING_MODES.join(' | ')} (the successful episodes alike, or every episode weighted by its reward; default successes)`;
+
 /** Adds `train`, `eval`, `runs`, `export` and `experiment` to the program. */
 export function addTrainingCommands(program: Command, out: Out, err: Out): void {
   const storeOption = (): Option => new Option('--store <dir>', 'run store directory').default(DEFAULT_STORE_DIR);
@@ -1150,6 +1225,9 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: off (default) or calibrated (halt at steps the recorded data does not support; see the README)").choices(['calibrated', 'off']))
     .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: simulator (default: its success inside the simulator) or recorded (how well the greedy policy follows held-out recorded successes)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
+    .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
+    .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
+    .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
   program
@@ -1205,7 +1283,9 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--env-module <path>', 'your own environment module (see the README), instead of --env; with --suite, added to the suite\'s domains (repeatable there)', (v: string, prev: string[] | string | undefined) => [...(Array.isArray(prev) ? prev : prev === undefined ? [] : [prev]), v])
     .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
     .option('--suite', `run the domain suite (${SUITE_DOMAINS.map((d) => d.name).join(', ')}) on the arms ${SUITE_ARMS.map((a) => JSON.stringify(a)).join(', ')}, with the simulator's fidelity per domain, and write suite.md and suite.json into --out (sizes: the preset with the suite's budget, ${suiteBudgetText()}; the size options override it)`)
-    .option('--domains <names>', 'with --suite: only these domains, comma-separated', (v: string) => v.split(',').map((x) => x.trim()).filter((x) => x !== ''))
+    .option('--scaling', `the data-scaling experiment: for every size N of --recorded-sizes (default ${SCALING_SIZES.join(',')}), N recorded episodes of the domain's noisy goal-blind demonstrator as the only offline data, and the arms ${SCALING_ARMS.map((a) => JSON.stringify(a)).join(', ')}; on the domains ${SCALING_DOMAINS.join(', ')} (or --domains); writes scaling.md (a table per domain), DOMAIN-scaling.svg (success against N) and scaling.json into --out (sizes: the preset with ${Object.entries(SCALING_BUDGET).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(', ')}; the size options override it)`)
+    .option('--recorded-sizes <list>', 'with --scaling: the sizes of the log, comma-separated episode counts', sizeList)
+    .option('--domains <names>', 'with --suite or --scaling: only these domains, comma-separated', (v: string) => v.split(',').map((x) => x.trim()).filter((x) => x !== ''))
     .option('--fidelity-episodes <n>', `with --suite: train-split episodes each domain's simulator fidelity is built from (default ${SUITE_FIDELITY.trainEpisodes}); a quarter as many test-split episodes measure it, and as many random episodes per task group its false success`, countArg(4, 1_000_000))
     .option('--seeds <n>', 'seeds per mode', countArg(1, 1000), 3)
     .addOption(new Option('--preset <name>', 'sizes of each run').choices(Object.keys(PRESETS)).default('quick'))
@@ -1227,5 +1307,8 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))
+    .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
+    .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
+    .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
     .action(async (opts: ExperimentCliOptions) => experimentCommand(opts, out, err));
 }

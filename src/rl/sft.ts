@@ -1,6 +1,7 @@
 /**
  * Supervised fine-tuning (behaviour cloning) of the policy head on offline expert decisions:
- * the cross-entropy -log pi(a* | s) of the expert's candidate a*, averaged over decisions.
+ * the cross-entropy -log pi(a* | s) of the expert's candidate a*, a weighted mean over decisions
+ * (equal weights, or e.g. each episode's reward in reward-weighted cloning).
  */
 import * as tf from '@tensorflow/tfjs';
 import { policyLogProbs, rowEntropy, takenLogProbs, type PolicyHeadConfig } from '../policy/head.ts';
@@ -11,16 +12,27 @@ import type { LossFn, PreparedBatch } from './update.ts';
 export interface SftExample extends Decision {
   /** Index of the expert's candidate. */
   action: number;
+  /**
+   * How much this decision counts against the others (default 1; e.g. its episode's reward in
+   * reward-weighted cloning). A finite number >= 0; the batch's weights are normalised to sum 1.
+   */
+  weight?: number;
 }
 
-/** Rows for the update loop: one per example, equal weights. */
+/** Rows for the update loop: one per example, weighted by `weight` (default 1), normalised to sum 1. */
 export function prepareSftBatch(examples: readonly SftExample[], dims: { stateDim: number; actionDim: number }): PreparedBatch {
   if (examples.length === 0) throw new RangeError('SFT batch has no examples');
-  const n = examples.length;
+  const raw = examples.map((e, i) => {
+    const w = e.weight ?? 1;
+    if (!(Number.isFinite(w) && w >= 0)) throw new RangeError(`SFT example ${i} has weight ${w}: a weight is a finite number >= 0`);
+    return w;
+  });
+  const total = raw.reduce((s, w) => s + w, 0);
+  if (!(total > 0)) throw new RangeError(`SFT batch of ${examples.length} examples weighs ${total} in all: at least one weight must be > 0`);
   return {
     input: packDecisions(examples, dims),
     actions: Int32Array.from(examples.map((e) => e.action)),
-    weights: new Float32Array(n).fill(1 / n),
+    weights: Float32Array.from(raw, (w) => w / total),
     columns: {},
   };
 }

@@ -31,7 +31,7 @@ import { PolicyAgent, type AgentContext } from './agent.ts';
 import { evaluateSynthetic } from './seed-data.ts';
 import { recordedAgreement, recordedEpisodes, selectionScore, type SelectionCriterion, type ValidationFigures } from './selection.ts';
 import type { SyntheticValidation, ValidationCheck } from './validation.ts';
-import type { TrainingConfig } from './config.ts';
+import type { CloningMode, TrainingConfig } from './config.ts';
 
 /** Offline seed data: train-split tasks and their real trajectories. */
 export interface OfflineData {
@@ -418,9 +418,12 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     if (sftExamples) return sftExamples;
     const contexts: AgentContext[] = [];
     const targets: number[] = [];
+    const weights: number[] = [];
     const byId = new Map(deps.offline.tasks.map((t) => [t.id, t]));
-    for (const traj of deps.offline.trajectories) {
-      if (!deps.offline.expertIds.has(traj.id) || !traj.success) continue;
+    const demonstrations = deps.offline.trajectories.filter((t) => deps.offline.expertIds.has(t.id));
+    for (const traj of demonstrations) {
+      const weight = cloningWeight(traj, config.sft.cloning);
+      if (weight <= 0) continue;
       const task = byId.get(traj.taskId);
       if (!task) continue;
       const history: { action: string }[] = [];
@@ -429,13 +432,17 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
         if (index >= 0) {
           contexts.push({ instruction: task.instruction, history: history.slice(), observation: step.observation });
           targets.push(index);
+          weights.push(weight);
         }
         history.push({ action: step.action });
       }
     }
-    if (contexts.length === 0) throw new TrainingSetupError('behaviour cloning needs successful expert trajectories in the offline data, got none');
+    if (contexts.length === 0) {
+      const wanted = config.sft.cloning === 'successes' ? 'a successful one' : 'one with a reward above 0';
+      throw new TrainingSetupError(`behaviour cloning (${config.sft.cloning}) needs ${wanted} among the offline data's ${demonstrations.length} demonstrations, got none`);
+    }
     const decisions = await agent.decisions(contexts);
-    sftExamples = decisions.map((d, i) => ({ ...d, action: targets[i] as number }));
+    sftExamples = decisions.map((d, i) => ({ ...d, action: targets[i] as number, weight: weights[i] as number }));
     return sftExamples;
   };
 
@@ -664,6 +671,15 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
     }
     return m;
   }
+}
+
+/**
+ * How much a demonstration's decisions count in behaviour cloning (0: left out): a success 1 under
+ * `successes`; its episode's reward, clipped to [0, 1], under `reward-weighted`.
+ */
+export function cloningWeight(trajectory: Pick<Trajectory, 'success' | 'reward'>, cloning: CloningMode): number {
+  if (cloning === 'successes') return trajectory.success ? 1 : 0;
+  return Number.isFinite(trajectory.reward) ? Math.min(1, Math.max(0, trajectory.reward)) : 0;
 }
 
 function emptyMetrics(iteration: number, phase: IterationMetrics['phase']): IterationMetrics {

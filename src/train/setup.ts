@@ -39,6 +39,7 @@ export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
  * expert's, and, with no demonstrator either, random episodes throughout (no demonstrations).
  */
 export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'> & Partial<Pick<TrainingConfig, 'mode' | 'validation'>>): OfflineData {
+  if (config.offline.recorded > 0) return recordedSeedData(spec, config);
   const tasks: Task[] = [];
   const trajectories: Trajectory[] = [];
   const expertIds = new Set<string>();
@@ -82,6 +83,36 @@ export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, '
     }
   }
   return { tasks, trajectories, expertIds, extraTasks: extra, poolTasks, ...(selection ? { selection } : {}) };
+}
+
+/** The policy that records `offline.recorded` episodes: the demonstrator with the configured noise. */
+export function recordedPolicy(config: Pick<TrainingConfig, 'offline'>): string {
+  return `${DEMONSTRATOR}:${config.offline.recordedNoise}`;
+}
+
+/**
+ * Seed data of a user's kind (`offline.recorded` > 0): N episodes of the environment's goal-blind
+ * demonstrator with noise on N train tasks, kept whatever their outcome, and nothing else. Every
+ * episode is a demonstration candidate (behaviour cloning picks by `sft.cloning`), the simulator
+ * is grounded on them alone and RL's pool is their tasks. Nothing here asks the expert. Throws a
+ * {@link TrainingSetupError} for an environment without a demonstrator.
+ */
+export function recordedSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'>): OfflineData {
+  const n = config.offline.recorded;
+  if (!(Number.isInteger(n) && n > 0)) throw new TrainingSetupError(`recorded episodes must be a positive integer, got ${n}`);
+  if (!spec.demonstrator) {
+    throw new TrainingSetupError(`recorded episodes (${n}) come from the environment's goal-blind demonstrator: ${spec.name} has none (a module needs demonstratorAction()); drop --recorded, or add one`);
+  }
+  const tasks: Task[] = [];
+  const trajectories: Trajectory[] = [];
+  const taskIds = new Set<string>();
+  for (const { task, trajectory } of generateOfflineData(spec, { episodes: n, seed: config.seed * 7919 + 5, policy: recordedPolicy(config), split: 'train' })) {
+    if (taskIds.has(task.id)) continue;
+    taskIds.add(task.id);
+    tasks.push(task);
+    trajectories.push(trajectory);
+  }
+  return { tasks, trajectories, expertIds: new Set(trajectories.map((t) => t.id)), extraTasks: [], poolTasks: tasks.slice() };
 }
 
 /** A run's dependencies, and how to free them. */

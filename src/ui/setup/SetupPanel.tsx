@@ -19,6 +19,7 @@ import {
   iterationSummary,
   llmSelectionFromForm,
   presetValue,
+  recordedOf,
   SetupFormError,
   VRAM_BUDGET_FIELD,
   vramBudgetFromForm,
@@ -252,7 +253,7 @@ export const SetupPanel = memo(function SetupPanel({ busy: running, onStart, onE
                 inputMode="numeric"
                 autoComplete="off"
                 size={6}
-                placeholder={String(presetValue(form.preset, key, form.env, form.sim))}
+                placeholder={String(presetValue(form.preset, key, form.env, form.sim, recordedOf(form)))}
                 value={form.advanced[key] ?? ''}
                 aria-invalid={error?.field === key}
                 aria-describedby={`setup-${key}-range`}

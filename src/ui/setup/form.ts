@@ -4,7 +4,7 @@
  * experience model is a local LLM, which models to load (checked against the device's catalogue).
  */
 import { ENV_NAMES, type EnvName } from '../../core/types.ts';
-import { parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
+import { MAX_RECORDED, parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
 import type { LLMSelection, ModelView } from '../state/llm-state.ts';
 
 /**
@@ -21,6 +21,8 @@ export const ADVANCED_FIELDS = [
   { key: 'expertEpisodes', label: 'Offline demonstrations', min: 1, max: 1_000_000 },
   { key: 'noisyEpisodes', label: 'Offline noisy episodes', min: 0, max: 1_000_000 },
   { key: 'extraTasks', label: 'Extra seed tasks without episodes', min: 0, max: 1_000_000 },
+  // A user's log instead of the demonstrations above (see `offline.recorded`).
+  { key: 'recorded', label: 'Recorded episodes of mixed quality, instead of demonstrations (0: none)', min: 0, max: MAX_RECORDED },
   { key: 'sftEpochs', label: 'Behaviour-cloning epochs', min: 1, max: 100_000 },
   { key: 'evalEpisodes', label: 'Held-out evaluation tasks', min: 1, max: 100_000 },
   { key: 'validationTasks', label: 'Simulator validation tasks (0: none)', min: 0, max: 100_000 },
@@ -85,14 +87,16 @@ export function isRlMode(mode: TrainingMode): boolean {
 
 /**
  * The value a blank advanced field stands for under `preset` in `env` (environments may adjust a
- * preset) with the experience model `sim` (validation runs by default with retrieval only).
+ * preset) with the experience model `sim` (validation runs by default with retrieval only) and
+ * `recorded` episodes (a recorded log validates nothing by default).
  */
-export function presetValue(preset: PresetName, key: AdvancedField, env: string = ENV_NAMES[0], sim: SetupForm['sim'] = 'retrieval'): number {
-  const c = parseTrainingConfig({ env, mode: 'dreamgym', sim }, preset);
+export function presetValue(preset: PresetName, key: AdvancedField, env: string = ENV_NAMES[0], sim: SetupForm['sim'] = 'retrieval', recorded = 0): number {
+  const c = parseTrainingConfig({ env, mode: 'dreamgym', sim, offline: { recorded } }, preset);
   switch (key) {
     case 'expertEpisodes':
     case 'noisyEpisodes':
     case 'extraTasks':
+    case 'recorded':
       return c.offline[key];
     case 'sftEpochs':
       return c.sft.epochs;
@@ -103,6 +107,13 @@ export function presetValue(preset: PresetName, key: AdvancedField, env: string 
     default:
       return c[key];
   }
+}
+
+/** The recorded-episodes field as the blank fields' placeholders read it: its count while it is a valid one, else 0. */
+export function recordedOf(form: Pick<SetupForm, 'advanced'>): number {
+  const t = form.advanced.recorded?.trim() ?? '';
+  const n = /^\d+$/.test(t) ? Number(t) : 0;
+  return Number.isSafeInteger(n) && n <= MAX_RECORDED ? n : 0;
 }
 
 function wholeNumber(field: string, label: string, text: string, min?: number, max?: number): number {
@@ -140,7 +151,7 @@ export function configFromForm(form: SetupForm): TrainingConfig {
     const text = form.advanced[key];
     if (text === undefined || text.trim() === '') continue;
     const n = wholeNumber(key, label, text, min, max);
-    if (key === 'expertEpisodes' || key === 'noisyEpisodes' || key === 'extraTasks') offline[key] = n;
+    if (key === 'expertEpisodes' || key === 'noisyEpisodes' || key === 'extraTasks' || key === 'recorded') offline[key] = n;
     else if (key === 'sftEpochs') input.sft = { epochs: n };
     else if (key === 'validationTasks') validation.tasks = n;
     else if (key === 'validationEvery') validation.every = n;
