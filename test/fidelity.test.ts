@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { EchoExperienceModel } from '../src/experience/baselines.ts';
-import type { RetrievalModelConfig } from '../src/experience/retrieval.ts';
+import type { RetrievalModelConfig } from '../src/experience/retrieval/model.ts';
 import type { ExperienceModel } from '../src/experience/types.ts';
 import { Rng } from '../src/core/rng.ts';
 import type { RealEnvironment, Task } from '../src/core/types.ts';
@@ -29,7 +29,7 @@ type Env = 'shop' | 'household';
  * walks merge the neighbour's text with this state's sentence by sentence, the household model
  * measures agreement 0.956 and match 0.617, the farthest-first one 0.936 and 0.551); no
  * reward model, random success 50% / 40%; echo, agreement 0.29 / 0.82 and verdict 0.5. Since a
- * place's contents after a pick-up are the episode's own (src/experience/carried-things.ts), an
+ * place's contents after a pick-up are the episode's own (src/experience/retrieval/carried-things.ts), an
  * opened drawer no longer takes a place's `go to` slot and a walk's place sentence changes whole,
  * household measures agreement 0.968, match 0.652, consistency 0.995, and the farthest-first
  * variant 0.964, 0.619 and 0.919 (it passed the old floors of 0.58 and 0.9), so those floors rose
