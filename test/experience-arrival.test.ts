@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Observation } from '../src/core/types.ts';
-import { carriedAfter, completeArrival, learnArrivalRules, placeKind, situationOf, withoutUnofferedCarriedActions } from '../src/experience/arrival.ts';
-import { actionTemplate } from '../src/experience/substitution.ts';
+import { carriedAfter, completeArrival, learnArrivalRules, placeKind, situationOf, withoutUnofferedCarriedActions } from '../src/experience/retrieval/arrival.ts';
+import { actionTemplate } from '../src/experience/retrieval/substitution.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { mixedOfflineData } from '../src/train/fidelity.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentTask, EnvName, Observation, Step, Task, Trajectory } from '../src/core/types.ts';
 import { EchoExperienceModel, MajorityRuleExperienceModel } from '../src/experience/baselines.ts';
-import { EPISODE_OVER_TEXT, transitionsFromTrajectories } from '../src/experience/retrieval.ts';
+import { EPISODE_OVER_TEXT, transitionsFromTrajectories } from '../src/experience/retrieval/model.ts';
 
 const task = (id: string, env: EnvName, instruction: string): Task => ({ id, env, instruction, goal: { hidden: id }, split: 'train', origin: 'seed' });
 const agentTask = (id: string, env: EnvName, instruction: string): AgentTask => ({ id, env, instruction, split: 'train', origin: 'seed' });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
-import { learnArrivalRules, type ArrivalRules } from '../src/experience/arrival.ts';
-import { carryStepOf, learnEmptyListWord, learnPutDownPickUps, listed, remainingPickUps, withListed, withoutListed, withPlaceContents, withPutDownPickUps } from '../src/experience/carried-things.ts';
+import { learnArrivalRules, type ArrivalRules } from '../src/experience/retrieval/arrival.ts';
+import { carryStepOf, learnEmptyListWord, learnPutDownPickUps, listed, remainingPickUps, withListed, withoutListed, withPlaceContents, withPutDownPickUps } from '../src/experience/retrieval/carried-things.ts';
 
 const rules: ArrivalRules = {
   move: 'go to {}',

@@ -15,7 +15,7 @@ import {
   stem,
   unofferedChoices,
   withoutInstruction,
-} from '../src/experience/evidence.ts';
+} from '../src/experience/retrieval/evidence.ts';
 
 const f32 = (xs: readonly number[]): number[] => xs.map((x) => Math.fround(x));
 

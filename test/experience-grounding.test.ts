@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { calibrateSuccessGate, haltPenalty, separatingThreshold, SupportCalibrator, type SupportExample, type SupportFeatures } from '../src/experience/grounding.ts';
+import { calibrateSuccessGate, haltPenalty, separatingThreshold, SupportCalibrator, type SupportExample, type SupportFeatures } from '../src/experience/retrieval/grounding.ts';
 
 const features = (source: SupportFeatures['source'], similarity: number, agreement: number): SupportFeatures => ({ source, similarity, agreement, actionSeen: true, templateSeen: true });
 

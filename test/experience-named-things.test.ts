@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentTask, Observation } from '../src/core/types.ts';
-import { learnArrivalRules, placeKind, type ArrivalRules } from '../src/experience/arrival.ts';
-import { learnNamedThings, namedThingKinds, showingKey, thingToShow, type NamedThingRules } from '../src/experience/named-things.ts';
-import { actionTemplate } from '../src/experience/substitution.ts';
+import { learnArrivalRules, placeKind, type ArrivalRules } from '../src/experience/retrieval/arrival.ts';
+import { learnNamedThings, namedThingKinds, showingKey, thingToShow, type NamedThingRules } from '../src/experience/retrieval/named-things.ts';
+import { actionTemplate } from '../src/experience/retrieval/substitution.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { mixedOfflineData } from '../src/train/fidelity.ts';
 

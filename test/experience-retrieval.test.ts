@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
-import { EPISODE_OVER_TEXT, RetrievalDataError, RetrievalExperienceModel, transitionsFromTrajectories, withoutStaleActions } from '../src/experience/retrieval.ts';
+import { EPISODE_OVER_TEXT, RetrievalDataError, RetrievalExperienceModel, transitionsFromTrajectories, withoutStaleActions } from '../src/experience/retrieval/model.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import { RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
 import { Rng } from '../src/core/rng.ts';
@@ -1009,9 +1009,9 @@ describe('the retrieval model never reads a hidden goal', () => {
 
 describe('the retrieval model never touches an environment', () => {
   it('imports nothing under src/envs or src/train, through any form of import', () => {
-    const graph = importGraph('src/experience/retrieval.ts');
+    const graph = importGraph('src/experience/retrieval/model.ts');
     expect(graph.files.length).toBeGreaterThan(3);
-    expect(graph.files).toEqual(expect.arrayContaining(['src/experience/retrieval.ts', 'src/experience/reward-model.ts', 'src/experience/evidence.ts']));
+    expect(graph.files).toEqual(expect.arrayContaining(['src/experience/retrieval/model.ts', 'src/experience/retrieval/reward-model.ts', 'src/experience/retrieval/evidence.ts']));
     expect(graph.files.filter((f) => f.startsWith('src/envs/'))).toEqual([]);
     expect(graph.files.filter((f) => f.startsWith('src/train/'))).toEqual([]);
     // Nothing it imports is left unchecked (a computed dynamic import, a path naming no file).
@@ -1020,7 +1020,7 @@ describe('the retrieval model never touches an environment', () => {
 
   it('the graph walker does see env imports where they exist', () => {
     expect(importGraph('src/train/fidelity.ts').files.some((f) => f.startsWith('src/envs/'))).toBe(true);
-    expect(importGraph('src/cli/fidelity.ts').files).toEqual(expect.arrayContaining(['src/train/fidelity.ts', 'src/experience/retrieval.ts']));
+    expect(importGraph('src/cli/fidelity.ts').files).toEqual(expect.arrayContaining(['src/train/fidelity.ts', 'src/experience/retrieval/model.ts']));
   });
 
   it('the graph walker follows side-effect imports and re-exports, which the retrieval model could hide an env behind', () => {

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng.ts';
-import { RewardModel, type RewardExample } from '../src/experience/reward-model.ts';
+import { RewardModel, type RewardExample } from '../src/experience/retrieval/reward-model.ts';
 
 const COLOURS = ['red', 'blue', 'green', 'black', 'white', 'yellow', 'pink', 'gray'];
 const THINGS = ['shirt', 'lamp', 'mug', 'sofa', 'kettle', 'chair'];

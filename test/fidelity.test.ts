@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { EchoExperienceModel } from '../src/experience/baselines.ts';
-import type { RetrievalModelConfig } from '../src/experience/retrieval.ts';
+import type { RetrievalModelConfig } from '../src/experience/retrieval/model.ts';
 import type { ExperienceModel } from '../src/experience/types.ts';
 import { Rng } from '../src/core/rng.ts';
 import type { RealEnvironment, Task } from '../src/core/types.ts';
@@ -22,26 +22,9 @@ type Env = 'shop' | 'household';
 
 /**
  * Floors set from measurement at this size (150 train / 40 test episodes, seed 0; BENCHMARKS.md
- * "Simulator fidelity" has the full-size table): the model measured shop agreement 0.73, verdict 0.96,
- * next-state match 0.42; household agreement 0.95, match 0.51, consistency 0.99, verdict 1.0;
- * random-policy success inside the simulator 0-2.5%. The broken variants measured: neighbours
- * ranked farthest first, shop agreement 0.63, household match 0.34 and consistency 0.62 (since
- * walks merge the neighbour's text with this state's sentence by sentence, the household model
- * measures agreement 0.956 and match 0.617, the farthest-first one 0.936 and 0.551); no
- * reward model, random success 50% / 40%; echo, agreement 0.29 / 0.82 and verdict 0.5. Since a
- * place's contents after a pick-up are the episode's own (src/experience/carried-things.ts), an
- * opened drawer no longer takes a place's `go to` slot and a walk's place sentence changes whole,
- * household measures agreement 0.968, match 0.652, consistency 0.995, and the farthest-first
- * variant 0.964, 0.619 and 0.919 (it passed the old floors of 0.58 and 0.9), so those floors rose
- * to 0.63 and 0.95. Since a stored page's quotes of its instruction are quoted again from this
- * task's (the search page returned to), shop measures agreement 0.799 and match 0.585, and the
- * farthest-first variant 0.716 and 0.518 (it passed the old floors of 0.69 and 0.35), so those
- * floors rose to 0.76 and 0.55. Since a query the data never recorded lists the recorded items
- * that match its words (src/experience/listings.ts), shop measures agreement 0.827 and match
- * 0.582, the farthest-first variant 0.782 and 0.518 (past the agreement floor of 0.76), so that
- * floor rose to 0.80. That relisting was removed when the simulator was grounded (an unrecorded
- * query's results are unknown and halt the episode there): the predictor alone measures agreement
- * 0.796, so the floor is 0.76 again.
+ * "Simulator fidelity" has the full-size table), each between what the model measures and what a
+ * deliberately broken variant (neighbours ranked farthest first, no reward model, echo) measures,
+ * so that the broken variants fail them.
  */
 const FLOORS: Record<Env, Partial<Record<keyof FidelityMeasures, number>>> = {
   shop: { actionAgreement: 0.76, nextStateMatch: 0.55, finalVerdictBalanced: 0.85 },

@@ -7,7 +7,7 @@ import { cloningWeight, plannedIterations, runTraining, TrainingAbortedError, va
 import { prepareRun, recordedSeedData } from '../src/train/setup.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import type { SftExample } from '../src/rl/sft.ts';
-import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
+import { RetrievalExperienceModel } from '../src/experience/retrieval/model.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import { selectionScore } from '../src/train/selection.ts';
 import type { ValidationCheck } from '../src/train/validation.ts';

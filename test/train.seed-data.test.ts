@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Task, Trajectory } from '../src/core/types.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { generateOfflineData } from '../src/envs/offline.ts';
-import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
+import { RetrievalExperienceModel } from '../src/experience/retrieval/model.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import type { ExperienceModel } from '../src/experience/types.ts';
 import { dataOnlySpec, evaluateSynthetic, MIN_GROUNDING_TASKS, MIN_HELD_OUT_TASKS, MIN_RECORDED, planSeedData, rankSynthetic, SeedDataError, syntheticTrust, THIN_GROUNDING, trustPhrase, type SyntheticTrust } from '../src/train/seed-data.ts';

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Embedder } from '../src/core/embedding.ts';
 import { LLMExperienceModel } from '../src/experience/llm.ts';
-import { RetrievalExperienceModel } from '../src/experience/retrieval.ts';
+import { RetrievalExperienceModel } from '../src/experience/retrieval/model.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
 import { LexicalPrior, LLMPrior } from '../src/llm/prior.ts';
 import { parseTrainingConfig, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';

@@ -37,7 +37,7 @@ import { keptPhrase } from '../train/validation.ts';
 import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
 import { dataOnlySpec, evaluateSynthetic, planSeedData, rankSynthetic, SeedDataError, syntheticTrust, trustPhrase, type SeedDataPlan } from '../train/seed-data.ts';
 import { recordedAgreement } from '../train/selection.ts';
-import { RetrievalExperienceModel } from '../experience/retrieval.ts';
+import { RetrievalExperienceModel } from '../experience/retrieval/model.ts';
 import type { ExperienceModel } from '../experience/types.ts';
 import { parseJsonl } from '../core/jsonl.ts';
 import { validateJsonl } from '../replay/jsonl-io.ts';

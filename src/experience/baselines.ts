@@ -9,8 +9,8 @@
  */
 import type { AgentTask, Observation } from '../core/types.ts';
 import { isAdmissible } from './admissible.ts';
-import { EPISODE_OVER_TEXT, type RealTransition } from './retrieval.ts';
-import { actionTemplate } from './substitution.ts';
+import { EPISODE_OVER_TEXT, type RealTransition } from './retrieval/model.ts';
+import { actionTemplate } from './retrieval/substitution.ts';
 import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest } from './types.ts';
 
 function invalidStep(observation: Observation, action: string): ExperienceStep {

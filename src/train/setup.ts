@@ -15,7 +15,7 @@ import { getEnvSpec } from '../envs/registry.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
 import { DemonstrationIndex } from '../experience/demos.ts';
 import { LLMExperienceModel } from '../experience/llm.ts';
-import { RetrievalExperienceModel } from '../experience/retrieval.ts';
+import { RetrievalExperienceModel } from '../experience/retrieval/model.ts';
 import type { Embedder } from '../core/embedding.ts';
 import type { ChatEngine } from '../llm/engine.ts';
 import type { LabelLogitSource } from '../llm/logits.ts';

@@ -1,7 +1,7 @@
 /**
  * The retrieval experience model's reasoning names kinds of action by their signature, with each
  * entity marked by a placeholder (`search[qi]`, `click[qid]`, `go to qx`; see
- * src/experience/evidence.ts). The inspector shows those placeholders as words.
+ * src/experience/retrieval/evidence.ts). The inspector shows those placeholders as words.
  */
 
 /** What each placeholder stands for. */

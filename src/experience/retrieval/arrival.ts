@@ -17,7 +17,7 @@
  * them, 71% when what is carried comes from the episode's actions ({@link carriedAfter}); 84% in
  * the real environment.
  */
-import type { Observation } from '../core/types.ts';
+import type { Observation } from '../../core/types.ts';
 import { actionTemplate } from './substitution.ts';
 
 /** Rules learned by {@link learnArrivalRules}. */

@@ -18,7 +18,7 @@
  * (`take {} from {}`, `put {} in/on {}`), a text is lines of sentences (`sentencesOf`), and the
  * word an emptied list shows ("nothing") is learned from the data.
  */
-import type { Observation } from '../core/types.ts';
+import type { Observation } from '../../core/types.ts';
 import { carriedAfter, placeKind, type ArrivalRules } from './arrival.ts';
 import { actionTemplate, entitiesIn } from './substitution.ts';
 

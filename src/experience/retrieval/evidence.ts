@@ -14,7 +14,7 @@
  *   action, the history and the actions on this page cover, and whether the numbers asked for
  *   are on screen.
  */
-import { tokenize } from '../policy/hashed-embedder.ts';
+import { tokenize } from '../../policy/hashed-embedder.ts';
 import { actionTemplate } from './substitution.ts';
 
 /** English function words and request phrasing, too common to say anything about a task (no domain's vocabulary). */

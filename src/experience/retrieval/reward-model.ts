@@ -9,9 +9,9 @@
  * kind of task).
  */
 import * as tf from '@tensorflow/tfjs';
-import type { Embedder } from '../core/embedding.ts';
-import { Rng } from '../core/rng.ts';
-import { HashedEmbedder } from '../policy/hashed-embedder.ts';
+import type { Embedder } from '../../core/embedding.ts';
+import { Rng } from '../../core/rng.ts';
+import { HashedEmbedder } from '../../policy/hashed-embedder.ts';
 import { abstractText, evidenceFeatures, EVIDENCE_DIM, instructionWords, withoutInstruction } from './evidence.ts';
 
 /** One training example: the reward observed after `action` in `state`. */

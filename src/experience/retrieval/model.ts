@@ -33,15 +33,15 @@ import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, pl
 import { learnArrivalTexts, withArrivalText, type ArrivalTexts } from './arrival-texts.ts';
 import { carryStepOf, learnEmptyListWord, learnPutDownPickUps, lineKey, remainingPickUps, replaceSentence, sentenceAt, sentenceKey, sentencesOf, withPlaceContents, withPutDownPickUps, type PutDownPickUps } from './carried-things.ts';
 import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRules } from './named-things.ts';
-import { transitionText, type Embedder } from '../core/embedding.ts';
-import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../core/types.ts';
-import { RetrievalIndex } from '../replay/retrieval.ts';
-import { isAdmissible } from './admissible.ts';
+import { transitionText, type Embedder } from '../../core/embedding.ts';
+import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../../core/types.ts';
+import { RetrievalIndex } from '../../replay/retrieval.ts';
+import { isAdmissible } from '../admissible.ts';
 import { abstractText, actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
-import { tokenize } from '../policy/hashed-embedder.ts';
+import { tokenize } from '../../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
 import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, requoteState, withSwaps, type Substitution } from './substitution.ts';
-import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from './types.ts';
+import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from '../types.ts';
 import { calibrateSuccessGate, haltPenalty, SupportCalibrator, type EvidenceSource, type SuccessExample, type SuccessGate, type SupportExample, type SupportFeatures } from './grounding.ts';
 
 /** One real transition the model learns from. `next` is null after an episode's last step. */

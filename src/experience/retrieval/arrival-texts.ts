@@ -16,7 +16,7 @@
  * (./arrival.ts), an entity is what ./substitution.ts reads as one (an action's argument, a
  * `word N` reference), the first line is the first one that does not restate the instruction.
  */
-import type { Observation } from '../core/types.ts';
+import type { Observation } from '../../core/types.ts';
 import { sentencesOf } from './carried-things.ts';
 import { withoutInstruction } from './evidence.ts';
 import { actionTemplate, applySubstitution, entitiesIn, escapeRegExp, type Substitution } from './substitution.ts';

@@ -17,8 +17,8 @@
  * contents in the states ("place states", see `placeState`) where the data offered to pick
  * something up from it (an open drawer, not a closed one).
  */
-import type { AgentTask, Observation } from '../core/types.ts';
-import { hashUnit } from '../core/rng.ts';
+import type { AgentTask, Observation } from '../../core/types.ts';
+import { hashUnit } from '../../core/rng.ts';
 import { placeKind, placeState, situationOf, type ArrivalRules } from './arrival.ts';
 import { carryStepOf, type CarryStep } from './carried-things.ts';
 import { actionTemplate } from './substitution.ts';

@@ -5,7 +5,7 @@
  * the two states' admissible actions name), never from a task's hidden goal or an
  * environment's code, so whatever it cannot transfer shows up as a sim-to-real gap.
  */
-import type { AgentTask, Observation } from '../core/types.ts';
+import type { AgentTask, Observation } from '../../core/types.ts';
 
 /** An ordered list of replacements; earlier entries win when two claim the same text. */
 export type Substitution = Array<[from: string, to: string]>;
