@@ -95,9 +95,9 @@ export interface SuiteResult {
   wallMs: number;
 }
 
-/** Options of {@link runSuite}. */
-export interface SuiteOptions {
-  /** Names of {@link SUITE_DOMAINS} and of the added modules to run (default: all). */
+/** What the suite and the scaling experiment are both given: which domains, how many seeds, which preset, how many worker threads. */
+export interface DomainExperimentOptions {
+  /** Names of the suite's domains and of the added modules to run (each experiment has its default). */
   domains?: readonly string[];
   /** Environment modules added to the suite's domains (paths). */
   extraModules?: readonly string[];
@@ -106,16 +106,20 @@ export interface SuiteOptions {
   seeds: number;
   preset: PresetName;
   jobs: number;
-  /** Size overrides on top of {@link SUITE_BUDGET}. */
-  sizes?: Partial<TrainingConfigInput>;
   trainEvalEpisodes?: number;
-  /** The fidelity measurement's sizes (default {@link SUITE_FIDELITY}). */
-  fidelity?: Partial<SuiteFidelitySizes>;
   /** Module call limit in milliseconds (the main thread's loads; worker threads use the default). */
   envTimeoutMs?: number;
   command: string;
   signal?: AbortSignal;
   onProgress?: (text: string) => void;
+}
+
+/** Options of {@link runSuite}: `domains` defaults to all. */
+export interface SuiteOptions extends DomainExperimentOptions {
+  /** Size overrides on top of {@link SUITE_BUDGET}. */
+  sizes?: Partial<TrainingConfigInput>;
+  /** The fidelity measurement's sizes (default {@link SUITE_FIDELITY}). */
+  fidelity?: Partial<SuiteFidelitySizes>;
 }
 
 /** The repository root, where the suite's module paths start. */
