@@ -126,10 +126,14 @@ describe('training page (browser)', () => {
     expect(byTestId<HTMLInputElement>('setup-sim-retrieval').checked).toBe(true);
     expect(byTestId<HTMLInputElement>('setup-sim-llm').disabled).toBe(false);
     await setUpTinyRun(byTestId, 3);
+    // Where the charts sit inside their panel: the first points must not move them (a relayout of the whole panel).
+    const chartOffset = (): number => byTestId('chart-success').getBoundingClientRect().top - byTestId('charts-panel').getBoundingClientRect().top;
+    const offsetBefore = chartOffset();
     await userEvent.click(byTestId('train-start'));
 
     await expect.poll(() => byTestId('train-status').dataset['state'], { timeout: 50_000, interval: 100 }).toBe('done');
     for (const chart of CHARTS) expect(points(byTestId, chart.id), chart.id).toBe(3);
+    expect(chartOffset()).toBe(offsetBefore);
     // uPlot drew into its canvas.
     expect(byTestId('chart-success').querySelector('canvas')).not.toBeNull();
     // The V_tau distribution: mean and max per iteration, with a legend naming both.

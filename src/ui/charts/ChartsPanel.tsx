@@ -31,7 +31,8 @@ export const ChartsPanel = memo(function ChartsPanel({ metrics }: ChartsPanelPro
   return (
     <section class="card charts-panel" aria-labelledby="charts-heading" data-testid="charts-panel">
       <h2 id="charts-heading">Watch</h2>
-      {metrics.length === 0 && <p class="empty">The charts fill in as iterations end.</p>}
+      {/* The line stays when the first point arrives, so the ten charts below do not move then. */}
+      <p class="empty">{metrics.length === 0 ? 'The charts fill in as iterations end.' : 'One point per completed iteration.'}</p>
       <div class="charts-grid">
         {CHARTS.map((spec) => (
           <MetricChart key={spec.id} spec={spec} metrics={metrics} />
