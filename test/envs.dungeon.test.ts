@@ -1,54 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng.ts';
 import type { Observation, Task } from '../src/core/types.ts';
-import { checkModuleExports, checkTasks } from '../src/envs/module.ts';
+import { checkModuleExports } from '../src/envs/module.ts';
 import { create, description, explore, maxSteps, name, tasks, validateTask, type SeenStep } from '../src/envs/dungeon/index.ts';
+import * as dungeon from '../src/envs/dungeon/index.ts';
+import { demonstrator, expert, play, playAll, random, replay, seedTasks, solvedShare, successRate, type DemoEnvironment } from './fixtures/domain-play.ts';
 
-/** The module's tasks as the host fills them in. */
-const seedTasks = (split: 'train' | 'test', count: number, seed = 0): Task[] => checkTasks('tasks()', name, { split, count, seed }, tasks({ split, count, seed }));
+const fresh = (): DemoEnvironment => create() as DemoEnvironment;
 
-type Env = ReturnType<typeof create> & { expertAction(): string; demonstratorAction(): string };
-const fresh = (): Env => create() as Env;
-
-interface Played {
-  success: boolean;
-  observations: Observation[];
-  actions: string[];
-}
-
-/** Plays one episode with `choose` picking each action. */
-function play(task: Task, choose: (env: Env, obs: Observation) => string): Played {
-  const env = fresh();
-  let obs = env.reset(task);
-  const observations = [obs];
-  const actions: string[] = [];
-  for (let t = 1; t <= maxSteps; t++) {
-    const action = choose(env, obs);
-    const r = env.step(action);
-    actions.push(action);
-    observations.push(r.observation);
-    obs = r.observation;
-    if (r.done) return { success: r.info?.success === true, observations, actions };
-  }
-  throw new Error('the episode did not end within maxSteps');
-}
-
-/** Replays fixed actions on a task, stopping at the end of the episode. */
-function replay(task: Task, actions: readonly string[]): Observation[] {
-  const env = fresh();
-  const out = [env.reset(task)];
-  for (const a of actions) {
-    const r = env.step(a);
-    out.push(r.observation);
-    if (r.done) break;
-  }
-  return out;
-}
-
-const rate = (xs: readonly boolean[]): number => xs.filter(Boolean).length / xs.length;
 const roomOf = (o: Observation): string | null => /You are in the ([a-z ]+)\./.exec(o.text)?.[1] ?? null;
 const exitsOf = (o: Observation): string[] => (/Exits: ([^.]*)\./.exec(o.text)?.[1] ?? '').split(', ');
-const test200 = seedTasks('test', 200);
+const test200 = seedTasks(dungeon, 'test', 200);
 type Goal = { world: number; item: string };
 const goalOf = (t: Task): Goal => t.goal as Goal;
 
@@ -59,9 +21,9 @@ describe('the dungeon module (a text adventure with keys and doors)', () => {
   });
 
   it('deterministic tasks per seed; train and test never share a map; every task validates; a bad goal, split or instruction does not', () => {
-    expect(seedTasks('train', 30, 4)).toEqual(seedTasks('train', 30, 4));
-    expect(seedTasks('train', 30, 4)).not.toEqual(seedTasks('train', 30, 5));
-    const train = seedTasks('train', 500);
+    expect(seedTasks(dungeon, 'train', 30, 4)).toEqual(seedTasks(dungeon, 'train', 30, 4));
+    expect(seedTasks(dungeon, 'train', 30, 4)).not.toEqual(seedTasks(dungeon, 'train', 30, 5));
+    const train = seedTasks(dungeon, 'train', 500);
     const trainWorlds = new Set(train.map((t) => goalOf(t).world));
     expect(test200.some((t) => trainWorlds.has(goalOf(t).world))).toBe(false);
     for (const t of [...test200, ...train.slice(0, 100)]) expect(validateTask(t)).toEqual({ ok: true });
@@ -72,18 +34,15 @@ describe('the dungeon module (a text adventure with keys and doors)', () => {
   });
 
   it('the expert solves at least 98% of 200 test tasks; uniformly random admissible actions at most 5%', () => {
-    const expert = test200.map((t) => play(t, (env) => env.expertAction()));
-    expect(rate(expert.map((p) => p.success))).toBeGreaterThanOrEqual(0.98);
+    const solved = playAll(dungeon, test200, expert);
+    expect(solvedShare(solved)).toBeGreaterThanOrEqual(0.98);
     // Every task needs a key: the treasure lies behind a locked door.
-    expect(expert.every((p) => p.actions.some((a) => a.startsWith('unlock ')))).toBe(true);
-    const rng = new Rng(11);
-    const random = test200.map((t) => play(t, (_env, obs) => rng.pick(obs.actions)).success);
-    expect(rate(random)).toBeLessThanOrEqual(0.05);
+    expect(solved.every((p) => p.actions.some((a) => a.startsWith('unlock ')))).toBe(true);
+    expect(successRate(dungeon, test200, random, 11)).toBeLessThanOrEqual(0.05);
   });
 
   it('the goal-blind demonstrator brings the right treasure on 92.0% of 200 test tasks: decent, not perfect (it searches features last)', () => {
-    const demo = test200.map((t) => play(t, (env) => env.demonstratorAction()).success);
-    const r = rate(demo);
+    const r = successRate(dungeon, test200, demonstrator);
     expect(r).toBeGreaterThanOrEqual(0.8);
     expect(r).toBeLessThan(0.98);
   });
@@ -105,17 +64,17 @@ describe('the dungeon module (a text adventure with keys and doors)', () => {
   it('the goal shows only through the instruction: observations do not depend on the treasure asked for, and never name the world seed', () => {
     for (const task of test200.slice(0, 50)) {
       const g = goalOf(task);
-      const played = play(task, (env) => env.expertAction());
+      const played = play(dungeon, task, expert, new Rng(0));
       for (const o of played.observations) expect(o.text).not.toContain(String(g.world));
       const other: Task = { ...task, goal: { ...g, item: g.item === 'jade idol' ? 'bone flute' : 'jade idol' } };
-      expect(replay(other, played.actions).slice(0, -1)).toEqual(played.observations.slice(0, -1));
+      expect(replay(dungeon, other, played.actions).slice(0, -1)).toEqual(played.observations.slice(0, -1));
     }
   });
 
   it('the treasure is hidden until its chest is opened or its feature examined; locked doors hold until unlocked with their key', () => {
     for (const task of test200.slice(0, 50)) {
       const { item } = goalOf(task);
-      const played = play(task, (env) => env.expertAction());
+      const played = play(dungeon, task, expert, new Rng(0));
       const firstSeen = played.observations.findIndex((o) => o.text.includes(item));
       expect(firstSeen).toBeGreaterThan(0);
       expect(played.actions[firstSeen - 1]).toMatch(/^(open|examine) /);
@@ -144,7 +103,7 @@ describe('the dungeon module (a text adventure with keys and doors)', () => {
   it('maps have dead ends that the expert walks into and back out of', () => {
     let backtracked = 0;
     for (const task of test200) {
-      const rooms = play(task, (env) => env.expertAction()).observations.map((o) => ({ room: roomOf(o), exits: exitsOf(o).length }));
+      const rooms = play(dungeon, task, expert, new Rng(0)).observations.map((o) => ({ room: roomOf(o), exits: exitsOf(o).length }));
       // A room with one exit, entered and left back the way it came.
       if (rooms.some((r, i) => i > 0 && r.exits === 1 && r.room !== null && rooms[i - 1]?.room !== r.room && rooms.slice(i + 1).some((n) => n.room === rooms[i - 1]?.room))) backtracked++;
     }
@@ -163,8 +122,8 @@ describe('the dungeon module (a text adventure with keys and doors)', () => {
     expect(last).toMatchObject({ done: true, reward: 0, info: { success: false } });
     expect(last.observation.actions).toEqual([]);
     const rng = new Rng(3);
-    const a = play(task, (_e, obs) => rng.pick(obs.actions));
-    expect(replay(task, a.actions)).toEqual(a.observations);
+    const a = play(dungeon, task, random, rng);
+    expect(replay(dungeon, task, a.actions)).toEqual(a.observations);
     expect(fresh().reset(task)).toEqual(first);
   });
 });

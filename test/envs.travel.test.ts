@@ -1,52 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/core/rng.ts';
 import type { Observation, Task } from '../src/core/types.ts';
-import { checkModuleExports, checkTasks } from '../src/envs/module.ts';
+import { checkModuleExports } from '../src/envs/module.ts';
 import { create, demonstrate, description, maxSteps, name, tasks, validateTask, type SeenStep } from '../src/envs/travel/index.ts';
+import * as travel from '../src/envs/travel/index.ts';
+import { demonstrator, expert, play, playAll, random, replay, seedTasks, solvedShare, successRate, type DemoEnvironment } from './fixtures/domain-play.ts';
 
-/** The module's tasks as the host fills them in. */
-const seedTasks = (split: 'train' | 'test', count: number, seed = 0): Task[] => checkTasks('tasks()', name, { split, count, seed }, tasks({ split, count, seed }));
+const fresh = (): DemoEnvironment => create() as DemoEnvironment;
 
-type Env = ReturnType<typeof create> & { expertAction(): string; demonstratorAction(): string };
-const fresh = (): Env => create() as Env;
-
-interface Played {
-  success: boolean;
-  observations: Observation[];
-  actions: string[];
-}
-
-/** Plays one episode with `choose` picking each action from what the agent sees. */
-function play(task: Task, choose: (env: Env, obs: Observation) => string): Played {
-  const env = fresh();
-  let obs = env.reset(task);
-  const observations = [obs];
-  const actions: string[] = [];
-  for (let t = 1; t <= maxSteps; t++) {
-    const action = choose(env, obs);
-    const r = env.step(action);
-    actions.push(action);
-    observations.push(r.observation);
-    obs = r.observation;
-    if (r.done) return { success: r.info?.success === true, observations, actions };
-  }
-  throw new Error('the episode did not end within maxSteps');
-}
-
-/** Replays fixed actions on a task, stopping at the end of the episode. */
-function replay(task: Task, actions: readonly string[]): Observation[] {
-  const env = fresh();
-  const out = [env.reset(task)];
-  for (const a of actions) {
-    const r = env.step(a);
-    out.push(r.observation);
-    if (r.done) break;
-  }
-  return out;
-}
-
-const rate = (xs: readonly boolean[]): number => xs.filter(Boolean).length / xs.length;
-const test200 = seedTasks('test', 200);
+const test200 = seedTasks(travel, 'test', 200);
 type Goal = { world: number; from: string; to: string; date: string; traveller: string; seat: string; bags: number; maxPrice: number; need: string };
 const goalOf = (t: Task): Goal => t.goal as Goal;
 
@@ -57,10 +19,10 @@ describe('the travel module (a flight-booking form)', () => {
   });
 
   it('deterministic tasks per seed; train and test never ask for the same route; every task validates; a bad goal, split or instruction does not', () => {
-    expect(seedTasks('train', 30, 4)).toEqual(seedTasks('train', 30, 4));
-    expect(seedTasks('train', 30, 4)).not.toEqual(seedTasks('train', 30, 5));
+    expect(seedTasks(travel, 'train', 30, 4)).toEqual(seedTasks(travel, 'train', 30, 4));
+    expect(seedTasks(travel, 'train', 30, 4)).not.toEqual(seedTasks(travel, 'train', 30, 5));
     const route = (t: Task): string => `${goalOf(t).from}>${goalOf(t).to}`;
-    const train = seedTasks('train', 500);
+    const train = seedTasks(travel, 'train', 500);
     const trainRoutes = new Set(train.map(route));
     expect(test200.some((t) => trainRoutes.has(route(t)))).toBe(false);
     expect(new Set(test200.map(route)).size).toBeGreaterThan(3);
@@ -73,16 +35,13 @@ describe('the travel module (a flight-booking form)', () => {
   });
 
   it('the expert solves at least 98% of 200 test tasks; uniformly random admissible actions at most 5%', () => {
-    const expert = test200.map((t) => play(t, (env) => env.expertAction()));
-    expect(rate(expert.map((p) => p.success))).toBeGreaterThanOrEqual(0.98);
-    const rng = new Rng(11);
-    const random = test200.map((t) => play(t, (_env, obs) => rng.pick(obs.actions)).success);
-    expect(rate(random)).toBeLessThanOrEqual(0.05);
+    expect(successRate(travel, test200, expert)).toBeGreaterThanOrEqual(0.98);
+    expect(successRate(travel, test200, random, 11)).toBeLessThanOrEqual(0.05);
   });
 
   it('the goal-blind demonstrator books 90.0% of 200 test tasks right: decent, not perfect (it settles after 3 fares)', () => {
-    const demo = test200.map((t) => play(t, (env) => env.demonstratorAction()));
-    const r = rate(demo.map((p) => p.success));
+    const demo = playAll(travel, test200, demonstrator);
+    const r = solvedShare(demo);
     expect(r).toBeGreaterThanOrEqual(0.8);
     expect(r).toBeLessThan(0.98);
     // It passes fares over: it opens more than one on some tasks and goes back.
@@ -106,18 +65,18 @@ describe('the travel module (a flight-booking form)', () => {
   it('the goal shows only through the instruction: observations do not depend on what is asked, and never name the world seed', () => {
     for (const task of test200.slice(0, 50)) {
       const g = goalOf(task);
-      const played = play(task, (env) => env.expertAction());
+      const played = play(travel, task, expert, new Rng(0));
       for (const o of played.observations) expect(o.text).not.toContain(String(g.world));
       // The same world asked for another traveller, seat, limit and condition: the same pages up to the verdict.
       const other: Task = { ...task, goal: { ...g, traveller: g.traveller === 'mia chen' ? 'raj patel' : 'mia chen', seat: g.seat === 'window' ? 'aisle' : 'window', maxPrice: g.maxPrice + 100, need: g.need === 'none' ? 'refundable' : 'none', bags: (g.bags + 1) % 3 } };
-      const again = replay(other, played.actions);
+      const again = replay(travel, other, played.actions);
       expect(again.slice(0, -1)).toEqual(played.observations.slice(0, -1));
     }
   });
 
   it('a fare shows its stops, bags and refundability only once opened', () => {
     const task = test200[0] as Task;
-    const played = play(task, (env) => env.expertAction());
+    const played = play(travel, task, expert, new Rng(0));
     const results = played.observations.find((o) => o.text.includes(': fares from')) as Observation;
     expect(results.text).not.toMatch(/Stops|Refundable|bags included/);
     const details = played.observations.find((o) => o.text.includes('Stops:')) as Observation;
@@ -176,7 +135,7 @@ describe('the travel module (a flight-booking form)', () => {
     expect(last).toMatchObject({ done: true, reward: 0, info: { success: false } });
     expect(last.observation.actions).toEqual([]);
     const rng = new Rng(3);
-    const a = play(task, (_e, obs) => rng.pick(obs.actions));
-    expect(replay(task, a.actions)).toEqual(a.observations);
+    const a = play(travel, task, random, rng);
+    expect(replay(travel, task, a.actions)).toEqual(a.observations);
   });
 });

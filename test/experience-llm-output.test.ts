@@ -21,7 +21,7 @@ import { stepReply } from './fixtures/scripted-engine.ts';
 const valid = stepReply({ text: 'Page: item B01', actions: ['click[buy now]', 'click[< prev]'] });
 
 /** A parsed step must be whole: every field present and of the right type, the rules holding. */
-function expectWhole(result: ReturnType<typeof parseStepReply>): void {
+function expectWhole(result: ReturnType<typeof parseStepReply>, reply: string, allowSurroundingText: boolean): void {
   if (!result.ok) {
     expect(typeof result.problem).toBe('string');
     expect(result.problem.length).toBeGreaterThan(0);
@@ -33,11 +33,13 @@ function expectWhole(result: ReturnType<typeof parseStepReply>): void {
   expect(typeof s.observation.text).toBe('string');
   expect(Array.isArray(s.observation.actions)).toBe(true);
   for (const a of s.observation.actions) expect(typeof a).toBe('string');
-  expect(s.reward).toBeGreaterThanOrEqual(0);
-  expect(s.reward).toBeLessThanOrEqual(1);
   expect(typeof s.done).toBe('boolean');
   expect(typeof s.valid).toBe('boolean');
-  if (!s.valid || !s.done) expect(s.reward).toBe(0);
+  // The reward is the reply's own on a valid final step, 0 on any other.
+  const raw = extractJson(reply, allowSurroundingText);
+  expect(raw.ok).toBe(true);
+  const sent = (raw.ok ? raw.value : {}) as { reward?: unknown };
+  expect(s.reward).toBe(s.valid && s.done ? sent.reward : 0);
   if (!s.done) expect(s.observation.actions.length).toBeGreaterThan(0);
 }
 
@@ -116,7 +118,7 @@ describe('parseStepReply', () => {
       for (const allow of [false, true]) {
         let r: ReturnType<typeof parseStepReply> | undefined;
         expect(() => (r = parseStepReply(s, { allowSurroundingText: allow }))).not.toThrow();
-        expectWhole(r as ReturnType<typeof parseStepReply>);
+        expectWhole(r as ReturnType<typeof parseStepReply>, s, allow);
         if (r?.ok) accepted++;
       }
     }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Rng } from '../src/core/rng.ts';
 import { type AgentTask, type EnvName, type JsonValue, type Observation, type Task, agentView } from '../src/core/types.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
@@ -216,10 +216,20 @@ describe('LLMExperienceModel: the context window', () => {
 describe('LLMExperienceModel: validation and retries', () => {
   it('answers an unusable reply with a correction turn that extends the conversation, then succeeds', async () => {
     const engine = new ScriptedEngine({ chat: ['Sure, the page changes.', stepReply({ text: 'Page: results' })] });
+    // A clock that only the engine's replies move: 40 ms for the first, 15 ms for the second.
+    let clock = 1000;
+    const replyMs = [40, 15];
+    const chat = engine.chatCompletion.bind(engine);
+    engine.chatCompletion = async (request) => {
+      const reply = await chat(request);
+      clock += replyMs.shift() ?? 0;
+      return reply;
+    };
+    const now = vi.spyOn(performance, 'now').mockImplementation(() => clock);
     const records: CallRecord[] = [];
     const model = new LLMExperienceModel(engine, { conversation: true });
     model.onCall = (r) => records.push(r);
-    const step = await model.step({ task, history: [], observation: start, action: 'search[x]', demos });
+    const step = await model.step({ task, history: [], observation: start, action: 'search[x]', demos }).finally(() => now.mockRestore());
     expect(step.observation.text).toBe('Page: results');
     expect(model.stats).toMatchObject({ calls: 2, parseFailures: 1, retries: 1, failures: 0, steps: 1 });
     const retry = engine.requests[1]?.messages as ChatCompletionMessageParam[];
@@ -233,8 +243,8 @@ describe('LLMExperienceModel: validation and retries', () => {
     for (const r of records) {
       expect(r.promptTokens).toBeGreaterThan(0);
       expect(r.completionTokens).toBeGreaterThan(0);
-      expect(r.latencyMs).toBeGreaterThanOrEqual(0);
     }
+    expect(records.map((r) => r.latencyMs)).toEqual([40, 15]);
     // The stored conversation is the clean one: the next step does not carry the bad reply.
     await model.step({ task, history: [{ observation: start, action: 'search[x]' }], observation: step.observation, action: 'click[a]', demos });
     const next = engine.requests[2]?.messages as ChatCompletionMessageParam[];

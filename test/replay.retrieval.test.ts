@@ -211,6 +211,7 @@ describe('ReplayStore.retrieve', () => {
     }
     // Querying with a stored transition's own text finds it first with similarity 1.
     const [target] = await store.getTransitions({ runId: 'run', trajectoryId: 'x17' });
+    expect(target?.trajectoryId).toBe('x17');
     const [q] = await embedder.embed([`${target?.state}\n>> ${target?.action}`]);
     const [best] = await store.retrieve(q as Float32Array, 1, { runId: 'run' });
     expect(best?.transition.seq).toBe(target?.seq);

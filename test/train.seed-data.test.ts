@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Task, Trajectory } from '../src/core/types.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { generateOfflineData } from '../src/envs/offline.ts';
@@ -7,6 +7,11 @@ import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import type { ExperienceModel } from '../src/experience/types.ts';
 import { dataOnlySpec, evaluateSynthetic, MIN_GROUNDING_TASKS, MIN_HELD_OUT_TASKS, MIN_RECORDED, planSeedData, rankSynthetic, SeedDataError, syntheticTrust, THIN_GROUNDING, trustPhrase, type SyntheticTrust } from '../src/train/seed-data.ts';
 import { recordedAgreement } from '../src/train/selection.ts';
+import { parseTrainingConfig } from '../src/train/config.ts';
+import { runTraining } from '../src/train/loop.ts';
+import { prepareRun } from '../src/train/setup.ts';
+import { Trainer } from '../src/rl/trainer.ts';
+import type { SftExample } from '../src/rl/sft.ts';
 
 function shopData(episodes: number, policy = 'noisy:0.3'): { tasks: Task[]; trajectories: Trajectory[] } {
   const pairs = [...generateOfflineData(getEnvSpec('shop'), { episodes, seed: 0, policy, split: 'train' })];
@@ -41,6 +46,40 @@ describe('planSeedData', () => {
     const smallPlan = planSeedData(small.tasks, small.trajectories, 3);
     expect(smallPlan.counts.selectionTasks).toBe(0);
     expect(smallPlan.grounding.selection).toBeUndefined();
+  });
+
+  it("offers every recorded episode to behaviour cloning: reward-weighted cloning learns from the data's partly right failures, successes-only cloning from its successes", async () => {
+    const { tasks, trajectories } = shopData(40);
+    const plan = planSeedData(tasks, trajectories, 3);
+    const grounding = plan.grounding.trajectories;
+    const wins = grounding.filter((t) => t.success);
+    const partial = grounding.filter((t) => !t.success && t.reward > 0);
+    // Shop's purchase reward is partial: noisy episodes hold successes and partly right purchases.
+    expect(wins.length).toBeGreaterThan(0);
+    expect(partial.length).toBeGreaterThan(0);
+    expect(partial.every((t) => plan.grounding.expertIds.has(t.id))).toBe(true);
+    const decisionsOf = (ts: readonly Trajectory[]) => ts.reduce((n, t) => n + t.steps.filter((s) => s.observation.actions.includes(s.action)).length, 0);
+    const cloned = async (cloning: 'successes' | 'reward-weighted'): Promise<readonly SftExample[]> => {
+      const c = parseTrainingConfig({ env: 'shop', mode: 'sft', iterations: 1, evalEpisodes: 1, sft: { epochs: 1, cloning }, policy: { hiddenDim: 8, embeddingDim: 64 } });
+      const run = await prepareRun(c, { data: { spec: dataOnlySpec('shop', plan.maxSteps), offline: plan.grounding, evalTasks: [] } });
+      const seen: (readonly SftExample[])[] = [];
+      const original = Trainer.prototype.sftUpdate;
+      const spyOn = vi.spyOn(Trainer.prototype, 'sftUpdate').mockImplementation(function (this: Trainer, examples) {
+        seen.push(examples);
+        return original.call(this, examples);
+      });
+      try {
+        (await runTraining(c, run.deps)).trainer.dispose();
+      } finally {
+        spyOn.mockRestore();
+        run.dispose();
+      }
+      return seen[0] ?? [];
+    };
+    expect(await cloned('successes')).toHaveLength(decisionsOf(wins));
+    const weighted = await cloned('reward-weighted');
+    expect(weighted).toHaveLength(decisionsOf([...wins, ...partial]));
+    expect(weighted.some((e) => (e.weight as number) < 1)).toBe(true);
   });
 
   it('names what is missing and how much is needed', () => {

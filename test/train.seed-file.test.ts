@@ -14,12 +14,13 @@ const data = offlineSeedData(getEnvSpec('shop'), config);
 const text = toJsonl({ tasks: data.tasks, trajectories: data.trajectories });
 
 describe('seed data from a file', () => {
-  it('reads a dreamgym JSONL file of the environment as offline data: its successes are the expert set', async () => {
+  it('reads a dreamgym JSONL file of the environment as offline data: every episode is a cloning candidate (sft.cloning weighs them)', async () => {
     const { offline, summary } = await seedFileOffline(text, 'shop', 'mine.jsonl');
     expect(summary).toEqual({ file: 'mine.jsonl', tasks: data.tasks.length, trajectories: data.trajectories.length });
     expect(offline.trajectories.map((t) => t.id)).toEqual(data.trajectories.map((t) => t.id));
     expect(offline.tasks.map((t) => t.id)).toEqual(data.tasks.map((t) => t.id));
-    expect([...offline.expertIds].sort()).toEqual(data.trajectories.filter((t) => t.success).map((t) => t.id).sort());
+    expect([...offline.expertIds].sort()).toEqual(data.trajectories.map((t) => t.id).sort());
+    expect(data.trajectories.some((t) => !t.success)).toBe(true);
     expect(offline.expertIds.size).toBeGreaterThan(0);
     expect(offline.extraTasks).toEqual([]);
     // The run is still evaluated on the environment's own held-out tasks.

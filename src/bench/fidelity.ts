@@ -31,7 +31,8 @@ export async function benchFidelity(backend: string): Promise<BenchRow[]> {
         note: `${others}; margin ${Number.isFinite(margin) ? `${margin >= 0 ? '+' : ''}${(100 * margin).toFixed(1)} pts` : 'n/a'}${key === 'actionAgreement' ? `; ${note}` : ''}${key === 'consistency' ? `; ${model.consistencyPairs} repeats` : ''}`,
       });
     }
-    for (const r of t.falseSuccess) {
+    // Per task type rows stay in `fidelity --json`; the table keeps each task group's total.
+    for (const r of t.falseSuccess.filter((f) => f.taskType === 'all')) {
       rows.push({
         name: `${name}: ${r.policy} success inside the simulator, ${r.tasks} tasks, ${r.taskType}`,
         value: 100 * r.simSuccess,

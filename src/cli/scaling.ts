@@ -21,7 +21,7 @@ import { recordedSeedData } from '../train/setup.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
 import type { LoadedEnvModule } from './module-host.ts';
 import { writeFileAtomic } from './output.ts';
-import { readyDomains, SUITE_DOMAINS, type ReadyDomain, type SuiteDomain } from './suite.ts';
+import { readyDomains, SUITE_DOMAINS, type DomainExperimentOptions, type ReadyDomain } from './suite.ts';
 import { useFastestNodeBackend } from './tf-node.ts';
 
 /** The sizes of the log, in episodes. */
@@ -84,22 +84,11 @@ export interface ScalingResult {
   wallMs: number;
 }
 
-export interface ScalingOptions {
-  /** Names among the suite's domains and the added modules (default {@link SCALING_DOMAINS}, or every added module when modules are given). */
-  domains?: readonly string[];
-  extraModules?: readonly string[];
-  suite?: readonly SuiteDomain[];
+/** Options of {@link runScaling}: `domains` defaults to {@link SCALING_DOMAINS}, or every added module when modules are given. */
+export interface ScalingOptions extends DomainExperimentOptions {
   sizes?: readonly number[];
-  seeds: number;
-  preset: PresetName;
-  jobs: number;
   /** Size overrides on top of {@link SCALING_BUDGET} (the recorded count is each point's own). */
   overrides?: Partial<TrainingConfigInput>;
-  trainEvalEpisodes?: number;
-  envTimeoutMs?: number;
-  command: string;
-  signal?: AbortSignal;
-  onProgress?: (text: string) => void;
 }
 
 /** Checks the sizes: whole numbers from 1, each once. */

@@ -121,9 +121,9 @@ export interface SuiteResult {
   wallMs: number;
 }
 
-/** Options of {@link runSuite}. */
-export interface SuiteOptions {
-  /** Names of {@link SUITE_DOMAINS} and of the added modules to run (default: all). */
+/** What the suite and the scaling experiment are both given: which domains, how many seeds, which preset, how many worker threads. */
+export interface DomainExperimentOptions {
+  /** Names of the suite's domains and of the added modules to run (each experiment has its default). */
   domains?: readonly string[];
   /** Environment modules added to the suite's domains (paths). */
   extraModules?: readonly string[];
@@ -132,23 +132,27 @@ export interface SuiteOptions {
   seeds: number;
   preset: PresetName;
   jobs: number;
+  /** Training tasks each run is evaluated on (each experiment has its default; the suite's is {@link SUITE_TRAIN_EVAL}). */
+  trainEvalEpisodes?: number;
+  /** Module call limit in milliseconds (the main thread's loads; worker threads use the default). */
+  envTimeoutMs?: number;
+  command: string;
+  signal?: AbortSignal;
+  onProgress?: (text: string) => void;
+}
+
+/** Options of {@link runSuite}: `domains` defaults to all. */
+export interface SuiteOptions extends DomainExperimentOptions {
   /** Size overrides on top of {@link SUITE_BUDGET}. */
   sizes?: Partial<TrainingConfigInput>;
-  /** Default {@link SUITE_TRAIN_EVAL}. */
-  trainEvalEpisodes?: number;
+  /** The fidelity measurement's sizes (default {@link SUITE_FIDELITY}). */
+  fidelity?: Partial<SuiteFidelitySizes>;
   /**
    * Evaluate every policy a synthetic phase validates in the real environment, and score it on
    * held-out recorded successes (the "Model selection" table by validation point); without it the
    * table ranks each phase's kept policy by the simulator's figure alone.
    */
   probeValidation?: boolean;
-  /** The fidelity measurement's sizes (default {@link SUITE_FIDELITY}). */
-  fidelity?: Partial<SuiteFidelitySizes>;
-  /** Module call limit in milliseconds (the main thread's loads; worker threads use the default). */
-  envTimeoutMs?: number;
-  command: string;
-  signal?: AbortSignal;
-  onProgress?: (text: string) => void;
 }
 
 /** The repository root, where the suite's module paths start. */

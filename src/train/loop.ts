@@ -27,9 +27,9 @@ import type { Checkpoint } from '../policy/checkpoint.ts';
 import { grpoPreset, type GrpoTrajectory } from '../rl/grpo.ts';
 import type { SftExample } from '../rl/sft.ts';
 import { Trainer, type UpdateMetrics } from '../rl/trainer.ts';
-import { PolicyAgent, type AgentContext } from './agent.ts';
+import { PolicyAgent, type AgentChoice, type AgentContext } from './agent.ts';
 import { evaluateSynthetic } from './seed-data.ts';
-import { recordedAgreement, recordedEpisodes, selectionScore, type SelectionCriterion, type ValidationFigures } from './selection.ts';
+import { recordedAgreement, recordedEpisodes, selectionScore, type RecordedEpisode, type SelectionCriterion } from './selection.ts';
 import type { SyntheticValidation, ValidationCheck } from './validation.ts';
 import type { CloningMode, TrainingConfig } from './config.ts';
 
@@ -295,381 +295,500 @@ function updatePolicy(trainer: Trainer, config: TrainingConfig, episodes: readon
   return trainer.grpoUpdate({ groupSize: config.groupSize, trajectories: episodes.map((e) => e.grpo) });
 }
 
+/** Where each phase of a run starts, in iterations counted from 0 (sft epochs included). */
+interface Schedule {
+  total: number;
+  sftEpochs: number;
+  rlStart: number;
+  /** The first real-environment iteration (Infinity: the run has no real phase). */
+  realStart: number;
+}
+
+/**
+ * A run in progress: what it was given, what it fixed when it started, and the state a snapshot
+ * keeps. The steps below read and advance it.
+ */
+interface Run {
+  config: TrainingConfig;
+  deps: TrainingDeps;
+  options: TrainingOptions;
+  synthetic: boolean;
+  schedule: Schedule;
+  maxSteps: number;
+  offlineTransitions: number;
+  /** Each offline task's recorded first observation (a synthetic rollout starts there). */
+  firstObservation: Map<string, Observation>;
+  /** The synthetic phase's validation tasks, and the held-out recorded successes that score it. */
+  validating: Task[];
+  recorded: RecordedEpisode[];
+  criterion: SelectionCriterion;
+  trainer: Trainer;
+  agent: PolicyAgent;
+  pool: Task[];
+  lastSeen: Map<string, TaskSeen>;
+  metrics: IterationMetrics[];
+  iteration: number;
+  counter: RealCounter;
+  syntheticSteps: number;
+  validation: SyntheticValidation | null;
+  stoppedBy: TrainingResult['stoppedBy'];
+  started: number;
+  priorWall: number;
+  /** Behaviour cloning's examples, built once when the first sft epoch needs them. */
+  sftExamples: SftExample[] | null;
+}
+
 /** Runs the loop. The returned trainer is the caller's to dispose. */
 export async function runTraining(config: TrainingConfig, deps: TrainingDeps, options: TrainingOptions = {}): Promise<TrainingResult> {
-  const started = performance.now();
+  const run = setUpRun(config, deps, options);
+  try {
+    while (run.iteration < run.schedule.total) {
+      checkAbort(run);
+      const phase = phaseOf(run, run.iteration);
+      const stop = budgetStop(run, phase);
+      if (stop) {
+        run.stoppedBy = stop;
+        break;
+      }
+      await runIteration(run, phase);
+    }
+    await endSyntheticPhase(run);
+  } catch (e) {
+    run.trainer.dispose();
+    throw e;
+  }
+  return {
+    config,
+    metrics: run.metrics,
+    realTransitions: run.counter.steps,
+    realResets: run.counter.resets,
+    offlineTransitions: run.offlineTransitions,
+    syntheticSteps: run.syntheticSteps,
+    stoppedBy: run.stoppedBy,
+    validation: run.validation,
+    trainer: run.trainer,
+    agent: run.agent,
+    snapshot: await snapshotOf(run),
+  };
+}
+
+/** Checks the dependencies against the configuration and starts the run: fresh, or from `options.resume`. */
+function setUpRun(config: TrainingConfig, deps: TrainingDeps, options: TrainingOptions): Run {
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   if (synthetic && !deps.experience) throw new TrainingSetupError(`mode ${config.mode} needs an experience model`);
   if (deps.offline.tasks.length === 0) throw new TrainingSetupError('training needs offline seed tasks, got 0');
-  // Recorded episodes held out for selection are seed data the run used too.
-  const offlineTransitions = [...deps.offline.trajectories, ...(synthetic ? (deps.offline.selection?.trajectories ?? []) : [])].reduce((s, t) => s + t.steps.length, 0);
-  const maxSteps = config.maxSteps > 0 ? config.maxSteps : deps.spec.maxSteps;
-  const counter: RealCounter = { resets: 0, steps: 0 };
-  const firstObservation = new Map<string, Observation>();
-  for (const t of deps.offline.trajectories) {
-    const first = t.steps[0]?.observation;
-    if (first && !firstObservation.has(t.taskId)) firstObservation.set(t.taskId, first);
-  }
-
-  // State: fresh, or from the snapshot.
   const snap = options.resume;
   if (snap && (snap.format !== 'dreamgym-run' || snap.version !== 1)) throw new TrainingSetupError('not a dreamgym run snapshot (format dreamgym-run, version 1)');
+
   const trainer = snap ? Trainer.fromCheckpoint(snap.checkpoint) : createTrainer(config, deps.featurizer);
-  const agent = new PolicyAgent(trainer, deps.featurizer, deps.prior ?? null);
-  const pool: Task[] = snap ? snap.pool.slice() : (deps.offline.poolTasks?.slice() ?? [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])]);
-  const lastSeen = new Map<string, TaskSeen>(Object.entries(snap?.lastSeen ?? {}));
   if (snap?.generatorState !== undefined && deps.generator?.restoreState) deps.generator.restoreState(snap.generatorState);
-  const metrics: IterationMetrics[] = snap ? snap.metrics.slice() : [];
-  let iteration = snap?.iteration ?? 0;
-  counter.steps = snap?.realTransitions ?? 0;
-  counter.resets = snap?.realResets ?? 0;
-  let syntheticSteps = snap?.syntheticSteps ?? 0;
-  const priorWall = snap?.wallMs ?? 0;
-  const total = plannedIterations(config);
-  const sftEpochs = config.mode === 'sft' || (config.warmStart === 'sft' && config.mode !== 'zero-shot') ? config.sft.epochs : 0;
-  const rlStart = sftEpochs;
-  const realStart = config.mode === 's2r' ? sftEpochs + config.iterations : config.mode === 'real' ? sftEpochs : Infinity;
-  let stoppedBy: TrainingResult['stoppedBy'] = 'done';
   // The synthetic phase is validated where the simulator replays recorded episodes (see the config).
   const validating = synthetic && deps.experience ? validationTasks(deps.offline, config.validation.tasks) : [];
-  let validation: SyntheticValidation | null = snap?.validation ?? null;
-
-  const checkAbort = (): void => {
-    if (options.signal?.aborted) throw new TrainingAbortedError(`training stopped at iteration ${iteration}; resume from the last snapshot`);
+  // Held-out recorded successes score the validated policies, where the run has them (see `validation.criterion`).
+  const recorded = synthetic && validating.length > 0 && deps.offline.selection ? recordedEpisodes(deps.offline.selection.tasks, deps.offline.selection.trajectories) : [];
+  // Recorded episodes held out for selection are seed data the run used too.
+  const offlineTrajectories = [...deps.offline.trajectories, ...(synthetic ? (deps.offline.selection?.trajectories ?? []) : [])];
+  return {
+    config,
+    deps,
+    options,
+    synthetic,
+    schedule: scheduleOf(config),
+    maxSteps: config.maxSteps > 0 ? config.maxSteps : deps.spec.maxSteps,
+    offlineTransitions: offlineTrajectories.reduce((s, t) => s + t.steps.length, 0),
+    firstObservation: firstObservations(deps.offline.trajectories),
+    validating,
+    recorded,
+    criterion: recorded.length > 0 ? config.validation.criterion : 'simulator',
+    trainer,
+    agent: new PolicyAgent(trainer, deps.featurizer, deps.prior ?? null),
+    pool: snap ? snap.pool.slice() : (deps.offline.poolTasks?.slice() ?? [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])]),
+    lastSeen: new Map<string, TaskSeen>(Object.entries(snap?.lastSeen ?? {})),
+    metrics: snap ? snap.metrics.slice() : [],
+    iteration: snap?.iteration ?? 0,
+    counter: { resets: snap?.realResets ?? 0, steps: snap?.realTransitions ?? 0 },
+    syntheticSteps: snap?.syntheticSteps ?? 0,
+    validation: snap?.validation ?? null,
+    stoppedBy: 'done',
+    started: performance.now(),
+    priorWall: snap?.wallMs ?? 0,
+    sftExamples: null,
   };
-  const wall = (): number => priorWall + performance.now() - started;
+}
 
-  const snapshot = async (): Promise<RunSnapshot> => ({
+function scheduleOf(config: TrainingConfig): Schedule {
+  const sftEpochs = config.mode === 'sft' || (config.warmStart === 'sft' && config.mode !== 'zero-shot') ? config.sft.epochs : 0;
+  const realStart = config.mode === 's2r' ? sftEpochs + config.iterations : config.mode === 'real' ? sftEpochs : Infinity;
+  return { total: plannedIterations(config), sftEpochs, rlStart: sftEpochs, realStart };
+}
+
+/** The first recorded observation of each task (its first trajectory's). */
+function firstObservations(trajectories: readonly Trajectory[]): Map<string, Observation> {
+  const first = new Map<string, Observation>();
+  for (const t of trajectories) {
+    const observation = t.steps[0]?.observation;
+    if (observation && !first.has(t.taskId)) first.set(t.taskId, observation);
+  }
+  return first;
+}
+
+function phaseOf(run: Run, iteration: number): IterationMetrics['phase'] {
+  return iteration < run.schedule.rlStart ? 'sft' : iteration >= run.schedule.realStart ? 'real' : 'synthetic';
+}
+
+/** The real-transition budget of a real phase (0: none). */
+function realBudgetOf(config: TrainingConfig): number {
+  return config.mode === 's2r' ? config.s2r.realBudget : config.budgets.realTransitions;
+}
+
+function wallOf(run: Run): number {
+  return run.priorWall + performance.now() - run.started;
+}
+
+function checkAbort(run: Run): void {
+  if (run.options.signal?.aborted) throw new TrainingAbortedError(`training stopped at iteration ${run.iteration}; resume from the last snapshot`);
+}
+
+/** The budget that stops the run before this iteration, if one does. */
+function budgetStop(run: Run, phase: IterationMetrics['phase']): 'real-budget' | 'wall-budget' | null {
+  const { config } = run;
+  if (config.budgets.wallSeconds > 0 && wallOf(run) / 1000 >= config.budgets.wallSeconds) return 'wall-budget';
+  if (phase !== 'real') return null;
+  const budget = realBudgetOf(config);
+  return budget > 0 && run.counter.steps >= budget ? 'real-budget' : null;
+}
+
+async function snapshotOf(run: Run): Promise<RunSnapshot> {
+  const { config, deps, validation } = run;
+  return {
     format: 'dreamgym-run',
     version: 1,
     config,
-    iteration,
-    pool: pool.slice(),
-    lastSeen: Object.fromEntries(lastSeen),
-    metrics: metrics.slice(),
-    realTransitions: counter.steps,
-    realResets: counter.resets,
-    syntheticSteps,
-    checkpoint: { ...(await trainer.checkpoint()), env: config.env },
-    wallMs: wall(),
+    iteration: run.iteration,
+    pool: run.pool.slice(),
+    lastSeen: Object.fromEntries(run.lastSeen),
+    metrics: run.metrics.slice(),
+    realTransitions: run.counter.steps,
+    realResets: run.counter.resets,
+    syntheticSteps: run.syntheticSteps,
+    checkpoint: { ...(await run.trainer.checkpoint()), env: config.env },
+    wallMs: wallOf(run),
     ...(deps.generator?.saveState ? { generatorState: deps.generator.saveState() } : {}),
     ...(validation ? { validation: { ...validation } } : {}),
-  });
-
-  // Held-out recorded successes score the validated policies, where the run has them (see `validation.criterion`).
-  const recorded = synthetic && validating.length > 0 && deps.offline.selection ? recordedEpisodes(deps.offline.selection.tasks, deps.offline.selection.trajectories) : [];
-  const criterion: SelectionCriterion = recorded.length > 0 ? config.validation.criterion : 'simulator';
-  const scoreOf = (c: ValidationFigures): number => selectionScore(c, criterion);
-
-  /**
-   * Validates the current policy after `done` synthetic iterations: greedy success inside the
-   * simulator on the validation tasks, and its agreement with the held-out recorded successes (no
-   * real step, no random draw).
-   */
-  const validate = async (done: number): Promise<ValidationCheck> => {
-    const experience = deps.experience as ExperienceModel;
-    const actor = { choose: async (contexts: readonly AgentContext[]) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
-    const demos = deps.demos && config.demos > 0 ? (o: Observation, a: string) => (deps.demos as NonNullable<TrainingDeps['demos']>)(o, a, config.demos) : null;
-    checkAbort();
-    let reported = -1;
-    const report = (n: number): void => {
-      reported = n;
-      options.onProgress?.({ iteration, totalIterations: total, phase: 'synthetic', validating: { done: n, total: validating.length } });
-    };
-    report(0);
-    const result = await evaluateSynthetic(actor, experience, validating, firstObservation, { maxSteps, demos, onProgress: report });
-    // An episode that never ended (the step limit) never reported one: the validation is over all the same.
-    if (reported < validating.length) report(validating.length);
-    const check: ValidationCheck = { iteration: done, success: result.successRate };
-    if (result.grounding.reported > 0) check.unknownShare = result.grounding.unknown / result.grounding.reported;
-    if (recorded.length > 0) {
-      const a = await recordedAgreement(actor, recorded);
-      check.replayed = a.replayed;
-      check.agreement = a.agreement;
-      check.prefix = a.prefix;
-    }
-    if (options.onValidation) await options.onValidation(check, agent);
-    return check;
   };
-  const withCheck = (v: SyntheticValidation, check: ValidationCheck): SyntheticValidation => ({ ...v, checks: [...(v.checks ?? []), check] });
-  /** Validates the policy after `done` synthetic iterations; keeps a copy of it if it is the best so far. */
-  const checkSynthetic = async (done: number): Promise<void> => {
-    if (!validation) return;
-    const check = await validate(done);
-    const best = scoreOf(check) > scoreOf(validation.best ?? validation.checks?.[0] ?? { success: validation.start });
-    if (best) trainer.keepWeights();
-    validation = { ...withCheck(validation, check), between: [...(validation.between ?? []), check], ...(best ? { best: check } : {}) };
-  };
-  /** Ends the synthetic phase: validates where it ended, and puts the best validated policy back if that is not the end. */
-  const selectSynthetic = async (): Promise<void> => {
-    if (!validation || validation.end !== undefined) return;
-    const end = await validate(Math.min(iteration, realStart) - rlStart);
-    const best = validation.best ?? validation.checks?.[0] ?? { success: validation.start };
-    const kept = scoreOf(end) > scoreOf(best) ? 'end' : validation.best ? 'between' : 'start';
-    if (kept === 'start') trainer.restoreReference();
-    if (kept === 'between') trainer.restoreKept();
-    trainer.dropKept();
-    validation = { ...withCheck(validation, end), end: end.success, kept };
-  };
+}
 
-  // SFT examples are built once (only when needed).
-  let sftExamples: SftExample[] | null = null;
-  const sftData = async (): Promise<SftExample[]> => {
-    if (sftExamples) return sftExamples;
-    const contexts: AgentContext[] = [];
-    const targets: number[] = [];
-    const weights: number[] = [];
-    const byId = new Map(deps.offline.tasks.map((t) => [t.id, t]));
-    const demonstrations = deps.offline.trajectories.filter((t) => deps.offline.expertIds.has(t.id));
-    for (const traj of demonstrations) {
-      const weight = cloningWeight(traj, config.sft.cloning);
-      if (weight <= 0) continue;
-      const task = byId.get(traj.taskId);
-      if (!task) continue;
-      const history: { action: string }[] = [];
-      for (const step of traj.steps) {
-        const index = step.observation.actions.indexOf(step.action);
-        if (index >= 0) {
-          contexts.push({ instruction: task.instruction, history: history.slice(), observation: step.observation });
-          targets.push(index);
-          weights.push(weight);
-        }
-        history.push({ action: step.action });
-      }
-    }
-    if (contexts.length === 0) {
-      const wanted = config.sft.cloning === 'successes' ? 'a successful one' : 'one with a reward above 0';
-      throw new TrainingSetupError(`behaviour cloning (${config.sft.cloning}) needs ${wanted} among the offline data's ${demonstrations.length} demonstrations, got none`);
-    }
-    const decisions = await agent.decisions(contexts);
-    sftExamples = decisions.map((d, i) => ({ ...d, action: targets[i] as number, weight: weights[i] as number }));
-    return sftExamples;
-  };
-
-  try {
-    while (iteration < total) {
-      checkAbort();
-      if (config.budgets.wallSeconds > 0 && wall() / 1000 >= config.budgets.wallSeconds) {
-        stoppedBy = 'wall-budget';
-        break;
-      }
-      const t0 = performance.now();
-      const phase: IterationMetrics['phase'] = iteration < rlStart ? 'sft' : iteration >= realStart ? 'real' : 'synthetic';
-      if (phase === 'real') {
-        const budget = config.mode === 's2r' ? config.s2r.realBudget : config.budgets.realTransitions;
-        if (budget > 0 && counter.steps >= budget) {
-          stoppedBy = 'real-budget';
-          break;
-        }
-      }
-      options.onProgress?.({ iteration, totalIterations: total, phase });
-
-      let m: IterationMetrics;
-      if (phase === 'sft') {
-        const examples = await sftData();
-        const update = await trainer.sftUpdate(examples);
-        m = {
-          ...emptyMetrics(iteration, 'sft'),
-          successRate: update.accuracy ?? 0,
-          loss: update.loss,
-          entropy: update.entropy,
-          updateMs: update.ms,
-        };
-        if (iteration + 1 === rlStart) {
-          // RL's KL reference is the policy it starts from, and its learning rate its own.
-          trainer.syncReference();
-          // The examples and the trainer's rows of them (household: 73 MB of candidate features each) are not RL's.
-          sftExamples = null;
-        }
-      } else {
-        if (iteration === rlStart && sftEpochs === 0) trainer.syncReference();
-        if (phase === 'synthetic' && iteration === rlStart && validation === null && validating.length > 0) {
-          const first = await validate(0);
-          validation = { tasks: validating.length, start: first.success, criterion, ...(recorded.length > 0 ? { recorded: recorded.length } : {}), checks: [first] };
-        }
-        if (phase === 'real' && iteration === realStart) await selectSynthetic();
-        // s2r's real phase is RL of its own, from where the synthetic phase left the policy: its KL
-        // reference is that policy, not the start of the synthetic phase, which it would pull back to.
-        if (iteration === realStart && config.mode === 's2r') trainer.syncReference();
-        m = await rlIteration(phase);
-      }
-      iteration++;
-      if (phase === 'synthetic' && config.validation.every > 0 && (iteration - rlStart) % config.validation.every === 0 && iteration < Math.min(total, realStart)) await checkSynthetic(iteration - rlStart);
-      m.poolSize = pool.length;
-      m.realTransitions = counter.steps;
-      m.offlineTransitions = offlineTransitions;
-      m.wallMs = performance.now() - t0;
-      metrics.push(m);
-      if (deps.persist) await deps.persist(await snapshot());
-      options.onProgress?.({ iteration, totalIterations: total, phase, metrics: m });
-    }
-    // A synthetic phase the run ended in (dreamgym, or s2r stopped by its wall-time budget before its real phase).
-    if (synthetic && validation && validation.end === undefined && iteration <= realStart) {
-      await selectSynthetic();
-      if (deps.persist) await deps.persist(await snapshot());
-    }
-  } catch (e) {
-    trainer.dispose();
-    throw e;
+/** One iteration: phase changes first, then an sft epoch or an RL iteration, then its figures and snapshot. */
+async function runIteration(run: Run, phase: IterationMetrics['phase']): Promise<void> {
+  const { config, deps, options, trainer } = run;
+  const { total, rlStart, realStart, sftEpochs } = run.schedule;
+  const t0 = performance.now();
+  options.onProgress?.({ iteration: run.iteration, totalIterations: total, phase });
+  let m: IterationMetrics;
+  if (phase === 'sft') {
+    m = await sftIteration(run);
+  } else {
+    if (run.iteration === rlStart && sftEpochs === 0) trainer.syncReference();
+    if (phase === 'synthetic' && run.iteration === rlStart && run.validation === null && run.validating.length > 0) await startValidation(run);
+    if (phase === 'real' && run.iteration === realStart) await selectSynthetic(run);
+    // s2r's real phase is RL of its own, from where the synthetic phase left the policy: its KL
+    // reference is that policy, not the start of the synthetic phase, which it would pull back to.
+    if (run.iteration === realStart && config.mode === 's2r') trainer.syncReference();
+    m = await rlIteration(run, phase);
   }
+  run.iteration++;
+  const done = run.iteration - rlStart;
+  if (phase === 'synthetic' && config.validation.every > 0 && done % config.validation.every === 0 && run.iteration < Math.min(total, realStart)) await checkSynthetic(run, done);
+  m.poolSize = run.pool.length;
+  m.realTransitions = run.counter.steps;
+  m.offlineTransitions = run.offlineTransitions;
+  m.wallMs = performance.now() - t0;
+  run.metrics.push(m);
+  if (deps.persist) await deps.persist(await snapshotOf(run));
+  options.onProgress?.({ iteration: run.iteration, totalIterations: total, phase, metrics: m });
+}
 
-  return {
-    config,
-    metrics,
-    realTransitions: counter.steps,
-    realResets: counter.resets,
-    offlineTransitions,
-    syntheticSteps,
-    stoppedBy,
-    validation,
-    trainer,
-    agent,
-    snapshot: await snapshot(),
+/** A synthetic phase the run ended in (dreamgym, or s2r stopped by its wall-time budget before its real phase). */
+async function endSyntheticPhase(run: Run): Promise<void> {
+  if (!run.synthetic || !run.validation || run.validation.end !== undefined || run.iteration > run.schedule.realStart) return;
+  await selectSynthetic(run);
+  if (run.deps.persist) await run.deps.persist(await snapshotOf(run));
+}
+
+/** One behaviour-cloning epoch over the expert demonstrations. */
+async function sftIteration(run: Run): Promise<IterationMetrics> {
+  const update = await run.trainer.sftUpdate(await sftExamplesOf(run));
+  if (run.iteration + 1 === run.schedule.rlStart) {
+    // RL's KL reference is the policy it starts from, and its learning rate its own.
+    run.trainer.syncReference();
+    // The examples and the trainer's rows of them (household: 73 MB of candidate features each) are not RL's.
+    run.sftExamples = null;
+  }
+  return { ...emptyMetrics(run.iteration, 'sft'), successRate: update.accuracy ?? 0, loss: update.loss, entropy: update.entropy, updateMs: update.ms };
+}
+
+/** Behaviour cloning's examples: every recorded expert decision whose action was a candidate, weighted by `sft.cloning`. */
+async function sftExamplesOf(run: Run): Promise<SftExample[]> {
+  if (run.sftExamples) return run.sftExamples;
+  const { config, deps } = run;
+  const contexts: AgentContext[] = [];
+  const targets: number[] = [];
+  const weights: number[] = [];
+  const byId = new Map(deps.offline.tasks.map((t) => [t.id, t]));
+  const demonstrations = deps.offline.trajectories.filter((t) => deps.offline.expertIds.has(t.id));
+  for (const traj of demonstrations) {
+    const weight = cloningWeight(traj, config.sft.cloning);
+    if (weight <= 0) continue;
+    const task = byId.get(traj.taskId);
+    if (!task) continue;
+    const history: { action: string }[] = [];
+    for (const step of traj.steps) {
+      const index = step.observation.actions.indexOf(step.action);
+      if (index >= 0) {
+        contexts.push({ instruction: task.instruction, history: history.slice(), observation: step.observation });
+        targets.push(index);
+        weights.push(weight);
+      }
+      history.push({ action: step.action });
+    }
+  }
+  if (contexts.length === 0) {
+    const wanted = config.sft.cloning === 'successes' ? 'a successful one' : 'one with a reward above 0';
+    throw new TrainingSetupError(`behaviour cloning (${config.sft.cloning}) needs ${wanted} among the offline data's ${demonstrations.length} demonstrations, got none`);
+  }
+  const decisions = await run.agent.decisions(contexts);
+  run.sftExamples = decisions.map((d, i) => ({ ...d, action: targets[i] as number, weight: weights[i] as number }));
+  return run.sftExamples;
+}
+
+/**
+ * Validates the current policy after `done` synthetic iterations: greedy success inside the
+ * simulator on the validation tasks, and its agreement with the held-out recorded successes (no
+ * real step, no random draw).
+ */
+async function validatePolicy(run: Run, done: number): Promise<ValidationCheck> {
+  const { config, deps, options, agent, validating, recorded } = run;
+  const experience = deps.experience as ExperienceModel;
+  const actor = { choose: async (contexts: readonly AgentContext[]) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
+  const demos = deps.demos && config.demos > 0 ? (o: Observation, a: string) => (deps.demos as NonNullable<TrainingDeps['demos']>)(o, a, config.demos) : null;
+  checkAbort(run);
+  let reported = -1;
+  const report = (n: number): void => {
+    reported = n;
+    options.onProgress?.({ iteration: run.iteration, totalIterations: run.schedule.total, phase: 'synthetic', validating: { done: n, total: validating.length } });
   };
+  report(0);
+  const result = await evaluateSynthetic(actor, experience, validating, run.firstObservation, { maxSteps: run.maxSteps, demos, onProgress: report });
+  // An episode that never ended (the step limit) never reported one: the validation is over all the same.
+  if (reported < validating.length) report(validating.length);
+  const check: ValidationCheck = { iteration: done, success: result.successRate };
+  if (result.grounding.reported > 0) check.unknownShare = result.grounding.unknown / result.grounding.reported;
+  if (recorded.length > 0) {
+    const a = await recordedAgreement(actor, recorded);
+    check.replayed = a.replayed;
+    check.agreement = a.agreement;
+    check.prefix = a.prefix;
+  }
+  if (options.onValidation) await options.onValidation(check, agent);
+  return check;
+}
 
-  /** One RL iteration in the synthetic or the real environment. */
-  async function rlIteration(phase: 'synthetic' | 'real'): Promise<IterationMetrics> {
-    const m = emptyMetrics(iteration, phase);
-    const warmup = config.rl.warmupIterations;
-    const rate = phase === 'real' && config.mode === 's2r' ? config.s2r.learningRate : config.rl.learningRate;
-    trainer.setLearningRate(rate * (warmup > 0 ? Math.min(1, (iteration - rlStart + 1) / warmup) : 1));
+/** Validates the policy the synthetic phase starts from. */
+async function startValidation(run: Run): Promise<void> {
+  const first = await validatePolicy(run, 0);
+  run.validation = { tasks: run.validating.length, start: first.success, criterion: run.criterion, ...(run.recorded.length > 0 ? { recorded: run.recorded.length } : {}), checks: [first] };
+}
 
-    // 1. Tasks: B from the pool, a share lambda generated once any exist.
-    const lambda = config.curriculum.enabled ? config.curriculum.generatedShare : 0;
-    const { tasks: chosen, generated: nGenerated } = chooseTasks(pool, config.tasksPerIteration, lambda, streamOf(config.seed, iteration, 'tasks'));
-    m.generatedShare = nGenerated / config.tasksPerIteration;
-    m.generatedTasks = pool.filter((t) => t.origin === 'generated').length;
+const withCheck = (v: SyntheticValidation, check: ValidationCheck): SyntheticValidation => ({ ...v, checks: [...(v.checks ?? []), check] });
 
-    // 2. Rollouts: G per task, all episodes advanced together.
-    const tr = performance.now();
-    const act = streamOf(config.seed, iteration, 'act');
-    const episodes: Episode[] = [];
-    for (const task of chosen) {
-      for (let g = 0; g < config.groupSize; g++) {
-        let env: RealEnvironment | null = null;
-        let observation: Observation;
-        if (phase === 'real') {
-          env = countedEnvironment(deps.spec.create(), counter);
-          observation = env.reset(task);
-        } else {
-          const recorded = firstObservation.get(task.id);
-          observation = recorded ?? (await (deps.experience as ExperienceModel).reset(agentView(task), []));
-          if (!recorded) m.simCalls++;
-        }
-        episodes.push({ task, env, observation, history: [], steps: [], grpo: { steps: [], reward: 0 }, done: false, success: false, cut: false });
+/** Validates the policy after `done` synthetic iterations; keeps a copy of it if it is the best so far. */
+async function checkSynthetic(run: Run, done: number): Promise<void> {
+  if (!run.validation) return;
+  const check = await validatePolicy(run, done);
+  const validation = run.validation;
+  const best = selectionScore(check, run.criterion) > selectionScore(validation.best ?? validation.checks?.[0] ?? { success: validation.start }, run.criterion);
+  if (best) run.trainer.keepWeights();
+  run.validation = { ...withCheck(validation, check), between: [...(validation.between ?? []), check], ...(best ? { best: check } : {}) };
+}
+
+/** Ends the synthetic phase: validates where it ended, and puts the best validated policy back if that is not the end. */
+async function selectSynthetic(run: Run): Promise<void> {
+  if (!run.validation || run.validation.end !== undefined) return;
+  const end = await validatePolicy(run, Math.min(run.iteration, run.schedule.realStart) - run.schedule.rlStart);
+  const validation = run.validation;
+  const best = validation.best ?? validation.checks?.[0] ?? { success: validation.start };
+  const kept = selectionScore(end, run.criterion) > selectionScore(best, run.criterion) ? 'end' : validation.best ? 'between' : 'start';
+  if (kept === 'start') run.trainer.restoreReference();
+  if (kept === 'between') run.trainer.restoreKept();
+  run.trainer.dropKept();
+  run.validation = { ...withCheck(validation, end), end: end.success, kept };
+}
+
+/**
+ * One RL iteration in the synthetic or the real environment: choose tasks, roll out G episodes
+ * per task, update on the whole groups, store the rollouts, grow the curriculum.
+ */
+async function rlIteration(run: Run, phase: 'synthetic' | 'real'): Promise<IterationMetrics> {
+  const { config, trainer } = run;
+  const m = emptyMetrics(run.iteration, phase);
+  const warmup = config.rl.warmupIterations;
+  const rate = phase === 'real' && config.mode === 's2r' ? config.s2r.learningRate : config.rl.learningRate;
+  trainer.setLearningRate(rate * (warmup > 0 ? Math.min(1, (run.iteration - run.schedule.rlStart + 1) / warmup) : 1));
+
+  // 1. Tasks: B from the pool, a share lambda generated once any exist.
+  const lambda = config.curriculum.enabled ? config.curriculum.generatedShare : 0;
+  const { tasks: chosen, generated: nGenerated } = chooseTasks(run.pool, config.tasksPerIteration, lambda, streamOf(config.seed, run.iteration, 'tasks'));
+  m.generatedShare = nGenerated / config.tasksPerIteration;
+  m.generatedTasks = run.pool.filter((t) => t.origin === 'generated').length;
+
+  // 2. Rollouts: G per task.
+  const tr = performance.now();
+  const episodes = await startEpisodes(run, phase, chosen, m);
+  await rollOut(run, phase, episodes, m);
+  m.rolloutMs = performance.now() - tr;
+  m.syntheticStepsPerSec = m.syntheticSteps > 0 ? m.syntheticSteps / (m.rolloutMs / 1000) : 0;
+  // A group with an episode the budget cut is left out of the update and the curriculum: scoring
+  // an unfinished episode 0 would push the policy away from whatever it was doing. The iteration's
+  // success and reward are over finished episodes (all of them if the budget cut every one).
+  const groups: Episode[][] = [];
+  for (let g = 0; g < episodes.length; g += config.groupSize) groups.push(episodes.slice(g, g + config.groupSize));
+  const whole = groups.filter((group) => group.every((e) => !e.cut));
+  const finished = episodes.filter((e) => !e.cut);
+  const measured = finished.length > 0 ? finished : episodes;
+  m.successRate = mean(measured.map((e) => (e.success ? 1 : 0)));
+  m.meanReward = mean(measured.map((e) => e.grpo.reward));
+
+  // 3. Update.
+  if (whole.length > 0) {
+    const update = await updatePolicy(trainer, config, whole.flat());
+    Object.assign(m, { loss: update.loss, kl: update.kl, clipFraction: update.clipFraction, entropy: update.entropy, updateMs: update.ms });
+  }
+  // 4. Store.
+  await storeEpisodes(run, phase, episodes, chosen);
+  // 5. Curriculum: V_tau per group; informative tasks seed new ones.
+  await growCurriculum(run, chosen.filter((_, g) => whole.includes(groups[g] as Episode[])), whole, m);
+  return m;
+}
+
+/** G episodes per chosen task, each at its first observation: a counted real reset, or the recorded (else simulated) first state. */
+async function startEpisodes(run: Run, phase: 'synthetic' | 'real', chosen: readonly Task[], m: IterationMetrics): Promise<Episode[]> {
+  const episodes: Episode[] = [];
+  for (const task of chosen) {
+    for (let g = 0; g < run.config.groupSize; g++) {
+      let env: RealEnvironment | null = null;
+      let observation: Observation;
+      if (phase === 'real') {
+        env = countedEnvironment(run.deps.spec.create(), run.counter);
+        observation = env.reset(task);
+      } else {
+        const recorded = run.firstObservation.get(task.id);
+        observation = recorded ?? (await (run.deps.experience as ExperienceModel).reset(agentView(task), []));
+        if (!recorded) m.simCalls++;
       }
+      episodes.push({ task, env, observation, history: [], steps: [], grpo: { steps: [], reward: 0 }, done: false, success: false, cut: false });
     }
-    // A real phase stops taking real steps once its budget is spent; the episodes it stops are cut
-    // (outcome unknown). Under a budget the groups run one after another, so that the budget
-    // finishes whole groups first: run side by side, every group's longest episode was cut at
-    // once, and an s2r real phase of about one iteration's steps had no whole group to learn from.
-    const realBudget = phase === 'real' ? (config.mode === 's2r' ? config.s2r.realBudget : config.budgets.realTransitions) : 0;
-    const batches: Episode[][] = [];
-    const batchSize = realBudget > 0 ? config.groupSize : episodes.length;
-    for (let b = 0; b < episodes.length; b += batchSize) batches.push(episodes.slice(b, b + batchSize));
-    for (const batch of batches) {
-      for (let t = 0; t < maxSteps; t++) {
-        checkAbort();
-        let running = batch.filter((e) => !e.done && e.observation.actions.length > 0);
-        if (realBudget > 0) {
-          const allowed = Math.max(0, realBudget - counter.steps);
-          for (const e of running.slice(allowed)) e.cut = true;
-          running = running.slice(0, allowed);
-        }
-        if (running.length === 0) break;
-        const choices = await agent.choose(
-          running.map((e) => ({ instruction: e.task.instruction, history: e.history, observation: e.observation })),
-          { greedy: false, rng: act },
-        );
-        for (let i = 0; i < running.length; i++) {
-          const e = running[i] as Episode;
-          const c = choices[i] as (typeof choices)[number];
-          e.grpo.steps.push({ ...c.decision, action: c.index, logProb: c.logProb });
-          let next: Observation;
-          let reward: number;
-          let done: boolean;
-          let valid: boolean;
-          let reasoning: string | undefined;
-          if (e.env) {
-            const r = e.env.step(c.action);
-            ({ observation: next, reward, done } = r);
-            valid = r.info.valid;
-            if (done) e.success = r.info.success === true;
-          } else {
-            const demos = deps.demos && config.demos > 0 ? await deps.demos(e.observation, c.action, config.demos) : [];
-            const r = await (deps.experience as ExperienceModel).step({ task: agentView(e.task), history: e.history.slice(), observation: e.observation, action: c.action, demos });
-            m.simCalls++;
-            syntheticSteps++;
-            m.syntheticSteps++;
-            ({ observation: next, reward, done, valid, reasoning } = r);
-            if (done) e.success = reward >= 0.999;
-          }
-          const step: Step = { observation: e.observation, action: c.action, reward, done, valid };
-          if (reasoning !== undefined) step.reasoning = reasoning;
-          e.steps.push(step);
-          e.history.push({ observation: e.observation, action: c.action });
-          e.grpo.reward += reward;
-          m.steps++;
-          e.observation = next;
-          if (done) e.done = true;
-        }
+  }
+  return episodes;
+}
+
+/**
+ * Plays the episodes to their end or the step limit, all advanced together. A real phase stops
+ * taking real steps once its budget is spent; the episodes it stops are cut (outcome unknown).
+ * Under a budget the groups run one after another, so that the budget finishes whole groups
+ * first: run side by side, every group's longest episode was cut at once, and an s2r real phase
+ * of about one iteration's steps had no whole group to learn from.
+ */
+async function rollOut(run: Run, phase: 'synthetic' | 'real', episodes: readonly Episode[], m: IterationMetrics): Promise<void> {
+  const { config } = run;
+  const act = streamOf(config.seed, run.iteration, 'act');
+  const realBudget = phase === 'real' ? realBudgetOf(config) : 0;
+  const batchSize = realBudget > 0 ? config.groupSize : episodes.length;
+  for (let b = 0; b < episodes.length; b += batchSize) {
+    const batch = episodes.slice(b, b + batchSize);
+    for (let t = 0; t < run.maxSteps; t++) {
+      checkAbort(run);
+      let running = batch.filter((e) => !e.done && e.observation.actions.length > 0);
+      if (realBudget > 0) {
+        const allowed = Math.max(0, realBudget - run.counter.steps);
+        for (const e of running.slice(allowed)) e.cut = true;
+        running = running.slice(0, allowed);
       }
-    }
-    m.rolloutMs = performance.now() - tr;
-    m.syntheticStepsPerSec = m.syntheticSteps > 0 ? m.syntheticSteps / (m.rolloutMs / 1000) : 0;
-    // A group with an episode the budget cut is left out of the update and the curriculum: scoring
-    // an unfinished episode 0 would push the policy away from whatever it was doing. The iteration's
-    // success and reward are over finished episodes (all of them if the budget cut every one).
-    const groups: Episode[][] = [];
-    for (let g = 0; g < episodes.length; g += config.groupSize) groups.push(episodes.slice(g, g + config.groupSize));
-    const whole = groups.filter((group) => group.every((e) => !e.cut));
-    const finished = episodes.filter((e) => !e.cut);
-    const measured = finished.length > 0 ? finished : episodes;
-    m.successRate = mean(measured.map((e) => (e.success ? 1 : 0)));
-    m.meanReward = mean(measured.map((e) => e.grpo.reward));
-
-    // 3. Update.
-    if (whole.length > 0) {
-      const update = await updatePolicy(trainer, config, whole.flat());
-      Object.assign(m, { loss: update.loss, kl: update.kl, clipFraction: update.clipFraction, entropy: update.entropy, updateMs: update.ms });
-    }
-
-    // 4. Store.
-    if (deps.storeRollouts) {
-      const source = phase === 'real' ? 'real' : 'synthetic';
-      await deps.storeRollouts(
-        // Episode i of the iteration: unique even when a task is chosen twice. An episode whose first
-        // state offered no action has no step to store.
-        episodes.filter((e) => e.steps.length > 0).map((e) => ({
-          id: `${e.task.id}:it${iteration}:e${episodes.indexOf(e)}:${source}`,
-          taskId: e.task.id,
-          env: e.task.env,
-          source,
-          steps: e.steps,
-          reward: e.grpo.reward,
-          success: e.success,
-        })),
-        chosen,
+      if (running.length === 0) break;
+      const choices = await run.agent.choose(
+        running.map((e) => ({ instruction: e.task.instruction, history: e.history, observation: e.observation })),
+        { greedy: false, rng: act },
       );
+      for (let i = 0; i < running.length; i++) await stepEpisode(run, running[i] as Episode, choices[i] as AgentChoice, m);
     }
+  }
+}
 
-    // 5. Curriculum: V_tau per group; informative tasks seed new ones.
-    const scored = groupVariances(
-      chosen.filter((_, g) => whole.includes(groups[g] as Episode[])),
-      whole.flat().map((e) => e.grpo.reward),
-      config.groupSize,
-    );
-    for (const { task, vTau } of scored) if (task.origin === 'generated') lastSeen.set(task.id, { iteration, vTau });
-    m.vTauMean = mean(scored.map((x) => x.vTau));
-    m.vTauPositiveShare = mean(scored.map((x) => (x.vTau > 0 ? 1 : 0)));
-    m.vTauMax = Math.max(0, ...scored.map((x) => x.vTau));
-    const seedsForGenerator = informativeTasks(scored);
-    if (config.curriculum.enabled && deps.generator && config.curriculum.perIteration > 0 && seedsForGenerator.length > 0) {
-      const fresh = await deps.generator.generate(seedsForGenerator, config.curriculum.perIteration);
-      for (const task of addTasks(pool, fresh)) lastSeen.set(task.id, { iteration, vTau: Number.NaN });
-      capGenerated(pool, lastSeen, config.curriculum.maxGenerated);
-    }
-    return m;
+/** Takes the chosen action in the episode's environment (real, or the experience model) and records the step. */
+async function stepEpisode(run: Run, e: Episode, c: AgentChoice, m: IterationMetrics): Promise<void> {
+  const { config, deps } = run;
+  e.grpo.steps.push({ ...c.decision, action: c.index, logProb: c.logProb });
+  let next: Observation;
+  let reward: number;
+  let done: boolean;
+  let valid: boolean;
+  let reasoning: string | undefined;
+  if (e.env) {
+    const r = e.env.step(c.action);
+    ({ observation: next, reward, done } = r);
+    valid = r.info.valid;
+    if (done) e.success = r.info.success === true;
+  } else {
+    const demos = deps.demos && config.demos > 0 ? await deps.demos(e.observation, c.action, config.demos) : [];
+    const r = await (deps.experience as ExperienceModel).step({ task: agentView(e.task), history: e.history.slice(), observation: e.observation, action: c.action, demos });
+    m.simCalls++;
+    run.syntheticSteps++;
+    m.syntheticSteps++;
+    ({ observation: next, reward, done, valid, reasoning } = r);
+    if (done) e.success = reward >= 0.999;
+  }
+  const step: Step = { observation: e.observation, action: c.action, reward, done, valid };
+  if (reasoning !== undefined) step.reasoning = reasoning;
+  e.steps.push(step);
+  e.history.push({ observation: e.observation, action: c.action });
+  e.grpo.reward += reward;
+  m.steps++;
+  e.observation = next;
+  if (done) e.done = true;
+}
+
+/** Adds the iteration's rollouts to the run's buffer. */
+async function storeEpisodes(run: Run, phase: 'synthetic' | 'real', episodes: readonly Episode[], chosen: readonly Task[]): Promise<void> {
+  if (!run.deps.storeRollouts) return;
+  const source = phase === 'real' ? 'real' : 'synthetic';
+  await run.deps.storeRollouts(
+    // Episode i of the iteration: unique even when a task is chosen twice. An episode whose first
+    // state offered no action has no step to store.
+    episodes.filter((e) => e.steps.length > 0).map((e) => ({
+      id: `${e.task.id}:it${run.iteration}:e${episodes.indexOf(e)}:${source}`,
+      taskId: e.task.id,
+      env: e.task.env,
+      source,
+      steps: e.steps,
+      reward: e.grpo.reward,
+      success: e.success,
+    })),
+    chosen,
+  );
+}
+
+/** Scores the whole groups' tasks by reward variance and has the generator vary the informative ones. */
+async function growCurriculum(run: Run, tasks: readonly Task[], whole: readonly Episode[][], m: IterationMetrics): Promise<void> {
+  const { config, deps, pool, lastSeen } = run;
+  const scored = groupVariances(tasks, whole.flat().map((e) => e.grpo.reward), config.groupSize);
+  for (const { task, vTau } of scored) if (task.origin === 'generated') lastSeen.set(task.id, { iteration: run.iteration, vTau });
+  m.vTauMean = mean(scored.map((x) => x.vTau));
+  m.vTauPositiveShare = mean(scored.map((x) => (x.vTau > 0 ? 1 : 0)));
+  m.vTauMax = Math.max(0, ...scored.map((x) => x.vTau));
+  const seedsForGenerator = informativeTasks(scored);
+  if (config.curriculum.enabled && deps.generator && config.curriculum.perIteration > 0 && seedsForGenerator.length > 0) {
+    const fresh = await deps.generator.generate(seedsForGenerator, config.curriculum.perIteration);
+    for (const task of addTasks(pool, fresh)) lastSeen.set(task.id, { iteration: run.iteration, vTau: Number.NaN });
+    capGenerated(pool, lastSeen, config.curriculum.maxGenerated);
   }
 }
 

@@ -39,7 +39,7 @@ export class SeedDataError extends Error {
 export interface SeedDataPlan {
   /** The data's one domain. */
   domain: string;
-  /** What grounds the experience model (and, its successes, behaviour cloning). */
+  /** What grounds the experience model and behaviour cloning (its recorded episodes, weighed by `sft.cloning`). */
   grounding: OfflineData;
   /** Held-out tasks, evaluated in the synthetic environment. */
   heldOut: Task[];
@@ -111,7 +111,8 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
   const grounding = rest.filter((t) => !selected.has(t.id));
   const selectionTasks = rest.filter((t) => selected.has(t.id));
   const groundingTrajectories = grounding.flatMap((t) => byTask.get(t.id) ?? []);
-  const successes = groundingTrajectories.filter((t) => t.success && t.source !== 'synthetic');
+  const recordedGrounding = groundingTrajectories.filter((t) => t.source !== 'synthetic');
+  const successes = recordedGrounding.filter((t) => t.success);
   if (successes.length === 0) {
     throw new SeedDataError(`none of the ${groundingTrajectories.length} trajectories that ground the experience model succeeds: it could never show the policy a success; add successful trajectories (at least one; more is better)`);
   }
@@ -126,7 +127,8 @@ export function planSeedData(tasks: readonly Task[], trajectories: readonly Traj
     grounding: {
       tasks: grounding,
       trajectories: groundingTrajectories,
-      expertIds: new Set(successes.map((t) => t.id)),
+      // Every recorded episode is a cloning candidate, as in a recorded-log run: `sft.cloning` weighs them (reward-weighted cloning learns from partly right failures too).
+      expertIds: new Set(recordedGrounding.map((t) => t.id)),
       extraTasks: [],
       ...(selectionTasks.length > 0 ? { selection: { tasks: selectionTasks, trajectories: selectionTasks.flatMap((t) => byTask.get(t.id) ?? []) } } : {}),
     },

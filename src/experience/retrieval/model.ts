@@ -300,6 +300,156 @@ function editTransfers(state: Observation, next: Observation): boolean {
   return union > 0 && inter / union >= 0.5;
 }
 
+/** The configuration with defaults filled in, its ranges checked. */
+function checkedConfig(config: Partial<RetrievalModelConfig>): RetrievalModelConfig {
+  const cfg = { ...DEFAULT_RETRIEVAL_MODEL_CONFIG, ...config };
+  if (!(Number.isInteger(cfg.k) && cfg.k > 0)) throw new RangeError(`k must be a positive integer, got ${cfg.k}`);
+  for (const key of ['terminalRate', 'successThreshold', 'returnRate'] as const) {
+    if (!(cfg[key] >= 0 && cfg[key] <= 1)) throw new RangeError(`${key} must be in [0, 1], got ${cfg[key]}`);
+  }
+  if (!(Number.isInteger(cfg.calibrationFolds) && cfg.calibrationFolds >= 2)) throw new RangeError(`calibrationFolds must be an integer >= 2, got ${cfg.calibrationFolds}`);
+  if (cfg.neighbourOrder !== 'nearest' && cfg.neighbourOrder !== 'farthest') {
+    throw new RangeError(`neighbourOrder must be 'nearest' or 'farthest', got ${JSON.stringify(cfg.neighbourOrder)}`);
+  }
+  return cfg;
+}
+
+const pushTo = <K, V>(map: Map<K, V[]>, key: K, value: V): void => {
+  (map.get(key) ?? map.set(key, []).get(key))?.push(value);
+};
+
+/** The transitions by exact (state, action), by (task, action), by action and by verb, and each action kind's statistics. */
+function indexTransitions(usable: readonly RealTransition[]) {
+  const exact = new Map<string, number>();
+  const byVerb = new Map<string, number[]>();
+  const kinds = new Map<string, KindStats>();
+  const byTaskAction = new Map<string, number[]>();
+  const byAction = new Map<string, number[]>();
+  usable.forEach((t, i) => {
+    const key = exactKey(t.state.text, t.action);
+    if (t.next && !exact.has(key)) exact.set(key, i);
+    if (t.next) {
+      pushTo(byTaskAction, taskActionKey(t.task.id, t.action), i);
+      pushTo(byAction, t.action, i);
+      pushTo(byVerb, actionVerb(t.action), i);
+    }
+    const step = t.history.length;
+    for (const k of kindKeys(t.action, t.task.instruction)) {
+      const s = kinds.get(k) ?? { count: 0, ends: 0, successes: 0, enders: new Map<string, number>(), returns: new Map<string, number>(), evidenceFloor: null, evidenceCeiling: null, unofferedCeiling: 0 };
+      s.count++;
+      if (t.done && !t.next) s.ends++;
+      if (t.success) s.successes++;
+      if ((t.done && !t.next) || t.success) s.enders.set(t.action, (s.enders.get(t.action) ?? 0) + 1);
+      if (t.returnsTo !== undefined) {
+        const patterns = [`rel:${step - t.returnsTo}`, `abs:${t.returnsTo}`];
+        if (t.returnsToPreviousPage) patterns.push('page:1');
+        for (const pattern of patterns) s.returns.set(pattern, (s.returns.get(pattern) ?? 0) + 1);
+      }
+      kinds.set(k, s);
+    }
+  });
+  return { exact, byVerb, kinds, byTaskAction, byAction };
+}
+
+/** Values option lists offer, those an instruction naming them reliably asks for, and instruction words successes always show. */
+function learnListValues(usable: readonly RealTransition[]): { known: Set<string>; reliable: Set<string>; alwaysShown: Set<string> } {
+  // Values that option lists offered anywhere in the data: an instruction naming one asks for a choice.
+  const known = new Set<string>();
+  for (const t of usable) for (const e of choiceLists(withoutInstruction(t.state.text, t.task.instruction), t.state.actions).keys()) known.add(tokenize(e).join(' '));
+  // Only values that every real success whose instruction named them offered, at least twice:
+  // "large" is a size in some lists but in "large capacity" it asks for no choice.
+  const namedAt = new Map<string, { named: number; offered: number }>();
+  for (const t of usable) {
+    if (!t.success) continue;
+    const here = new Set(t.state.actions.flatMap((a) => actionTemplate(a).entities).map((e) => tokenize(e).join(' ')));
+    for (const v of namedChoices(t.task.instruction, known)) {
+      const c = namedAt.get(v) ?? { named: 0, offered: 0 };
+      c.named++;
+      if (here.has(v)) c.offered++;
+      namedAt.set(v, c);
+    }
+  }
+  // Instruction words that every real success showed somewhere (on screen, in its action or in
+  // the actions so far), in at least 10 successes (fewer said too little: 3 rejected 11% of real
+  // shop successes that showed an attribute word less often): "hot" in "put a hot plate in cabinet" is
+  // always on screen when it succeeds ("Holding: plate 1 (hot)"); "two" or "under" never are.
+  const wordSeen = new Map<string, { named: number; shown: number }>();
+  for (const t of usable) {
+    if (!t.success) continue;
+    for (const w of uncoveredWords(t.task.instruction, [withoutInstruction(t.state.text, t.task.instruction), t.action, ...t.history], true)) {
+      const c = wordSeen.get(w.word) ?? { named: 0, shown: 0 };
+      c.named++;
+      if (w.shown) c.shown++;
+      wordSeen.set(w.word, c);
+    }
+  }
+  const alwaysShown = new Set([...wordSeen].filter(([, c]) => c.named >= 10 && c.shown === c.named).map(([w]) => w));
+  return { known, reliable: new Set([...namedAt].filter(([, c]) => c.named >= 2 && c.offered === c.named).map(([v]) => v)), alwaysShown };
+}
+
+/** Sets each kind's evidence range and unoffered-choices ceiling from its successful steps. */
+function addSuccessEvidence(usable: readonly RealTransition[], kinds: Map<string, KindStats>, listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string> }): void {
+  const successEvidence = new Map<string, Float32Array[]>();
+  const successUnoffered = new Map<string, number[]>();
+  for (const t of usable) {
+    if (!t.success) continue;
+    const f = evidenceFeatures(t.task.instruction, t.state.text, t.action, t.history, t.pageActions, t.state.actions, t.rank);
+    const unoffered = unofferedChoices(t.task.instruction, withoutInstruction(t.state.text, t.task.instruction), t.state.actions, listValues.known, listValues.reliable);
+    for (const k of kindKeys(t.action, t.task.instruction)) {
+      pushTo(successEvidence, k, f);
+      pushTo(successUnoffered, k, unoffered);
+    }
+  }
+  for (const [k, list] of successEvidence) {
+    const s = kinds.get(k);
+    if (!s) continue;
+    const unoffered = (successUnoffered.get(k) ?? [0]).sort((a, b) => a - b);
+    s.unofferedCeiling = unoffered[Math.ceil(0.99 * (unoffered.length - 1))] ?? 0;
+    s.evidenceFloor = new Float32Array(EVIDENCE_DIM);
+    s.evidenceCeiling = new Float32Array(EVIDENCE_DIM);
+    for (let j = 0; j < EVIDENCE_DIM; j++) {
+      const sorted = list.map((f) => f[j] as number).sort((a, b) => a - b);
+      s.evidenceFloor[j] = sorted[Math.floor(0.01 * (sorted.length - 1))] as number;
+      s.evidenceCeiling[j] = sorted[Math.ceil(0.99 * (sorted.length - 1))] as number;
+    }
+  }
+}
+
+/** A retrieval index per verb over its continuing transitions' vectors. */
+function verbIndexes(byVerb: ReadonlyMap<string, number[]>, vectors: readonly Float32Array[], dim: number): Map<string, VerbIndex> {
+  const verbs = new Map<string, VerbIndex>();
+  for (const [verb, positions] of byVerb) {
+    const index = new RetrievalIndex(dim, { initialRows: positions.length });
+    positions.forEach((pos, seq) => index.add({ seq, source: 'real', taskId: '', vector: vectors[pos] as Float32Array }));
+    verbs.set(verb, { index, rows: positions });
+  }
+  return verbs;
+}
+
+/** Initial states: the first step of each episode, keyed by the task instruction. */
+async function initialStates(usable: readonly RealTransition[], embedder: Embedder): Promise<{ index: RetrievalIndex; states: RealTransition[]; templates: ReadonlySet<string> }> {
+  const states = usable.filter((t) => t.history.length === 0);
+  const instrVectors = await embedder.embed(states.map((t) => t.task.instruction));
+  const index = new RetrievalIndex(embedder.dim, { initialRows: Math.max(1, states.length) });
+  states.forEach((_, seq) => index.add({ seq, source: 'real', taskId: '', vector: instrVectors[seq] as Float32Array }));
+  return { index, states, templates: new Set(states.flatMap((t) => t.state.actions.map((a) => actionTemplate(a).template))) };
+}
+
+/** The world's rules the data shows: arrivals, where named things lie, emptied lists, arrival texts, put-down pick-ups. */
+function learnWorldRules(usable: readonly RealTransition[], cfg: RetrievalModelConfig) {
+  const arrival = learnArrivalRules(
+    usable.map((t) => t.state.actions),
+    usable.flatMap((t) => (t.next && !t.done ? [{ before: t.state.actions, action: t.action, after: t.next.actions }] : [])),
+  );
+  const named = cfg.namedThings
+    ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
+    : null;
+  const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
+  const arrivalTexts = arrival ? learnArrivalTexts(arrival.move, usable.flatMap((t) => (t.next && !t.done ? [{ instruction: t.task.instruction, action: t.action, next: t.next }] : []))) : null;
+  const putDownPickUps = arrival ? learnPutDownPickUps(arrival, usable.map((t) => t.state.actions), usable.flatMap((t) => (t.next && !t.done ? [{ action: t.action, before: t.history, after: t.next }] : []))) : undefined;
+  return { arrival, named, emptyListWord, arrivalTexts, putDownPickUps };
+}
+
 /** The DreamGym experience-model interface over nearest real transitions. */
 export class RetrievalExperienceModel implements ExperienceModel {
   readonly kind = 'retrieval';
@@ -364,158 +514,47 @@ export class RetrievalExperienceModel implements ExperienceModel {
     embedder: Embedder,
     config: Partial<RetrievalModelConfig> = {},
   ): Promise<RetrievalExperienceModel> {
-    const cfg = { ...DEFAULT_RETRIEVAL_MODEL_CONFIG, ...config };
-    if (!(Number.isInteger(cfg.k) && cfg.k > 0)) throw new RangeError(`k must be a positive integer, got ${cfg.k}`);
-    for (const key of ['terminalRate', 'successThreshold', 'returnRate'] as const) {
-      if (!(cfg[key] >= 0 && cfg[key] <= 1)) throw new RangeError(`${key} must be in [0, 1], got ${cfg[key]}`);
-    }
-    if (!(Number.isInteger(cfg.calibrationFolds) && cfg.calibrationFolds >= 2)) throw new RangeError(`calibrationFolds must be an integer >= 2, got ${cfg.calibrationFolds}`);
-    if (cfg.neighbourOrder !== 'nearest' && cfg.neighbourOrder !== 'farthest') {
-      throw new RangeError(`neighbourOrder must be 'nearest' or 'farthest', got ${JSON.stringify(cfg.neighbourOrder)}`);
-    }
+    const cfg = checkedConfig(config);
     // Whatever the caller passed, keep only the agent-visible part of each task.
     const usable = transitions.filter((t) => t.valid).map((t) => ({ ...t, task: agentView(t.task) }));
     if (usable.length === 0) throw new RetrievalDataError('the retrieval experience model needs at least one valid real transition');
 
-    const exact = new Map<string, number>();
-    const byVerb = new Map<string, number[]>();
-    const kinds = new Map<string, KindStats>();
-    const byTaskAction = new Map<string, number[]>();
-    const byAction = new Map<string, number[]>();
-    usable.forEach((t, i) => {
-      const key = exactKey(t.state.text, t.action);
-      if (t.next && !exact.has(key)) exact.set(key, i);
-      if (t.next) {
-        const ta = taskActionKey(t.task.id, t.action);
-        (byTaskAction.get(ta) ?? byTaskAction.set(ta, []).get(ta))?.push(i);
-        (byAction.get(t.action) ?? byAction.set(t.action, []).get(t.action))?.push(i);
-        const verb = actionVerb(t.action);
-        (byVerb.get(verb) ?? byVerb.set(verb, []).get(verb))?.push(i);
-      }
-      const step = t.history.length;
-      for (const k of kindKeys(t.action, t.task.instruction)) {
-        const s = kinds.get(k) ?? { count: 0, ends: 0, successes: 0, enders: new Map<string, number>(), returns: new Map<string, number>(), evidenceFloor: null, evidenceCeiling: null, unofferedCeiling: 0 };
-        s.count++;
-        if (t.done && !t.next) s.ends++;
-        if (t.success) s.successes++;
-        if ((t.done && !t.next) || t.success) s.enders.set(t.action, (s.enders.get(t.action) ?? 0) + 1);
-        if (t.returnsTo !== undefined) {
-          const patterns = [`rel:${step - t.returnsTo}`, `abs:${t.returnsTo}`];
-          if (t.returnsToPreviousPage) patterns.push('page:1');
-          for (const pattern of patterns) s.returns.set(pattern, (s.returns.get(pattern) ?? 0) + 1);
-        }
-        kinds.set(k, s);
-      }
-    });
-
-    // Values that option lists offered anywhere in the data: an instruction naming one asks for a choice.
-    const known = new Set<string>();
-    for (const t of usable) for (const e of choiceLists(withoutInstruction(t.state.text, t.task.instruction), t.state.actions).keys()) known.add(tokenize(e).join(' '));
-    // Only values that every real success whose instruction named them offered, at least twice:
-    // "large" is a size in some lists but in "large capacity" it asks for no choice.
-    const namedAt = new Map<string, { named: number; offered: number }>();
-    for (const t of usable) {
-      if (!t.success) continue;
-      const here = new Set(t.state.actions.flatMap((a) => actionTemplate(a).entities).map((e) => tokenize(e).join(' ')));
-      for (const v of namedChoices(t.task.instruction, known)) {
-        const c = namedAt.get(v) ?? { named: 0, offered: 0 };
-        c.named++;
-        if (here.has(v)) c.offered++;
-        namedAt.set(v, c);
-      }
-    }
-    // Instruction words that every real success showed somewhere (on screen, in its action or in
-    // the actions so far), in at least 10 successes (fewer said too little: 3 rejected 11% of real
-    // shop successes that showed an attribute word less often): "hot" in "put a hot plate in cabinet" is
-    // always on screen when it succeeds ("Holding: plate 1 (hot)"); "two" or "under" never are.
-    const wordSeen = new Map<string, { named: number; shown: number }>();
-    for (const t of usable) {
-      if (!t.success) continue;
-      for (const w of uncoveredWords(t.task.instruction, [withoutInstruction(t.state.text, t.task.instruction), t.action, ...t.history], true)) {
-        const c = wordSeen.get(w.word) ?? { named: 0, shown: 0 };
-        c.named++;
-        if (w.shown) c.shown++;
-        wordSeen.set(w.word, c);
-      }
-    }
-    const alwaysShown = new Set([...wordSeen].filter(([, c]) => c.named >= 10 && c.shown === c.named).map(([w]) => w));
-    const listValues = { known, reliable: new Set([...namedAt].filter(([, c]) => c.named >= 2 && c.offered === c.named).map(([v]) => v)), alwaysShown };
-    // Evidence ranges of successful steps, per kind.
-    const successEvidence = new Map<string, Float32Array[]>();
-    const successUnoffered = new Map<string, number[]>();
-    for (const t of usable) {
-      if (!t.success) continue;
-      const f = evidenceFeatures(t.task.instruction, t.state.text, t.action, t.history, t.pageActions, t.state.actions, t.rank);
-      const unoffered = unofferedChoices(t.task.instruction, withoutInstruction(t.state.text, t.task.instruction), t.state.actions, listValues.known, listValues.reliable);
-      for (const k of kindKeys(t.action, t.task.instruction)) {
-        (successEvidence.get(k) ?? successEvidence.set(k, []).get(k))?.push(f);
-        (successUnoffered.get(k) ?? successUnoffered.set(k, []).get(k))?.push(unoffered);
-      }
-    }
-    for (const [k, list] of successEvidence) {
-      const s = kinds.get(k);
-      if (!s) continue;
-      const unoffered = (successUnoffered.get(k) ?? [0]).sort((a, b) => a - b);
-      s.unofferedCeiling = unoffered[Math.ceil(0.99 * (unoffered.length - 1))] ?? 0;
-      s.evidenceFloor = new Float32Array(EVIDENCE_DIM);
-      s.evidenceCeiling = new Float32Array(EVIDENCE_DIM);
-      for (let j = 0; j < EVIDENCE_DIM; j++) {
-        const sorted = list.map((f) => f[j] as number).sort((a, b) => a - b);
-        s.evidenceFloor[j] = sorted[Math.floor(0.01 * (sorted.length - 1))] as number;
-        s.evidenceCeiling[j] = sorted[Math.ceil(0.99 * (sorted.length - 1))] as number;
-      }
-    }
-
+    const { exact, byVerb, kinds, byTaskAction, byAction } = indexTransitions(usable);
+    const listValues = learnListValues(usable);
+    addSuccessEvidence(usable, kinds, listValues);
     const vectors = await embedder.embed(usable.map((t) => retrievalText(t.state.text, t.action, t.task.instruction)));
-    const verbs = new Map<string, VerbIndex>();
-    for (const [verb, positions] of byVerb) {
-      const index = new RetrievalIndex(embedder.dim, { initialRows: positions.length });
-      positions.forEach((pos, seq) => index.add({ seq, source: 'real', taskId: '', vector: vectors[pos] as Float32Array }));
-      verbs.set(verb, { index, rows: positions });
-    }
-
+    const verbs = verbIndexes(byVerb, vectors, embedder.dim);
     const templates = usable.map((t) => templateSet(t.state.actions));
-
-    // Initial states: the first step of each episode, keyed by the task instruction.
-    const firstStates = usable.filter((t) => t.history.length === 0);
-    const instrVectors = await embedder.embed(firstStates.map((t) => t.task.instruction));
-    const initialIndex = new RetrievalIndex(embedder.dim, { initialRows: Math.max(1, firstStates.length) });
-    firstStates.forEach((_, seq) => initialIndex.add({ seq, source: 'real', taskId: '', vector: instrVectors[seq] as Float32Array }));
-    const initial = { index: initialIndex, states: firstStates, templates: new Set(firstStates.flatMap((t) => t.state.actions.map((a) => actionTemplate(a).template))) };
-
+    const initial = await initialStates(usable, embedder);
     const binaryRewards = usable.every((t) => t.reward === 0 || t.reward === 1);
-    const arrival = learnArrivalRules(
-      usable.map((t) => t.state.actions),
-      usable.flatMap((t) => (t.next && !t.done ? [{ before: t.state.actions, action: t.action, after: t.next.actions }] : [])),
-    );
-    const named = cfg.namedThings
-      ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
-      : null;
-    const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
-    const arrivalTexts = arrival ? learnArrivalTexts(arrival.move, usable.flatMap((t) => (t.next && !t.done ? [{ instruction: t.task.instruction, action: t.action, next: t.next }] : []))) : null;
-    const putDownPickUps = arrival ? learnPutDownPickUps(arrival, usable.map((t) => t.state.actions), usable.flatMap((t) => (t.next && !t.done ? [{ action: t.action, before: t.history, after: t.next }] : []))) : undefined;
-    let model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, null, named, emptyListWord, arrivalTexts, putDownPickUps);
+    const { arrival, named, emptyListWord, arrivalTexts, putDownPickUps } = learnWorldRules(usable, cfg);
+    const build = (rewardModel: RewardModel | null): RetrievalExperienceModel =>
+      new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, rewardModel, named, emptyListWord, arrivalTexts, putDownPickUps);
+    let model = build(null);
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
       .filter((t) => model.mayEnd(t.action, t.task.instruction))
       .map((t) => ({ instruction: t.task.instruction, state: t.state.text, action: t.action, history: t.history, pageActions: t.pageActions, offered: t.state.actions, rank: t.rank, reward: Math.min(1, Math.max(0, t.reward)), success: t.success }));
-    if (cfg.useRewardModel && rewardExamples.length > 0) {
-      const rewardModel = await RewardModel.train(rewardExamples, cfg.rewardModel);
-      model = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, rewardModel, named, emptyListWord, arrivalTexts, putDownPickUps);
-    }
-    usable.forEach((t, i) => {
-      const key = recordedKey(t.task.id, withoutInstruction(t.state.text, t.task.instruction), t.action);
-      if (!model.recorded.has(key)) model.recorded.set(key, i);
-    });
-    // Recorded successes by kind of action, embedded with the instruction's words abstracted: the evidence a synthetic success must be near.
-    const successes = usable.filter((t) => t.success);
-    const successVectors = await embedder.embed(successes.map((t) => successText(t.task.instruction, t.state.text, t.action)));
-    successes.forEach((t, i) => {
-      const key = actionSignature(t.action, instructionWords(t.task.instruction));
-      (model.successIndex.get(key) ?? model.successIndex.set(key, []).get(key))?.push(successVectors[i] as Float32Array);
-    });
+    if (cfg.useRewardModel && rewardExamples.length > 0) model = build(await RewardModel.train(rewardExamples, cfg.rewardModel));
+    model.indexRecorded();
+    await model.indexSuccesses();
     if (cfg.grounding) await model.calibrate(transitions, embedder, cfg);
     return model;
+  }
+
+  /** Each task's recorded steps, by task id, screen and action (the first occurrence). */
+  private indexRecorded(): void {
+    this.transitions.forEach((t, i) => {
+      const key = recordedKey(t.task.id, withoutInstruction(t.state.text, t.task.instruction), t.action);
+      if (!this.recorded.has(key)) this.recorded.set(key, i);
+    });
+  }
+
+  /** Recorded successes by kind of action, embedded with the instruction's words abstracted: the evidence a synthetic success must be near. */
+  private async indexSuccesses(): Promise<void> {
+    const successes = this.transitions.filter((t) => t.success);
+    const successVectors = await this.embedder.embed(successes.map((t) => successText(t.task.instruction, t.state.text, t.action)));
+    successes.forEach((t, i) => pushTo(this.successIndex, actionSignature(t.action, instructionWords(t.task.instruction)), successVectors[i] as Float32Array));
   }
 
   /**

@@ -28,10 +28,11 @@ export class SeedFileError extends Error {
 
 /**
  * The offline data of seed `tasks` and `trajectories` (recorded before this run, so stored as
- * `offline`): the successful trajectories are the behaviour-cloning (expert) set.
+ * `offline`): every trajectory is a behaviour-cloning candidate, weighed by `sft.cloning` (only
+ * the successes under `successes`; every episode by its reward under `reward-weighted`).
  */
 function offlineFromRecords(tasks: readonly Task[], trajectories: readonly Trajectory[]): OfflineData {
-  return { tasks: tasks.slice(), trajectories: trajectories.map((t) => (t.source === 'offline' ? t : { ...t, source: 'offline' })), expertIds: new Set(trajectories.filter((t) => t.success).map((t) => t.id)), extraTasks: [] };
+  return { tasks: tasks.slice(), trajectories: trajectories.map((t) => (t.source === 'offline' ? t : { ...t, source: 'offline' })), expertIds: new Set(trajectories.map((t) => t.id)), extraTasks: [] };
 }
 
 /**
