@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { keptValidation, runSuite, selectionCorrelation, selectionLines, SUITE_ARMS, SUITE_DOMAINS, type SelectionCorrelation, type SuiteResult } from '../src/cli/suite.ts';
+import { keptValidation, runSuite, selectionCorrelation, selectionLines, SUITE_ARMS, SUITE_DOMAINS, SUITE_TRAIN_EVAL, suiteBudgetText, suiteSizes, type SelectionCorrelation, type SuiteResult } from '../src/cli/suite.ts';
 import type { ArmResult, ArmSeedResult, ExperimentResult } from '../src/train/experiment.ts';
 import { cli } from './fixtures/cli.ts';
 
@@ -31,12 +31,12 @@ beforeAll(async () => {
 describe('experiment --suite (tiny settings)', () => {
   it('runs every arm on two module domains in worker threads and writes one table with success, dreamgym / real, fidelity, the simulator\'s claim and cost', async () => {
     const out = join(dir, 'suite');
-    const res = await cli('experiment', '--suite', '--domains', 'library,counter', '--env-module', LIBRARY, '--env-module', counter, '--jobs', '2', ...TINY, '--out', out);
+    const res = await cli('experiment', '--suite', '--domains', 'library,counter', '--env-module', LIBRARY, '--env-module', counter, '--jobs', '2', ...TINY, '--probe-validation', '--out', out);
     expect(res.code, res.err).toBe(0);
     expect(res.out).toMatch(/^suite: library, counter; 1 seeds, preset quick, wall \d+\.\d s; wrote suite\.md, suite\.json to /);
     const table = await readFile(join(out, 'suite.md'), 'utf8');
     expect(table).toContain('| domain | zero-shot | sft | real | dreamgym | dreamgym (warm sft) | s2r (10% of real\'s real transitions) | dreamgym / real [95% CI] | next-state match (best trivial) | reward accuracy | random in sim / real: grounded; held-out | core-min |');
-    expect(table).toMatch(/Command: `npx dreamgym experiment --suite --domains library,counter --env-module src\/envs\/example\/library\.ts --env-module \S+counter\.mjs --seeds 1 --preset quick --iterations 2 /);
+    expect(table).toMatch(/Command: `npx dreamgym experiment --suite --domains library,counter --env-module src\/envs\/example\/library\.ts --env-module \S+counter\.mjs --seeds 1 --preset quick --iterations 2 .* --probe-validation`/);
     for (const name of ['library', 'counter']) {
       expect(table).toMatch(new RegExp(`^\\| ${name} \\| (\\d+\\.\\d \\[\\d+\\.\\d, \\d+\\.\\d\\] \\| ){6}`, 'm'));
       expect(table).toMatch(new RegExp(`^\\| ${name} \\| \\d+\\.\\d / \\d+\\.\\d \\| \\d+\\.\\d / \\d+\\.\\d \\| \\d+\\.\\d / \\d+\\.\\d \\|$`, 'm'));
@@ -78,6 +78,37 @@ describe('experiment --suite (tiny settings)', () => {
     const domains = await cli('experiment', '--env', 'shop', '--domains', 'shop', '--out', out);
     expect(domains.err).toMatch(/--domains applies to --suite: add --suite/);
   });
+
+  it("without --probe-validation: no policy is evaluated at its validation points and no held-out demonstration is recorded; the suite's sizes hold under the size options", async () => {
+    const r = await runSuite({
+      domains: ['counter'],
+      extraModules: [counter],
+      seeds: 1,
+      preset: 'quick',
+      jobs: 1,
+      sizes: { iterations: 2, groupSize: 4, offline: { expertEpisodes: 30, noisyEpisodes: 10 }, evalEpisodes: 10, validation: { every: 1 } },
+      fidelity: { trainEpisodes: 40, testEpisodes: 10, falseSuccessEpisodes: 10 },
+      command: 'x',
+    });
+    const arms = r.domains[0]?.experiment.arms ?? [];
+    const synthetic = arms.filter((a) => a.config?.mode === 'dreamgym' || a.config?.mode === 's2r');
+    expect(synthetic.length).toBe(3);
+    for (const a of synthetic) {
+      for (const s of a.seeds) {
+        expect(s.probes).toBeUndefined();
+        expect(s.validation?.checks?.length).toBeGreaterThan(0);
+        // Nothing scored the policy on recorded successes: none were recorded.
+        expect(s.validation?.checks?.every((c) => c.replayed === undefined && c.prefix === undefined)).toBe(true);
+        expect(s.validation?.recorded).toBeUndefined();
+      }
+    }
+    // The suite's validation tasks stay under --validation-every (a merge field by field), and its other sizes apply.
+    const dreamgym = arms.find((a) => a.name === 'dreamgym');
+    expect(dreamgym?.config).toMatchObject({ iterations: 2, tasksPerIteration: 4, sft: { epochs: 10 }, validation: { tasks: 25, every: 1 } });
+    expect(arms.find((a) => a.name === 'sft')?.seeds[0]?.train.episodes).toBe(SUITE_TRAIN_EVAL);
+    expect(suiteSizes({ validation: { criterion: 'recorded' }, iterations: 3 })).toMatchObject({ iterations: 3, tasksPerIteration: 4, validation: { tasks: 25, criterion: 'recorded' } });
+    expect(suiteBudgetText()).toBe(`iterations 15, tasksPerIteration 4, sft.epochs 10, validation.tasks 25, train-eval episodes ${SUITE_TRAIN_EVAL}`);
+  }, 120_000);
 
   it('the suite names the two built-in domains and the five module domains', () => {
     expect(SUITE_DOMAINS.map((d) => d.name)).toEqual(['shop', 'household', 'files', 'tickets', 'calendar', 'travel', 'dungeon']);

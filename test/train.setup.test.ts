@@ -233,3 +233,34 @@ describe('recorded seed data (a log of mixed quality)', () => {
     expect(() => offlineSeedData(bare, parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 5 } }))).toThrow(/recorded episodes \(5\).*shop has none/);
   });
 });
+
+describe('held-out demonstrations for model selection', () => {
+  const withValidation = { ...TINY, validation: { tasks: 4, recorded: 6 } } as const;
+
+  it('are not recorded with the simulator criterion (the default), so no validation scores them', async () => {
+    const config = parseTrainingConfig(withValidation);
+    expect(config.validation.criterion).toBe('simulator');
+    expect(offlineSeedData(getEnvSpec('shop'), config).selection).toBeUndefined();
+    const run = await prepareRun(config);
+    try {
+      expect(run.deps.offline.selection).toBeUndefined();
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('are recorded with the recorded criterion, and with the simulator one when the caller asks (the validation probe)', async () => {
+    const spec = getEnvSpec('shop');
+    const recorded = offlineSeedData(spec, parseTrainingConfig({ ...withValidation, validation: { ...withValidation.validation, criterion: 'recorded' } })).selection;
+    expect(recorded?.trajectories.length).toBeGreaterThan(0);
+    expect(recorded?.trajectories.length).toBeLessThanOrEqual(6);
+    const asked = await prepareRun(parseTrainingConfig(withValidation), { selection: true });
+    try {
+      expect(asked.deps.offline.selection?.trajectories).toEqual(recorded?.trajectories);
+    } finally {
+      asked.dispose();
+    }
+    // Not in a mode without a synthetic phase, whatever is asked.
+    expect(offlineSeedData(spec, parseTrainingConfig({ ...withValidation, mode: 'sft' }), { selection: true }).selection).toBeUndefined();
+  });
+});

@@ -45,8 +45,34 @@ export const SUITE_ARMS = ['zero-shot', 'sft', 'real', 'dreamgym', 'dreamgym (wa
 /** The arms whose policy is trained inside the simulator (their validation is the simulator's claim). */
 const SIMULATOR_ARMS = ['dreamgym', 'dreamgym (warm sft)', 's2r, 10% real budget'] as const;
 
-/** The suite's sizes on top of the preset (the size options override them): seven domains' three seeds in the time budget. */
-const SUITE_BUDGET: Partial<TrainingConfigInput> = { iterations: 15 };
+/**
+ * The suite's sizes on top of the preset (the size options override them, field by field): seven
+ * domains' three seeds in 45 minutes on 2 cores (`--jobs 2`), each field's why beside it.
+ */
+const SUITE_BUDGET: Partial<TrainingConfigInput> = {
+  // RL iterations: the preset's 45 would triple every RL arm.
+  iterations: 15,
+  // Half the preset's 8 tasks an iteration: the rollouts are most of every RL arm's cost.
+  tasksPerIteration: 4,
+  // Half the quick preset's 20 epochs: behaviour cloning was a third of the suite's cost.
+  sft: { epochs: 10 },
+  // Half the default 50: validating inside the simulator is about a sixth of a from-scratch synthetic arm.
+  validation: { tasks: 25 },
+};
+
+/** Training tasks each run is evaluated on (the memorization check): suite.md does not show them, suite.json keeps them. */
+export const SUITE_TRAIN_EVAL = 20;
+
+/** The suite's sizes under `sizes`: `sizes` wins, one level deep (`--validation-criterion` keeps the suite's validation tasks). */
+export function suiteSizes(sizes: Partial<TrainingConfigInput> = {}): Partial<TrainingConfigInput> {
+  const out: Record<string, unknown> = { ...SUITE_BUDGET };
+  for (const [k, v] of Object.entries(sizes)) {
+    const base = out[k];
+    const plain = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+    out[k] = plain(base) && plain(v) ? { ...base, ...v } : v;
+  }
+  return out as Partial<TrainingConfigInput>;
+}
 
 /** The fidelity measurement of each domain: the retrieval simulator against trivial ones, and a random policy's false success. */
 export const SUITE_FIDELITY: Readonly<SuiteFidelitySizes> = { trainEpisodes: 200, testEpisodes: 50, falseSuccessEpisodes: 50, seed: 0 };
@@ -59,11 +85,11 @@ export interface SuiteFidelitySizes {
   seed: number;
 }
 
-/** `iterations 15`: the budget as the option help says it. */
+/** `iterations 15, tasksPerIteration 4, sft.epochs 10, ...`: the budget as the option help says it. */
 export function suiteBudgetText(): string {
-  return Object.entries(SUITE_BUDGET)
-    .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
-    .join(', ');
+  const words = (prefix: string, o: object): string[] =>
+    Object.entries(o).flatMap(([k, v]) => (v !== null && typeof v === 'object' ? words(`${prefix}${k}.`, v as object) : [`${prefix}${k} ${JSON.stringify(v)}`]));
+  return [...words('', SUITE_BUDGET), `train-eval episodes ${SUITE_TRAIN_EVAL}`].join(', ');
 }
 
 /** Thrown for a suite that cannot run as asked (an unknown domain, a missing module); nothing is written. */
@@ -106,6 +132,7 @@ export interface DomainExperimentOptions {
   seeds: number;
   preset: PresetName;
   jobs: number;
+  /** Training tasks each run is evaluated on (each experiment has its default; the suite's is {@link SUITE_TRAIN_EVAL}). */
   trainEvalEpisodes?: number;
   /** Module call limit in milliseconds (the main thread's loads; worker threads use the default). */
   envTimeoutMs?: number;
@@ -120,6 +147,12 @@ export interface SuiteOptions extends DomainExperimentOptions {
   sizes?: Partial<TrainingConfigInput>;
   /** The fidelity measurement's sizes (default {@link SUITE_FIDELITY}). */
   fidelity?: Partial<SuiteFidelitySizes>;
+  /**
+   * Evaluate every policy a synthetic phase validates in the real environment, and score it on
+   * held-out recorded successes (the "Model selection" table by validation point); without it the
+   * table ranks each phase's kept policy by the simulator's figure alone.
+   */
+  probeValidation?: boolean;
 }
 
 /** The repository root, where the suite's module paths start. */
@@ -191,7 +224,7 @@ export async function runSuite(options: SuiteOptions): Promise<SuiteResult> {
     const domains = readyDomains(options, loaded);
     await useFastestNodeBackend();
     const fidelitySizes = { ...SUITE_FIDELITY, ...options.fidelity };
-    const overrides: Partial<TrainingConfigInput> = { ...SUITE_BUDGET, ...options.sizes };
+    const overrides = suiteSizes(options.sizes);
     const one = async (d: ReadyDomain): Promise<SuiteDomainResult> => {
       const job: FidelityJob = {
         env: d.name as DomainName,
@@ -206,7 +239,7 @@ export async function runSuite(options: SuiteOptions): Promise<SuiteResult> {
       // A failed experiment must not leave the fidelity measurement's rejection unhandled.
       fidelity.catch(() => undefined);
       const experiment = await runExperiment({
-        probeValidation: true,
+        ...(options.probeValidation === true ? { probeValidation: true } : {}),
         env: d.name as DomainName,
         ...(d.modulePath !== null ? { envModule: d.modulePath } : {}),
         seeds: options.seeds,
@@ -216,7 +249,7 @@ export async function runSuite(options: SuiteOptions): Promise<SuiteResult> {
         concurrency: options.jobs,
         ...(pool ? { runner: pool.run } : {}),
         command: options.command,
-        ...(options.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: options.trainEvalEpisodes } : {}),
+        trainEvalEpisodes: options.trainEvalEpisodes ?? SUITE_TRAIN_EVAL,
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       });

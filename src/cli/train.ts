@@ -1034,6 +1034,7 @@ async function runSuiteCommand(opts: ExperimentCliOptions & { sizes: Partial<Tra
   for (const m of opts.envModule ?? []) words.push(`--env-module ${shellWord(m)}`);
   words.push(`--seeds ${opts.seeds}`, `--preset ${opts.preset}`, ...opts.sizeFlags);
   if (opts.fidelityEpisodes !== undefined) words.push(`--fidelity-episodes ${opts.fidelityEpisodes}`);
+  if (opts.probeValidation) words.push('--probe-validation');
   const controller = new AbortController();
   const removeSignals = onStopSignals(controller, err, () => {});
   let result: SuiteResult;
@@ -1047,6 +1048,7 @@ async function runSuiteCommand(opts: ExperimentCliOptions & { sizes: Partial<Tra
       sizes: opts.sizes,
       ...(opts.trainEvalEpisodes !== undefined ? { trainEvalEpisodes: opts.trainEvalEpisodes } : {}),
       ...(opts.envTimeout !== undefined ? { envTimeoutMs: opts.envTimeout } : {}),
+      ...(opts.probeValidation ? { probeValidation: true } : {}),
       ...(opts.fidelityEpisodes !== undefined ? { fidelity: { trainEpisodes: opts.fidelityEpisodes, testEpisodes: Math.round(opts.fidelityEpisodes / 4), falseSuccessEpisodes: Math.round(opts.fidelityEpisodes / 4) } } : {}),
       command: words.join(' '),
       signal: controller.signal,
@@ -1291,7 +1293,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--preset <name>', 'sizes of each run').choices(Object.keys(PRESETS)).default('quick'))
     .requiredOption('--out <dir>', 'output directory (created if needed)')
     .option('--arm <name>', 'run only this arm (repeatable; e.g. "zero-shot", "dreamgym (warm sft)")', (v: string, prev: string[] = []) => [...prev, v])
-    .option('--probe-validation', "also evaluate every policy a synthetic phase validates in the real environment, and table each selection criterion's rank correlation with it (--suite always does)")
+    .option('--probe-validation', "also evaluate every policy a synthetic phase validates in the real environment, and table each selection criterion's rank correlation with it (with --suite: every domain's synthetic arms)")
     .option('--jobs <n>', 'runs at once, each in a worker thread of its own (1: one after another in this thread); the figures do not depend on it', countArg(1, 256), defaultJobs())
     .addOption(hidden('--iterations <n>', 'RL iterations of every arm', countArg(0, 1_000_000)))
     .addOption(hidden('--offline-episodes <n>', 'expert and noisy offline episodes (each)', countArg(1, 1_000_000)))

@@ -244,7 +244,8 @@ export const TrainingConfigSchema = z
         /**
          * Recorded demonstrations held out for selection, with a built-in environment or a module
          * (recorded like the others, on train tasks none of them uses; neither behaviour cloning
-         * nor the simulator sees them); only synthetic modes record them. A run on seed data
+         * nor the simulator sees them); only synthetic modes with the `recorded` criterion (or
+         * `--probe-validation`) record them, as scoring them costs every validation. A run on seed data
          * holds a share of its own recorded successes out instead (`SELECTION_SHARE`).
          */
         recorded: z.number().int().min(0).default(VALIDATION_TASKS),

@@ -212,7 +212,8 @@ export async function runArmSeed(job: ArmSeedJob, signal?: AbortSignal): Promise
     }
   }
   const config = jobConfig(job);
-  const run = await prepareRun(config);
+  // The probe reports both criteria's figures, so the held-out demonstrations are recorded whatever the criterion.
+  const run = await prepareRun(config, { selection: job.probeValidation === true });
   const snapshots: RunSnapshot[] = [];
   const keepAt = new Set(job.keepAt ?? []);
   const total = plannedIterations(config);

@@ -100,9 +100,9 @@ export async function recordedAgreement(actor: EvalActor, episodes: readonly Rec
 }
 
 /**
- * What decides which policy a synthetic phase keeps: `recorded` (default), how well the greedy
- * policy follows held-out recorded successes (see {@link selectionScore}); `simulator`, greedy
- * success inside the simulator (what a simulator that invents rewards can mislead).
+ * What decides which policy a synthetic phase keeps: `recorded`, how well the greedy policy
+ * follows held-out recorded successes (see {@link selectionScore}); `simulator` (the default),
+ * greedy success inside the simulator (what a simulator that invents rewards can mislead).
  */
 export const SELECTION_CRITERIA = ['recorded', 'simulator'] as const;
 export type SelectionCriterion = (typeof SELECTION_CRITERIA)[number];

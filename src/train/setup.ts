@@ -38,7 +38,7 @@ export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
  * module without `expertAction()`) gets its demonstrator's noisy episodes instead of the
  * expert's, and, with no demonstrator either, random episodes throughout (no demonstrations).
  */
-export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'> & Partial<Pick<TrainingConfig, 'mode' | 'validation'>>): OfflineData {
+export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'> & Partial<Pick<TrainingConfig, 'mode' | 'validation'>>, options: { selection?: boolean } = {}): OfflineData {
   if (config.offline.recorded > 0) return recordedSeedData(spec, config);
   const tasks: Task[] = [];
   const trajectories: Trajectory[] = [];
@@ -69,8 +69,10 @@ export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, '
   let pooled = 0;
   const poolTasks = [...tasks.filter((t) => !demonstrated.has(t.id) || pooled++ < config.offline.poolDemonstrations), ...extra];
   // Held-out demonstrations for model selection: recorded like the others, on train tasks none of the sets above holds.
+  // Only where something reads them (the `recorded` criterion, or `options.selection`): scoring them costs every validation.
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
-  const heldOut = synthetic && demonstrations !== null && config.validation !== undefined && config.validation.tasks > 0 ? config.validation.recorded : 0;
+  const wanted = config.validation?.criterion === 'recorded' || options.selection === true;
+  const heldOut = synthetic && wanted && demonstrations !== null && config.validation !== undefined && config.validation.tasks > 0 ? config.validation.recorded : 0;
   let selection: OfflineData['selection'];
   if (heldOut > 0 && demonstrations !== null) {
     const used = new Set([...taskIds, ...extra.map((t) => t.id)]);
@@ -157,6 +159,11 @@ export interface PrepareRunOptions {
    * one only loads with the same embedder.
    */
   embedder?: Embedder | null;
+  /**
+   * Record the held-out demonstrations of model selection even where the run's criterion does
+   * not read them (`--probe-validation` compares both criteria); see {@link offlineSeedData}.
+   */
+  selection?: boolean;
 }
 
 /** Builds the dependencies of `config` (Node and page alike; `sim: 'llm'` and `prior: 'llm'` need `options.llm`). */
@@ -170,7 +177,7 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   if (cloning && data === null && !spec.demonstrator && spec.hasExpert === false) {
     throw new TrainingSetupError(`behaviour cloning (mode sft, --warm-start sft) needs demonstrations: the environment ${spec.name} has neither demonstratorAction() nor expertAction(); add one, or use zero-shot, real or dreamgym from scratch`);
   }
-  const offline = data?.offline ?? offlineSeedData(spec, config);
+  const offline = data?.offline ?? offlineSeedData(spec, config, { selection: options.selection === true });
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   const model = llm?.model !== undefined ? { model: llm.model } : {};
   const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: config.grounding === 'calibrated' }) : null;
