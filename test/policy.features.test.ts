@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Embedder } from '../src/core/embedding.ts';
 import type { Decision } from '../src/policy/input.ts';
-import { candidateText, Featurizer, MATCH_FEATURES, situationText, stateText, type StateContext } from '../src/policy/features.ts';
+import { candidateText, candidateTexts, Featurizer, MATCH_FEATURES, situationText, stateText, type StateContext } from '../src/policy/features.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import { evaluate, type EvalActor } from '../src/train/evaluate.ts';
@@ -120,6 +120,28 @@ describe('lexical matching helpers', () => {
       observation: { text: 'Your task is to: put a clean potato in fridge.\nYou arrive at fridge 1.', actions: ['look'] },
     };
     expect(situationText(ctx)).toBe('Previous actions: go to fridge 1\nYou arrive at fridge 1.');
+  });
+});
+
+describe('plain-text actions read the clause that names their arguments', () => {
+  const queue = ['Ticket queue (2 open)', '#4796 from lena fox: Help needed [new]', '#4805 from ivo brandt: Question [new]', 'Guide: billing -> finance, bug -> engineering; any ticket on the enterprise plan -> priority desk.'].join('\n');
+
+  it('attaches the clause with the argument and words of its own; a template whose siblings are not all described keeps bare actions', () => {
+    expect(candidateTexts(queue, ['open #4796', 'open #4805', 'route to engineering'])).toEqual(['open #4796\n#4796 from lena fox: Help needed [new]', 'open #4805\n#4805 from ivo brandt: Question [new]', 'route to engineering\nbug -> engineering']);
+    expect(candidateText(queue, 'open #4805')).toBe('open #4805\n#4805 from ivo brandt: Question [new]');
+    const room = 'You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a countertop 1, a drawer 2.';
+    expect(candidateText(room, 'go to cabinet 1')).toBe('go to cabinet 1\nyou see a cabinet 1');
+    expect(candidateTexts(room, ['go to cabinet 1', 'go to drawer 2'])).toEqual(['go to cabinet 1', 'go to drawer 2']);
+    // Bracketed actions read their element line as before.
+    expect(candidateTexts(results, ['click[B0VJGJOTW1]'])).toEqual(['click[B0VJGJOTW1]\n[B0VJGJOTW1] Luhelfi Ultra Cat Litter - Durable | $25.33']);
+  });
+
+  it("lets the match features tell the instruction's item from its siblings by the line that describes it", async () => {
+    const f = new Featurizer(new HashedEmbedder({ dim: 64 }));
+    const [d] = await f.decisions([{ instruction: 'triage the ticket from ivo brandt', observation: { text: queue, actions: ['open #4796', 'open #4805'] } }]);
+    expect(feature(f, d, 1, 'overlap.coverage')).toBeGreaterThan(feature(f, d, 0, 'overlap.coverage'));
+    expect(feature(f, d, 1, 'overlap.isBest')).toBe(1);
+    expect(feature(f, d, 0, 'overlap.isBest')).toBe(0);
   });
 });
 

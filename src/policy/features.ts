@@ -12,8 +12,12 @@
 import type { Embedder } from '../core/embedding.ts';
 import type { Observation } from '../core/types.ts';
 import type { Decision } from './input.ts';
+import { tokenize } from './hashed-embedder.ts';
 import {
+  actionSlots,
+  actionTemplate,
   CONJUNCTION_KINDS,
+  contentWords,
   conjunctionKeys,
   FEATURE_GROUPS,
   hashKeys,
@@ -85,6 +89,37 @@ function observationWithoutInstruction(ctx: StateContext): string {
     .join('\n');
 }
 
+const BRACKET_ACTION = /^\s*[a-z_]+\s*\[(.*)\]\s*$/i;
+
+/** Whether token list `tokens` holds `needle` as a contiguous run. */
+function containsRun(tokens: readonly string[], needle: readonly string[]): boolean {
+  for (let i = 0; i + needle.length <= tokens.length; i++) if (needle.every((t, j) => tokens[i + j] === t)) return true;
+  return false;
+}
+
+/**
+ * The observation clauses that name a plain-text action's arguments: for each argument slot
+ * ({@link actionSlots}), the first clause (a line's part between ", ", "; " or " | ") holding the
+ * slot's words in order and some content word the action lacks; null when none does. Without it
+ * "open #4796" says nothing of whose ticket that is, while "#4796 from lena fox: help needed"
+ * does, so the match features can compare it with the instruction instead of the head memorising
+ * which numbers were right.
+ */
+export function plainElement(observationText: string, action: string): string | null {
+  const slots = actionSlots(action)
+    .map((slot) => tokenize(slot))
+    .filter((t) => t.length > 0);
+  if (slots.length === 0) return null;
+  const own = new Set(contentWords(action));
+  const clauses = observationText.split('\n').flatMap((line) => line.split(/[,;|]\s+/)).map((c) => c.trim()).filter((c) => c.length > 0);
+  const found: string[] = [];
+  for (const slot of slots) {
+    const clause = clauses.find((c) => containsRun(tokenize(c), slot) && contentWords(c).some((w) => !own.has(w)));
+    if (clause !== undefined && !found.includes(clause)) found.push(clause);
+  }
+  return found.length > 0 ? found.join(' | ') : null;
+}
+
 /** The argument of `verb[argument]`, or the whole action. */
 function actionArgument(action: string): string {
   const m = /^\s*[a-z_]+\s*\[(.*)\]\s*$/i.exec(action);
@@ -96,9 +131,37 @@ function actionArgument(action: string): string {
  * line's other bracketed elements removed. A results line "[B04CY8QBR3] Yopiyo Cat Litter |
  * $28.50" is kept whole; an options line "size: [10 lb] [20 lb] (selected: none)" becomes
  * "size: [20 lb] (selected: none)" for `click[20 lb]`, so that sibling options do not look alike.
- * Actions without such a line are returned as they are.
+ * A plain-text action ("open #4796") gets the clause that names its arguments
+ * ({@link plainElement}). Actions without such a line are returned as they are.
  */
 export function candidateText(observationText: string, action: string): string {
+  if (!BRACKET_ACTION.test(action)) {
+    const element = plainElement(observationText, action);
+    return element === null ? action : `${action}\n${element}`;
+  }
+  return bracketText(observationText, action);
+}
+
+/**
+ * {@link candidateText} of each admissible action, where a plain-text action keeps its clause only
+ * when every action of its template ({@link actionTemplate}) has one: siblings described unevenly
+ * ("go to cabinet 1" finding "you see a cabinet 1" while "go to drawer 2" finds nothing) would
+ * differ by where the observation happens to mention them, not by what they are.
+ */
+export function candidateTexts(observationText: string, actions: readonly string[]): string[] {
+  const plain = actions.map((a) => (BRACKET_ACTION.test(a) ? null : plainElement(observationText, a)));
+  const bare = new Set<string>();
+  actions.forEach((a, i) => {
+    if (!BRACKET_ACTION.test(a) && plain[i] === null) bare.add(actionTemplate(a));
+  });
+  return actions.map((a, i) => {
+    if (BRACKET_ACTION.test(a)) return bracketText(observationText, a);
+    const element = plain[i];
+    return element === null || element === undefined || bare.has(actionTemplate(a)) ? a : `${a}\n${element}`;
+  });
+}
+
+function bracketText(observationText: string, action: string): string {
   const arg = actionArgument(action);
   if (arg.length === 0) return action;
   const needle = `[${arg.toLowerCase()}]`;
@@ -296,7 +359,7 @@ export class Featurizer {
 
   private async textDecisions(contexts: readonly StateContext[]): Promise<Decision[]> {
     const states = contexts.map((c) => stateText(c, this.options));
-    const candidates = contexts.map((c) => c.observation.actions.map((a) => candidateText(c.observation.text, a)));
+    const candidates = contexts.map((c) => candidateTexts(c.observation.text, c.observation.actions));
     const vectors = await this.embed([...states, ...candidates.flat()]);
     let at = contexts.length;
     return contexts.map((_, i) => {
@@ -309,7 +372,7 @@ export class Featurizer {
 
   private async matchingDecisions(contexts: readonly StateContext[]): Promise<Decision[]> {
     const clean = this.disabled.has('ids') ? (t: string) => t : (t: string) => neutralizeIds(t);
-    const raw = contexts.map((c) => c.observation.actions.map((a) => candidateText(c.observation.text, a)));
+    const raw = contexts.map((c) => candidateTexts(c.observation.text, c.observation.actions));
     const n = contexts.length;
     const actionSlot = (this.options.candidateSlot ?? 'action') === 'action';
     const texts = [...contexts.map((c) => clean(c.instruction)), ...contexts.map((c) => clean(this.options.situation === false ? stateText(c, this.options) : situationText(c, this.options))), ...raw.flat().map(clean)];
