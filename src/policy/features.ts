@@ -99,7 +99,7 @@ function containsRun(tokens: readonly string[], needle: readonly string[]): bool
 
 /**
  * The observation clauses that name a plain-text action's arguments: for each argument slot
- * ({@link actionSlots}), the first clause (a line's part between ", ", "; " or " | ") holding the
+ * ({@link actionSlots}), the first clause (a sentence, or a line's part between ", ", "; " or " | ") holding the
  * slot's words in order and some content word the action lacks; null when none does. Without it
  * "open #4796" says nothing of whose ticket that is, while "#4796 from lena fox: help needed"
  * does, so the match features can compare it with the instruction instead of the head memorising
@@ -111,7 +111,11 @@ export function plainElement(observationText: string, action: string): string | 
     .filter((t) => t.length > 0);
   if (slots.length === 0) return null;
   const own = new Set(contentWords(action));
-  const clauses = observationText.split('\n').flatMap((line) => line.split(/[,;|]\s+/)).map((c) => c.trim()).filter((c) => c.length > 0);
+  const clauses = observationText
+    .split('\n')
+    .flatMap((line) => line.split(/[,;|]\s+|(?<=[.!?])\s+/))
+    .map((c) => c.trim())
+    .filter((c) => c.length > 0);
   const found: string[] = [];
   for (const slot of slots) {
     const clause = clauses.find((c) => containsRun(tokenize(c), slot) && contentWords(c).some((w) => !own.has(w)));
