@@ -97,28 +97,44 @@ function containsRun(tokens: readonly string[], needle: readonly string[]): bool
   return false;
 }
 
+/** How a line splits, from coarse to fine: into sentences, their "; " or " | " parts, their ", " parts. */
+const CLAUSE_SPLITS = [/(?<=[.!?])\s+/, /;\s+|\s\|\s/, /,\s+/] as const;
+
 /**
  * The observation clauses that name a plain-text action's arguments: for each argument slot
- * ({@link actionSlots}), the first clause (a sentence, or a line's part between ", ", "; " or " | ") holding the
- * slot's words in order and some content word the action lacks; null when none does. Without it
- * "open #4796" says nothing of whose ticket that is, while "#4796 from lena fox: help needed"
- * does, so the match features can compare it with the instruction instead of the head memorising
- * which numbers were right.
+ * ({@link actionSlots}), the coarsest unit (a sentence, its "; " parts, their ", " parts) that
+ * holds the slot's words in order, no sibling's slot (`siblings`: the other actions of its
+ * template) and some word or number the action lacks; null when none does. Without it "open #4796"
+ * says nothing of whose ticket that is, while "#4796 from lena fox: help needed" does, so the
+ * match features can compare it with the instruction instead of the head memorising which
+ * numbers were right.
  */
-export function plainElement(observationText: string, action: string): string | null {
-  const slots = actionSlots(action)
-    .map((slot) => tokenize(slot))
-    .filter((t) => t.length > 0);
+export function plainElement(observationText: string, action: string, siblings: readonly string[] = []): string | null {
+  const slotsOf = (a: string): string[][] => actionSlots(a).map((slot) => tokenize(slot)).filter((t) => t.length > 0);
+  const slots = slotsOf(action);
   if (slots.length === 0) return null;
-  const own = new Set(contentWords(action));
-  const clauses = observationText
-    .split('\n')
-    .flatMap((line) => line.split(/[,;|]\s+|(?<=[.!?])\s+/))
-    .map((c) => c.trim())
-    .filter((c) => c.length > 0);
+  const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((t, i) => t === b[i]);
+  const others = siblings.filter((a) => a !== action).flatMap(slotsOf).filter((o) => !slots.some((x) => same(x, o)));
+  const own = new Set(tokenize(action));
+  // A unit says something of its own with a word or number the action lacks (function words aside).
+  const adds = (tokens: readonly string[]): boolean => tokens.some((t) => !own.has(t) && (/\p{N}/u.test(t) || contentWords(t).length > 0));
+  const find = (units: readonly string[], level: number, slot: readonly string[]): string | undefined => {
+    for (const unit of units) {
+      const tokens = tokenize(unit);
+      if (!containsRun(tokens, slot)) continue;
+      const alone = !others.some((o) => containsRun(tokens, o));
+      if ((alone || level === CLAUSE_SPLITS.length) && adds(tokens)) return unit.trim();
+      const split = CLAUSE_SPLITS[level];
+      const inner = split === undefined ? undefined : find(unit.split(split), level + 1, slot);
+      if (inner !== undefined) return inner;
+    }
+    return undefined;
+  };
+  // From sentences down: a whole line of several sentences says more than the action is about.
+  const sentences = observationText.split('\n').flatMap((l) => l.split(CLAUSE_SPLITS[0])).filter((l) => l.trim().length > 0);
   const found: string[] = [];
   for (const slot of slots) {
-    const clause = clauses.find((c) => containsRun(tokenize(c), slot) && contentWords(c).some((w) => !own.has(w)));
+    const clause = find(sentences, 1, slot);
     if (clause !== undefined && !found.includes(clause)) found.push(clause);
   }
   return found.length > 0 ? found.join(' | ') : null;
@@ -153,7 +169,9 @@ export function candidateText(observationText: string, action: string): string {
  * differ by where the observation happens to mention them, not by what they are.
  */
 export function candidateTexts(observationText: string, actions: readonly string[]): string[] {
-  const plain = actions.map((a) => (BRACKET_ACTION.test(a) ? null : plainElement(observationText, a)));
+  const byTemplate = new Map<string, string[]>();
+  for (const a of actions) byTemplate.set(actionTemplate(a), [...(byTemplate.get(actionTemplate(a)) ?? []), a]);
+  const plain = actions.map((a) => (BRACKET_ACTION.test(a) ? null : plainElement(observationText, a, byTemplate.get(actionTemplate(a)))));
   const bare = new Set<string>();
   actions.forEach((a, i) => {
     if (!BRACKET_ACTION.test(a) && plain[i] === null) bare.add(actionTemplate(a));
