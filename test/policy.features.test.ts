@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Embedder } from '../src/core/embedding.ts';
 import type { Decision } from '../src/policy/input.ts';
-import { candidateText, candidateTexts, Featurizer, MATCH_FEATURES, situationText, stateText, type StateContext } from '../src/policy/features.ts';
+import { actionsTakenHere, candidateText, candidateTexts, Featurizer, MATCH_FEATURES, situationText, stateText, type StateContext } from '../src/policy/features.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import { evaluate, type EvalActor } from '../src/train/evaluate.ts';
@@ -149,6 +149,36 @@ describe('plain-text actions read the clause that names their arguments', () => 
     expect(feature(f, d, 1, 'overlap.coverage')).toBeGreaterThan(feature(f, d, 0, 'overlap.coverage'));
     expect(feature(f, d, 1, 'overlap.isBest')).toBe(1);
     expect(feature(f, d, 0, 'overlap.isBest')).toBe(0);
+  });
+});
+
+describe('actions taken before in the same state', () => {
+  const hall = { text: 'You are in the hall. Exits: north, east.', actions: ['go north', 'go east'] };
+  const cellar = { text: 'You are in the cellar. Exits: south.', actions: ['go south'] };
+  const yard = { text: 'You are in the yard. Exits: north, east.', actions: ['go north', 'go east', 'take key'] };
+
+  it('are the actions of earlier steps whose state offered the same actions', () => {
+    const history = [
+      { action: 'go north', observation: hall },
+      { action: 'go south', observation: cellar },
+      { action: 'go east', observation: yard },
+      { action: 'go east' },
+    ];
+    expect(actionsTakenHere(history, hall)).toEqual(['go north']);
+    expect(actionsTakenHere(history, cellar)).toEqual(['go south']);
+    expect(actionsTakenHere(history, { text: 'elsewhere', actions: ['go west'] })).toEqual([]);
+  });
+
+  it('set the candidate apart from the same action taken in another state (the hashed conjunction block)', async () => {
+    const f = new Featurizer(new HashedEmbedder({ dim: 16 }));
+    const block = (d: Decision | undefined): number[] => [...(d?.candidates[0] as Float32Array).subarray(f.dim + MATCH_FEATURES.length)];
+    // The same earlier action, the same current state text; only where it was taken differs.
+    const [here, elsewhere] = await f.decisions([
+      { instruction: 'find the key', history: [{ action: 'go north', observation: hall }, { action: 'go south', observation: cellar }], observation: hall },
+      { instruction: 'find the key', history: [{ action: 'go north', observation: yard }, { action: 'go south', observation: cellar }], observation: hall },
+    ]);
+    expect(block(here)).not.toEqual(block(elsewhere));
+    expect(feature(f, here, 0, 'history.taken')).toBe(feature(f, elsewhere, 0, 'history.taken'));
   });
 });
 

@@ -36,6 +36,14 @@ export { FEATURE_GROUPS, MATCH_FEATURES, ID_PLACEHOLDER, isOpaqueId, neutralizeI
 /** One earlier step of the episode. */
 export interface HistoryEntry {
   action: string;
+  /** The observation the action was taken on (what the agent saw then); states without it count as elsewhere. */
+  observation?: Observation;
+}
+
+/** The earlier actions taken in a state that offered exactly the actions `observation` offers. */
+export function actionsTakenHere(history: readonly HistoryEntry[], observation: Observation): string[] {
+  const now = observation.actions.join('\n');
+  return history.filter((h) => h.observation !== undefined && h.observation.actions.join('\n') === now).map((h) => h.action);
 }
 
 /** What the policy sees at one decision. */
@@ -432,7 +440,7 @@ export class Featurizer {
         elements,
         instruction,
       );
-      const keys = useConjunctions ? conjunctionKeys(profile, c.observation.actions, history, observationWithoutInstruction(c), this.conjunctionKinds) : null;
+      const keys = useConjunctions ? conjunctionKeys(profile, c.observation.actions, history, observationWithoutInstruction(c), this.conjunctionKinds, actionsTakenHere(c.history ?? [], c.observation)) : null;
       const candidateVectors = slots.map((e, j) => {
         const v = new Float32Array(d + f);
         if (useCandidate) setScaled(v, e, 0, es);

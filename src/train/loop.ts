@@ -426,7 +426,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
       if (weight <= 0) continue;
       const task = byId.get(traj.taskId);
       if (!task) continue;
-      const history: { action: string }[] = [];
+      const history: { action: string; observation: Observation }[] = [];
       for (const step of traj.steps) {
         const index = step.observation.actions.indexOf(step.action);
         if (index >= 0) {
@@ -434,7 +434,7 @@ export async function runTraining(config: TrainingConfig, deps: TrainingDeps, op
           targets.push(index);
           weights.push(weight);
         }
-        history.push({ action: step.action });
+        history.push({ action: step.action, observation: step.observation });
       }
     }
     if (contexts.length === 0) {
