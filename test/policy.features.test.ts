@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Embedder } from '../src/core/embedding.ts';
 import type { Decision } from '../src/policy/input.ts';
-import { candidateText, Featurizer, MATCH_FEATURES, situationText, stateText, type StateContext } from '../src/policy/features.ts';
+import { actionsTakenHere, candidateText, candidateTexts, Featurizer, MATCH_FEATURES, situationText, stateText, type StateContext } from '../src/policy/features.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
 import { evaluate, type EvalActor } from '../src/train/evaluate.ts';
@@ -120,6 +120,65 @@ describe('lexical matching helpers', () => {
       observation: { text: 'Your task is to: put a clean potato in fridge.\nYou arrive at fridge 1.', actions: ['look'] },
     };
     expect(situationText(ctx)).toBe('Previous actions: go to fridge 1\nYou arrive at fridge 1.');
+  });
+});
+
+describe('plain-text actions read the clause that names their arguments', () => {
+  const queue = ['Ticket queue (2 open)', '#4796 from lena fox: Help needed [new]', '#4805 from ivo brandt: Question [new]', 'Guide: billing -> finance, bug -> engineering; any ticket on the enterprise plan -> priority desk.'].join('\n');
+
+  it("attaches the coarsest clause with the argument, none of its siblings' and words or numbers of its own; a template whose siblings are not all described keeps bare actions", () => {
+    expect(candidateTexts(queue, ['open #4796', 'open #4805', 'route to engineering', 'route to finance'])).toEqual([
+      'open #4796\n#4796 from lena fox: Help needed [new]',
+      'open #4805\n#4805 from ivo brandt: Question [new]',
+      'route to engineering\nbug -> engineering',
+      'route to finance\nGuide: billing -> finance',
+    ]);
+    expect(candidateText(queue, 'open #4805')).toBe('open #4805\n#4805 from ivo brandt: Question [new]');
+    // Numbers count as what a clause adds: the fare's times and price.
+    const fares = 'Fares from lisbon to dublin: nordair 06:15 to 11:15, $177; skyjet 13:00 to 15:00, $227.';
+    expect(candidateTexts(fares, ['open nordair 06:15', 'open skyjet 13:00'])).toEqual(['open nordair 06:15\nFares from lisbon to dublin: nordair 06:15 to 11:15, $177', 'open skyjet 13:00\nskyjet 13:00 to 15:00, $227.']);
+    const room = 'You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a countertop 1, a drawer 2.';
+    expect(candidateTexts(room, ['go to cabinet 1', 'go to drawer 2'])).toEqual(['go to cabinet 1', 'go to drawer 2']);
+    // Bracketed actions read their element line as before.
+    expect(candidateTexts(results, ['click[B0VJGJOTW1]'])).toEqual(['click[B0VJGJOTW1]\n[B0VJGJOTW1] Luhelfi Ultra Cat Litter - Durable | $25.33']);
+  });
+
+  it("lets the match features tell the instruction's item from its siblings by the line that describes it", async () => {
+    const f = new Featurizer(new HashedEmbedder({ dim: 64 }));
+    const [d] = await f.decisions([{ instruction: 'triage the ticket from ivo brandt', observation: { text: queue, actions: ['open #4796', 'open #4805'] } }]);
+    expect(feature(f, d, 1, 'overlap.coverage')).toBeGreaterThan(feature(f, d, 0, 'overlap.coverage'));
+    expect(feature(f, d, 1, 'overlap.isBest')).toBe(1);
+    expect(feature(f, d, 0, 'overlap.isBest')).toBe(0);
+  });
+});
+
+describe('actions taken before in the same state', () => {
+  const hall = { text: 'You are in the hall. Exits: north, east.', actions: ['go north', 'go east'] };
+  const cellar = { text: 'You are in the cellar. Exits: south.', actions: ['go south'] };
+  const yard = { text: 'You are in the yard. Exits: north, east.', actions: ['go north', 'go east', 'take key'] };
+
+  it('are the actions of earlier steps whose state offered the same actions', () => {
+    const history = [
+      { action: 'go north', observation: hall },
+      { action: 'go south', observation: cellar },
+      { action: 'go east', observation: yard },
+      { action: 'go east' },
+    ];
+    expect(actionsTakenHere(history, hall)).toEqual(['go north']);
+    expect(actionsTakenHere(history, cellar)).toEqual(['go south']);
+    expect(actionsTakenHere(history, { text: 'elsewhere', actions: ['go west'] })).toEqual([]);
+  });
+
+  it('set the candidate apart from the same action taken in another state (the hashed conjunction block)', async () => {
+    const f = new Featurizer(new HashedEmbedder({ dim: 16 }));
+    const block = (d: Decision | undefined): number[] => [...(d?.candidates[0] as Float32Array).subarray(f.dim + MATCH_FEATURES.length)];
+    // The same earlier action, the same current state text; only where it was taken differs.
+    const [here, elsewhere] = await f.decisions([
+      { instruction: 'find the key', history: [{ action: 'go north', observation: hall }, { action: 'go south', observation: cellar }], observation: hall },
+      { instruction: 'find the key', history: [{ action: 'go north', observation: yard }, { action: 'go south', observation: cellar }], observation: hall },
+    ]);
+    expect(block(here)).not.toEqual(block(elsewhere));
+    expect(feature(f, here, 0, 'history.taken')).toBe(feature(f, elsewhere, 0, 'history.taken'));
   });
 });
 

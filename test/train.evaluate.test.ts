@@ -215,6 +215,21 @@ describe('evaluate', () => {
     expect(trivial.successRate).toBeLessThan(1);
   });
 
+  it("hands the actor each earlier action with the observation it was taken on", async () => {
+    const tasks = shopTasks.slice(0, 3);
+    const seen: EvalContext[] = [];
+    const replay = expertReplay(shop, tasks);
+    const recording: EvalActor = { choose: async (contexts) => (seen.push(...contexts), replay.choose(contexts)) };
+    await evaluate(recording, shop, tasks, { batch: 1 });
+    const later = seen.filter((c) => c.history.length > 0);
+    expect(later.length).toBeGreaterThan(0);
+    for (let i = 1; i < seen.length; i++) {
+      const [prev, now] = [seen[i - 1] as EvalContext, seen[i] as EvalContext];
+      if (now.history.length === 0) continue;
+      expect(now.history[now.history.length - 1]).toEqual({ action: expect.any(String), observation: prev.observation });
+    }
+  });
+
   it('counts every real step, uses one environment per parallel slot and never asks the expert', async () => {
     const { spec, counts } = countingSpec(shop);
     const r = await evaluate(expertReplay(shop, shopTasks), spec, shopTasks, { batch: 8 });

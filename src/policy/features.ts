@@ -12,8 +12,12 @@
 import type { Embedder } from '../core/embedding.ts';
 import type { Observation } from '../core/types.ts';
 import type { Decision } from './input.ts';
+import { tokenize } from './hashed-embedder.ts';
 import {
+  actionSlots,
+  actionTemplate,
   CONJUNCTION_KINDS,
+  contentWords,
   conjunctionKeys,
   FEATURE_GROUPS,
   hashKeys,
@@ -32,6 +36,14 @@ export { FEATURE_GROUPS, MATCH_FEATURES, ID_PLACEHOLDER, isOpaqueId, neutralizeI
 /** One earlier step of the episode. */
 export interface HistoryEntry {
   action: string;
+  /** The observation the action was taken on (what the agent saw then); states without it count as elsewhere. */
+  observation?: Observation;
+}
+
+/** The earlier actions taken in a state that offered exactly the actions `observation` offers. */
+export function actionsTakenHere(history: readonly HistoryEntry[], observation: Observation): string[] {
+  const now = observation.actions.join('\n');
+  return history.filter((h) => h.observation !== undefined && h.observation.actions.join('\n') === now).map((h) => h.action);
 }
 
 /** What the policy sees at one decision. */
@@ -85,6 +97,57 @@ function observationWithoutInstruction(ctx: StateContext): string {
     .join('\n');
 }
 
+const BRACKET_ACTION = /^\s*[a-z_]+\s*\[(.*)\]\s*$/i;
+
+/** Whether token list `tokens` holds `needle` as a contiguous run. */
+function containsRun(tokens: readonly string[], needle: readonly string[]): boolean {
+  for (let i = 0; i + needle.length <= tokens.length; i++) if (needle.every((t, j) => tokens[i + j] === t)) return true;
+  return false;
+}
+
+/** How a line splits, from coarse to fine: into sentences, their "; " or " | " parts, their ", " parts. */
+const CLAUSE_SPLITS = [/(?<=[.!?])\s+/, /;\s+|\s\|\s/, /,\s+/] as const;
+
+/**
+ * The observation clauses that name a plain-text action's arguments: for each argument slot
+ * ({@link actionSlots}), the coarsest unit (a sentence, its "; " parts, their ", " parts) that
+ * holds the slot's words in order, no sibling's slot (`siblings`: the other actions of its
+ * template) and some word or number the action lacks; null when none does. Without it "open #4796"
+ * says nothing of whose ticket that is, while "#4796 from lena fox: help needed" does, so the
+ * match features can compare it with the instruction instead of the head memorising which
+ * numbers were right.
+ */
+export function plainElement(observationText: string, action: string, siblings: readonly string[] = []): string | null {
+  const slotsOf = (a: string): string[][] => actionSlots(a).map((slot) => tokenize(slot)).filter((t) => t.length > 0);
+  const slots = slotsOf(action);
+  if (slots.length === 0) return null;
+  const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((t, i) => t === b[i]);
+  const others = siblings.filter((a) => a !== action).flatMap(slotsOf).filter((o) => !slots.some((x) => same(x, o)));
+  const own = new Set(tokenize(action));
+  // A unit says something of its own with a word or number the action lacks (function words aside).
+  const adds = (tokens: readonly string[]): boolean => tokens.some((t) => !own.has(t) && (/\p{N}/u.test(t) || contentWords(t).length > 0));
+  const find = (units: readonly string[], level: number, slot: readonly string[]): string | undefined => {
+    for (const unit of units) {
+      const tokens = tokenize(unit);
+      if (!containsRun(tokens, slot)) continue;
+      const alone = !others.some((o) => containsRun(tokens, o));
+      if ((alone || level === CLAUSE_SPLITS.length) && adds(tokens)) return unit.trim();
+      const split = CLAUSE_SPLITS[level];
+      const inner = split === undefined ? undefined : find(unit.split(split), level + 1, slot);
+      if (inner !== undefined) return inner;
+    }
+    return undefined;
+  };
+  // From sentences down: a whole line of several sentences says more than the action is about.
+  const sentences = observationText.split('\n').flatMap((l) => l.split(CLAUSE_SPLITS[0])).filter((l) => l.trim().length > 0);
+  const found: string[] = [];
+  for (const slot of slots) {
+    const clause = find(sentences, 1, slot);
+    if (clause !== undefined && !found.includes(clause)) found.push(clause);
+  }
+  return found.length > 0 ? found.join(' | ') : null;
+}
+
 /** The argument of `verb[argument]`, or the whole action. */
 function actionArgument(action: string): string {
   const m = /^\s*[a-z_]+\s*\[(.*)\]\s*$/i.exec(action);
@@ -96,9 +159,39 @@ function actionArgument(action: string): string {
  * line's other bracketed elements removed. A results line "[B04CY8QBR3] Yopiyo Cat Litter |
  * $28.50" is kept whole; an options line "size: [10 lb] [20 lb] (selected: none)" becomes
  * "size: [20 lb] (selected: none)" for `click[20 lb]`, so that sibling options do not look alike.
- * Actions without such a line are returned as they are.
+ * A plain-text action ("open #4796") gets the clause that names its arguments
+ * ({@link plainElement}). Actions without such a line are returned as they are.
  */
 export function candidateText(observationText: string, action: string): string {
+  if (!BRACKET_ACTION.test(action)) {
+    const element = plainElement(observationText, action);
+    return element === null ? action : `${action}\n${element}`;
+  }
+  return bracketText(observationText, action);
+}
+
+/**
+ * {@link candidateText} of each admissible action, where a plain-text action keeps its clause only
+ * when every action of its template ({@link actionTemplate}) has one: siblings described unevenly
+ * ("go to cabinet 1" finding "you see a cabinet 1" while "go to drawer 2" finds nothing) would
+ * differ by where the observation happens to mention them, not by what they are.
+ */
+export function candidateTexts(observationText: string, actions: readonly string[]): string[] {
+  const byTemplate = new Map<string, string[]>();
+  for (const a of actions) byTemplate.set(actionTemplate(a), [...(byTemplate.get(actionTemplate(a)) ?? []), a]);
+  const plain = actions.map((a) => (BRACKET_ACTION.test(a) ? null : plainElement(observationText, a, byTemplate.get(actionTemplate(a)))));
+  const bare = new Set<string>();
+  actions.forEach((a, i) => {
+    if (!BRACKET_ACTION.test(a) && plain[i] === null) bare.add(actionTemplate(a));
+  });
+  return actions.map((a, i) => {
+    if (BRACKET_ACTION.test(a)) return bracketText(observationText, a);
+    const element = plain[i];
+    return element === null || element === undefined || bare.has(actionTemplate(a)) ? a : `${a}\n${element}`;
+  });
+}
+
+function bracketText(observationText: string, action: string): string {
   const arg = actionArgument(action);
   if (arg.length === 0) return action;
   const needle = `[${arg.toLowerCase()}]`;
@@ -296,7 +389,7 @@ export class Featurizer {
 
   private async textDecisions(contexts: readonly StateContext[]): Promise<Decision[]> {
     const states = contexts.map((c) => stateText(c, this.options));
-    const candidates = contexts.map((c) => c.observation.actions.map((a) => candidateText(c.observation.text, a)));
+    const candidates = contexts.map((c) => candidateTexts(c.observation.text, c.observation.actions));
     const vectors = await this.embed([...states, ...candidates.flat()]);
     let at = contexts.length;
     return contexts.map((_, i) => {
@@ -309,7 +402,7 @@ export class Featurizer {
 
   private async matchingDecisions(contexts: readonly StateContext[]): Promise<Decision[]> {
     const clean = this.disabled.has('ids') ? (t: string) => t : (t: string) => neutralizeIds(t);
-    const raw = contexts.map((c) => c.observation.actions.map((a) => candidateText(c.observation.text, a)));
+    const raw = contexts.map((c) => candidateTexts(c.observation.text, c.observation.actions));
     const n = contexts.length;
     const actionSlot = (this.options.candidateSlot ?? 'action') === 'action';
     const texts = [...contexts.map((c) => clean(c.instruction)), ...contexts.map((c) => clean(this.options.situation === false ? stateText(c, this.options) : situationText(c, this.options))), ...raw.flat().map(clean)];
@@ -347,7 +440,7 @@ export class Featurizer {
         elements,
         instruction,
       );
-      const keys = useConjunctions ? conjunctionKeys(profile, c.observation.actions, history, observationWithoutInstruction(c), this.conjunctionKinds) : null;
+      const keys = useConjunctions ? conjunctionKeys(profile, c.observation.actions, history, observationWithoutInstruction(c), this.conjunctionKinds, actionsTakenHere(c.history ?? [], c.observation)) : null;
       const candidateVectors = slots.map((e, j) => {
         const v = new Float32Array(d + f);
         if (useCandidate) setScaled(v, e, 0, es);

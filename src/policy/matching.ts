@@ -491,13 +491,15 @@ function slotPattern(slot: string, words: ReadonlySet<string>): string {
  * Conjunction keys of each candidate: its template combined with (a) how each argument slot
  * matches the instruction, (b) whether the exact action was taken before, (c) how many
  * instruction words the `situation` (the observation without the instruction) does not show
- * yet, and whether the action names one of them. (The template of the latest action was tried
+ * yet, and whether the action names one of them, (d) whether the exact action was taken before in a
+ * state that offered the same actions (`here`: the same place of a map, the same page of a form,
+ * so that an explored exit or a tried fare looks tried there and not everywhere). (The template of the latest action was tried
  * too and dropped: demonstrations never follow "go to" with "go to", so it taught the policy
  * not to move on from a place where the goal's object is not.) Hashed into a small block ({@link hashKeys}), they let a linear layer give
  * "take <w> from <w> with an unmatched object" its own weight, which word-level features cannot:
  * a combination that the demonstrations never choose gets a low score on unseen tasks too.
  */
-export const CONJUNCTION_KINDS = ['slots', 'taken', 'pending'] as const;
+export const CONJUNCTION_KINDS = ['slots', 'taken', 'pending', 'here'] as const;
 export type ConjunctionKind = (typeof CONJUNCTION_KINDS)[number];
 
 export function conjunctionKeys(
@@ -506,11 +508,14 @@ export function conjunctionKeys(
   history: readonly string[],
   situation = '',
   kinds: ReadonlySet<ConjunctionKind> = new Set(CONJUNCTION_KINDS),
+  here: readonly string[] = [],
 ): string[][] {
   const shown = new Set(contentWords(situation));
   const pending = new Set([...profile.words].filter((w) => !shown.has(w)));
   const taken = new Map<string, number>();
   for (const a of history) taken.set(a, (taken.get(a) ?? 0) + 1);
+  const takenHere = new Map<string, number>();
+  for (const a of here) takenHere.set(a, (takenHere.get(a) ?? 0) + 1);
   return actions.map((action) => {
     const template = actionTemplate(action);
     const slots = actionSlots(action).map((slot) => (isOpaqueId(slot.trim()) ? (profile.ids.has(slot.trim().toLowerCase()) ? 'm' : 'u') : slotPattern(slot, profile.words)));
@@ -520,6 +525,7 @@ export function conjunctionKeys(
     if (kinds.has('slots')) keys.push(`${template}|slots:${slots.join(',')}`);
     if (kinds.has('taken')) keys.push(`${template}|taken:${times === 0 ? 0 : times === 1 ? 1 : 2}`);
     if (kinds.has('pending')) keys.push(`${template}|pending:${Math.min(pending.size, 3)}|covers:${covers}`);
+    if (kinds.has('here')) keys.push(`${template}|here:${Math.min(takenHere.get(action) ?? 0, 2)}`);
     return keys;
   });
 }

@@ -5,6 +5,7 @@
  * learn the policy head end to end, and gives the benchmark realistic batches.
  */
 import { Rng } from '../core/rng.ts';
+import type { Observation } from '../core/types.ts';
 import { expertPolicy, runEpisode } from '../envs/episode.ts';
 import type { AnyEnvSpec, Split } from '../envs/spec.ts';
 import type { StateContext } from '../policy/features.ts';
@@ -38,11 +39,11 @@ export function expertStates(spec: AnyEnvSpec, options: ExpertStatesOptions): Ex
   const out: ExpertState[] = [];
   for (const task of tasks) {
     const trajectory = runEpisode(env, task, expertPolicy, { rng });
-    const history: { action: string }[] = [];
+    const history: { action: string; observation: Observation }[] = [];
     for (const step of trajectory.steps) {
       const expert = step.observation.actions.indexOf(step.action);
       if (expert >= 0) out.push({ context: { instruction: task.instruction, history: [...history], observation: step.observation }, expert, taskId: task.id });
-      history.push({ action: step.action });
+      history.push({ action: step.action, observation: step.observation });
       if (options.maxStates !== undefined && out.length >= options.maxStates) return out;
     }
   }

@@ -14,8 +14,8 @@ import type { Trainer } from '../rl/trainer.ts';
 /** What the agent sees at one decision. */
 export interface AgentContext {
   instruction: string;
-  /** Earlier actions of this episode, oldest first. */
-  history: readonly { action: string }[];
+  /** Earlier actions of this episode, oldest first, with the observation each was taken on. */
+  history: readonly { action: string; observation?: Observation }[];
   observation: Observation;
 }
 

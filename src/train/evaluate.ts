@@ -31,8 +31,8 @@ export interface BootstrapOptions {
 /** What an agent sees at one decision: never the task's goal. */
 export interface EvalContext {
   instruction: string;
-  /** Earlier actions of this episode, oldest first. */
-  history: readonly { action: string }[];
+  /** Earlier actions of this episode, oldest first, with the observation each was taken on. */
+  history: readonly { action: string; observation?: Observation }[];
   observation: Observation;
 }
 
@@ -245,7 +245,7 @@ interface Slot {
   /** Index into `tasks` of the running episode, or -1 when idle. */
   index: number;
   observation: Observation;
-  history: { action: string }[];
+  history: { action: string; observation: Observation }[];
   reward: number;
 }
 
@@ -324,7 +324,7 @@ export async function evaluate(actor: EvalActor, spec: AnyEnvSpec, tasks: readon
       if (typeof action !== 'string') throw new Error(`evaluate: the actor's action ${i} is ${typeof action}, not a string`);
       const result = slot.env.step(action);
       realSteps++;
-      slot.history.push({ action });
+      slot.history.push({ action, observation: slot.observation });
       slot.reward += result.reward;
       slot.observation = result.observation;
       if (result.done) finish(slot, result.info.success === true, slot.reward);

@@ -546,7 +546,7 @@ export async function measureGoalBlindFalseSuccess(
 function goalBlindActors(spec: AnyEnvSpec, policy: GoalBlindPolicy): () => EpisodeActor {
   if (policy === 'scripted') {
     const actor = referencePolicy(spec.name);
-    const act: EpisodeActor = async (instruction, history, observation) => (await actor.choose([{ instruction, history: history.map((h) => ({ action: h.action })), observation }]))[0];
+    const act: EpisodeActor = async (instruction, history, observation) => (await actor.choose([{ instruction, history: history.map((h) => ({ action: h.action, observation: h.observation })), observation }]))[0];
     return () => act;
   }
   const make = spec.demonstrator;

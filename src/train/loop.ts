@@ -541,7 +541,7 @@ async function sftExamplesOf(run: Run): Promise<SftExample[]> {
     if (weight <= 0) continue;
     const task = byId.get(traj.taskId);
     if (!task) continue;
-    const history: { action: string }[] = [];
+    const history: { action: string; observation: Observation }[] = [];
     for (const step of traj.steps) {
       const index = step.observation.actions.indexOf(step.action);
       if (index >= 0) {
@@ -549,7 +549,7 @@ async function sftExamplesOf(run: Run): Promise<SftExample[]> {
         targets.push(index);
         weights.push(weight);
       }
-      history.push({ action: step.action });
+      history.push({ action: step.action, observation: step.observation });
     }
   }
   if (contexts.length === 0) {

@@ -207,7 +207,7 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
     if (options.signal?.aborted) throw options.signal.reason ?? new DOMException('evaluation aborted', 'AbortError');
     const running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
     if (running.length === 0) break;
-    const contexts: EvalContext[] = running.map((e) => ({ instruction: e.task.instruction, history: e.history.map((h) => ({ action: h.action })), observation: e.observation }));
+    const contexts: EvalContext[] = running.map((e) => ({ instruction: e.task.instruction, history: e.history.map((h) => ({ action: h.action, observation: h.observation })), observation: e.observation }));
     const actions = await actor.choose(contexts);
     for (let i = 0; i < running.length; i++) {
       const e = running[i]!;

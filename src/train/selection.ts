@@ -73,13 +73,13 @@ export async function recordedAgreement(actor: EvalActor, episodes: readonly Rec
   const owners: number[] = [];
   const wanted: string[] = [];
   episodes.forEach((e, i) => {
-    const history: { action: string }[] = [];
+    const history: { action: string; observation: Observation }[] = [];
     for (const s of e.steps) {
       if (!s.observation.actions.includes(s.action)) throw new SelectionError(`recordedAgreement: episode ${JSON.stringify(e.taskId)} records action ${JSON.stringify(s.action)}, which its state did not offer`);
       contexts.push({ instruction: e.instruction, history: history.slice(), observation: s.observation });
       owners.push(i);
       wanted.push(s.action);
-      history.push({ action: s.action });
+      history.push({ action: s.action, observation: s.observation });
     }
   });
   const chosen: string[] = [];
