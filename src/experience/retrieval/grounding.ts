@@ -248,7 +248,7 @@ export type GroundedStep = { kind: 'known' } | { kind: 'doubtful'; penalty: numb
 export function groundedStep(support: number, threshold: number, haltReward: number, soft = true): GroundedStep {
   if (!(support >= threshold)) {
     if (!soft || !(threshold > 0) || support < HALT_SHARE * threshold) return { kind: 'unknown' };
-    return { kind: 'doubtful', penalty: Math.min(0, haltReward) * (1 - support / threshold) };
+    return { kind: 'doubtful', penalty: haltReward < 0 ? haltReward * (1 - support / threshold) : 0 };
   }
   return { kind: 'known' };
 }
