@@ -25,8 +25,9 @@
  * 4. grounding (./grounding.ts): this world's own recorded step is a fact; any other outcome is a
  *    prediction whose support (where it came from, how similar the evidence, how the candidates
  *    agree) is mapped to a probability of being right, calibrated on held-out recorded episodes.
- *    Below the calibrated threshold the step is unknown: the episode halts with a penalty and no
- *    success. Where the data does not cover a situation the simulator says so instead of guessing;
+ *    Below the calibrated threshold the step is doubtful and costs part of the halting penalty;
+ *    far below it the step is unknown: the episode halts with the penalty and no success. Where
+ *    the data does not cover a situation the simulator says so instead of guessing;
  *    `npx dreamgym fidelity` measures both against trivial simulators.
  */
 import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
