@@ -685,7 +685,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
         ...raw.step,
         reasoning: `${raw.step.reasoning} The recorded data supports this outcome only weakly (support ${support.toFixed(3)}, below ${ground.calibrator.threshold.toFixed(3)}): the episode goes on, and the step costs ${(-decided.penalty).toFixed(3)}.`,
         reward: raw.step.reward + decided.penalty,
-        grounding: { support, unknown: false },
+        grounding: { support, unknown: false, doubtful: true },
       };
     }
     return {
