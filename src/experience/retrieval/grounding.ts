@@ -239,7 +239,7 @@ export type GroundedStep = { kind: 'known' } | { kind: 'doubtful'; penalty: numb
 /**
  * What a step of calibrated `support` becomes under the unknown `threshold`. At or above it the
  * step is known. Far below it (under {@link HALT_SHARE} of it) the step is unknown and halts its
- * episode, as MOReL halts. In between the prediction is as likely right as wrong, and halting
+ * episode, as MOReL halts. In between the prediction is often enough right, and halting
  * there left whole GRPO groups with the same halting reward and nothing to learn from: the episode
  * goes on, and the step pays a share of the halting penalty that grows as the support falls (a
  * MOPO-like reward penalty), reaching half of it where halting begins. With `soft` false every
