@@ -346,6 +346,8 @@ describe('dreamgym fidelity', () => {
     expect(res.out).toMatch(/^click\[qid\]\s+\d+\s+\d+\.\d%$/m);
     // The grounding: unknown steps, what the kept steps match, and the evidence-bound success's precision.
     expect(res.out).toMatch(/^unknown steps \(the episode halts\)\s+\d+\.\d%/m);
+    expect(res.out).toMatch(/^doubtful steps \(the episode goes on at a cost\)\s+\d+\.\d%/m);
+    expect(res.out).toMatch(/doubtful below support \d\.\d{3} \(\d+\.\d% of held-out steps go on with a penalty\), unknown \(halting\) below \d\.\d{3}/);
     expect(res.out).toMatch(/^grounding \(cross-fitted on 3 folds of the train episodes, \d+ held-out steps/m);
     expect(res.out).toMatch(/^evidence-bound success \(similarity to recorded successes >= \d\.\d{3}\): precision (\d+\.\d%|n\/a) on \d+ granted/m);
     const bad = await cli('fidelity', '--env', 'shop', '--policy', 'noisy:0.3,greedy');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { calibrateSuccessGate, haltPenalty, separatingThreshold, SupportCalibrator, type SupportExample, type SupportFeatures } from '../src/experience/retrieval/grounding.ts';
+import { calibrateSuccessGate, calibrationFolds, groundedStep, HALT_SHARE, haltPenalty, separatingThreshold, SupportCalibrator, type SupportExample, type SupportFeatures } from '../src/experience/retrieval/grounding.ts';
 
 const features = (source: SupportFeatures['source'], similarity: number, agreement: number): SupportFeatures => ({ source, similarity, agreement, actionSeen: true, templateSeen: true });
 
@@ -74,5 +74,60 @@ describe('haltPenalty', () => {
     expect(haltPenalty([1, 0, 0, 1])).toBe(-0.5);
     expect(haltPenalty([0, 0])).toBe(0);
     expect(haltPenalty([])).toBe(0);
+  });
+});
+
+describe('calibrationFolds', () => {
+  it('holds a task\'s episodes out together, and does not hold out whole kinds of tasks recorded in a cycle', () => {
+    // 60 tasks of 6 kinds recorded in turn, two episodes each, in recorded order: dealt by
+    // position into 3 folds, a fold held out kinds 0 and 3 whole.
+    const keys = Array.from({ length: 60 }, (_, i) => [`task-${i}`, `task-${i}`]).flat();
+    const kindOf = (key: string): number => Number(key.slice(5)) % 6;
+    const { fold, folds } = calibrationFolds(keys, 3);
+    expect(folds).toBe(3);
+    expect(fold).toHaveLength(keys.length);
+    for (let i = 0; i < keys.length; i += 2) expect(fold[i]).toBe(fold[i + 1]);
+    for (let f = 0; f < 3; f++) {
+      const kinds = new Set(keys.filter((_, i) => fold[i] === f).map(kindOf));
+      expect(kinds.size).toBe(6);
+      // Tasks are dealt in turn: the folds differ in size by at most one task.
+      expect(fold.filter((x) => x === f).length / 2).toBeGreaterThanOrEqual(19);
+    }
+    // The same keys in another order land in the same folds.
+    const reversed = calibrationFolds([...keys].reverse(), 3).fold.reverse();
+    expect(reversed).toEqual(fold);
+  });
+
+  it('deals episodes one by one when there are fewer than two tasks, and never makes more folds than units', () => {
+    expect(calibrationFolds(['a', 'a', 'a', 'a'], 3)).toMatchObject({ folds: 3 });
+    expect(new Set(calibrationFolds(['a', 'a', 'a', 'a'], 3).fold).size).toBe(3);
+    expect(calibrationFolds(['a', 'b'], 3).folds).toBe(2);
+    expect(calibrationFolds([], 3).folds).toBe(0);
+    expect(() => calibrationFolds(['a'], 0)).toThrow(/folds/);
+  });
+});
+
+describe('groundedStep', () => {
+  it('knows a step at the threshold, halts one far below it, and charges one in between more the lower its support', () => {
+    const t = 0.4;
+    expect(groundedStep(0.4, t, -0.8)).toEqual({ kind: 'known' });
+    expect(groundedStep(0.9, t, -0.8)).toEqual({ kind: 'known' });
+    expect(groundedStep(HALT_SHARE * t - 1e-6, t, -0.8)).toEqual({ kind: 'unknown' });
+    expect(groundedStep(0, t, -0.8)).toEqual({ kind: 'unknown' });
+    const near = groundedStep(0.39, t, -0.8);
+    const far = groundedStep(HALT_SHARE * t, t, -0.8);
+    if (near.kind !== 'doubtful' || far.kind !== 'doubtful') throw new Error(`expected doubtful steps, got ${JSON.stringify([near, far])}`);
+    expect(near.penalty).toBeCloseTo(-0.8 * (1 - 0.39 / 0.4), 10);
+    expect(far.penalty).toBeCloseTo(-0.8 * (1 - HALT_SHARE), 10);
+    expect(far.penalty).toBeLessThan(near.penalty);
+    // A doubtful step never costs more than halting would.
+    expect(far.penalty).toBeGreaterThan(-0.8);
+  });
+
+  it('halts every step under the threshold when soft is off, and knows every step when nothing is unknown', () => {
+    expect(groundedStep(0.39, 0.4, -0.8, false)).toEqual({ kind: 'unknown' });
+    expect(groundedStep(0, 0, -0.8)).toEqual({ kind: 'known' });
+    // No penalty where the data earned nothing.
+    expect(groundedStep(0.3, 0.4, 0)).toEqual({ kind: 'doubtful', penalty: 0 });
   });
 });

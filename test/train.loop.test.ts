@@ -293,6 +293,34 @@ function scriptedValidation(deps: TrainingDeps, validating: ReadonlySet<string>,
   };
 }
 
+describe('the validation simulator', () => {
+  it('runs the validation in validationExperience where the deps give one, and training in experience', async () => {
+    const c = config({ mode: 'dreamgym', iterations: 1, tasksPerIteration: 2, groupSize: 2, offline: { ...TINY.offline, expertEpisodes: 12, poolDemonstrations: 4 }, validation: { tasks: 4, every: 0, criterion: 'simulator' } });
+    const run = await prepareRun(c);
+    try {
+      const validating = new Set(validationTasks(run.deps.offline, 4).map((t) => t.id));
+      const seen: string[] = [];
+      const validationExperience = {
+        kind: 'scripted',
+        reset: () => Promise.reject(new Error('validation tasks start from their recorded first state')),
+        step: async (request: { task: { id: string } }) => {
+          seen.push(request.task.id);
+          return { reasoning: 'scripted', observation: { text: 'over', actions: [] }, reward: 1, done: true, valid: true };
+        },
+      };
+      const res = await runTraining(c, { ...run.deps, validationExperience });
+      res.trainer.dispose();
+      // Start and end: every validation task once each, all in the validation simulator.
+      expect(seen).toHaveLength(8);
+      expect(seen.every((id) => validating.has(id))).toBe(true);
+      expect(res.validation?.checks?.map((x) => x.success)).toEqual([1, 1]);
+      expect(res.metrics[0]?.syntheticSteps).toBeGreaterThan(0);
+    } finally {
+      run.dispose();
+    }
+  });
+});
+
 describe('keeping the best validated policy', () => {
   it('puts back the policy that validated best between the start and the end, also after a resume', async () => {
     const before = tf.memory().numTensors;

@@ -10,7 +10,9 @@ import { RetrievalExperienceModel } from '../src/experience/retrieval/model.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
 import { LexicalPrior, LLMPrior } from '../src/llm/prior.ts';
 import { parseTrainingConfig, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
-import { TrainingSetupError } from '../src/train/loop.ts';
+import { TrainingSetupError, validationTasks } from '../src/train/loop.ts';
+import type { Task } from '../src/core/types.ts';
+import type { HistoryStep } from '../src/experience/types.ts';
 import { offlineSeedData, prepareRun, recordedSeedData } from '../src/train/setup.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
@@ -48,6 +50,41 @@ describe('prepareRun', () => {
       grounded.dispose();
     }
     expect(() => parseTrainingConfig({ ...TINY, grounding: 'maybe' as 'off' })).toThrow(/grounding/);
+  });
+
+  it("validates a grounded run in a simulator that does not replay the validation tasks' own episodes", async () => {
+    const offline = { expertEpisodes: 16, noisyEpisodes: 8, extraTasks: 0 };
+    const plain = await prepareRun(parseTrainingConfig({ ...TINY, offline, validation: { tasks: 4 } }));
+    const grounded = await prepareRun(parseTrainingConfig({ ...TINY, offline, grounding: 'calibrated', validation: { tasks: 4 } }));
+    try {
+      // The ungrounded simulator is validated where it replays recorded episodes, by design.
+      expect(plain.deps.validationExperience).toBeUndefined();
+      const main = grounded.deps.experience as RetrievalExperienceModel;
+      const validating = grounded.deps.validationExperience as RetrievalExperienceModel;
+      expect(validating).toBeInstanceOf(RetrievalExperienceModel);
+      expect(validating).not.toBe(main);
+      expect(validating.grounding).toEqual(main.grounding);
+      const ids = new Set(validationTasks(grounded.deps.offline, 4).map((t) => t.id));
+      expect(ids.size).toBe(4);
+      let replayed = 0;
+      let asFact = 0;
+      for (const trajectory of grounded.deps.offline.trajectories.filter((t) => ids.has(t.taskId) && t.success)) {
+        const task = grounded.deps.offline.tasks.find((t) => t.id === trajectory.taskId) as Task;
+        const history: HistoryStep[] = [];
+        for (const step of trajectory.steps) {
+          const request = { task, history: history.slice(), observation: step.observation, action: step.action, demos: [] };
+          // Support 1 marks a recorded fact (or an invalid action, which these recorded steps are not).
+          if (step.valid && (await main.step(request)).grounding?.support === 1) replayed++;
+          if (step.valid && (await validating.step(request)).grounding?.support === 1) asFact++;
+          history.push({ observation: step.observation, action: step.action });
+        }
+      }
+      expect(replayed).toBeGreaterThan(0);
+      expect(asFact).toBe(0);
+    } finally {
+      plain.dispose();
+      grounded.dispose();
+    }
   });
 
   it('without an LLM: retrieval, hashed features of the configured width, recombination tasks', async () => {

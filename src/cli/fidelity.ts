@@ -51,7 +51,7 @@ export function formatFidelity(t: FidelityTable & { backend: string }): string {
   if (g) {
     lines.push(
       '',
-      `grounding (cross-fitted on ${g.folds} folds of the train episodes, ${g.heldOutSteps} held-out steps, ${pct(g.heldOutRight)} predicted right): unknown below support ${g.threshold.toFixed(3)} (${pct(g.heldOutUnknown)} of held-out steps), halting reward ${g.haltPenalty.toFixed(3)}`,
+      `grounding (cross-fitted on ${g.folds} folds of the train episodes, ${g.heldOutSteps} held-out steps, ${pct(g.heldOutRight)} predicted right): doubtful below support ${g.threshold.toFixed(3)} (${pct(g.heldOutDoubtful)} of held-out steps go on with a penalty), unknown (halting) below ${g.haltThreshold.toFixed(3)} (${pct(g.heldOutUnknown)}), halting reward ${g.haltPenalty.toFixed(3)}`,
       `evidence-bound success (similarity to recorded successes >= ${g.success.threshold.toFixed(3)}): precision ${pct(g.success.precision)} on ${g.success.granted} granted, recall ${pct(g.success.recall)} of ${g.success.successes} held-out recorded successes`,
       `${'evidence used'.padEnd(14)} ${'steps'.padStart(6)} ${'right'.padStart(7)} ${'unknown'.padStart(8)}`,
       ...g.bySource.map((b) => `${b.source.padEnd(14)} ${String(b.steps).padStart(6)} ${pct(b.right).padStart(7)} ${pct(b.unknown).padStart(8)}`),

@@ -51,6 +51,8 @@ export interface StepGrounding {
   support: number;
   /** Whether the support fell below the calibrated threshold (the step halted its episode). */
   unknown: boolean;
+  /** Whether the support fell below the threshold but not far enough to halt: the episode went on and the step paid part of the halting penalty. */
+  doubtful?: boolean;
 }
 
 /** The predicted outcome: reasoning first, then the next state, reward and done. */

@@ -219,7 +219,9 @@ export const TrainingConfigSchema = z
          * them inside the simulator (shop, 50 recorded: 95% at the start) and any RL step reads as
          * a loss, so the phase kept its start on 3 of 3 seeds; without validation `dreamgym (warm
          * sft)` ended 8.7 points above `sft` held-out (shop, seeds 0-2, 25 recorded: 9.3). Validation steps are not counted in any iteration's synthetic
-         * steps or model calls.
+         * steps or model calls. With `grounding: 'calibrated'` the validation runs in the same
+         * simulator without these tasks' recorded episodes: the grounded one replays them as facts,
+         * so a cloned policy read 100% there whatever it did on other tasks.
          */
         tasks: z.number().int().min(0).optional(),
         /**

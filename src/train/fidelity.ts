@@ -78,7 +78,9 @@ export interface FidelityMeasures {
   initialActionAgreement: number;
   /** Teacher-forced steps the model called unknown (its grounding halted the episode there); 0 for a model without grounding. */
   unknownShare: number;
-  /** Next-state match on the steps the model did not call unknown. */
+  /** Teacher-forced steps the model called doubtful (below its threshold, the episode going on at a cost); 0 for a model without grounding. */
+  doubtfulShare: number;
+  /** Next-state match on the steps the model called neither unknown nor doubtful. */
   knownNextStateMatch: number;
 }
 
@@ -175,6 +177,7 @@ export const FIDELITY_MEASURES: readonly [keyof FidelityMeasures, string][] = [
   ['actionAgreement', 'admissible-action agreement (Jaccard)'],
   ['nextStateMatch', 'next-state match'],
   ['unknownShare', 'unknown steps (the episode halts)'],
+  ['doubtfulShare', 'doubtful steps (the episode goes on at a cost)'],
   ['knownNextStateMatch', 'next-state match on known steps'],
   ['consistency', 'within-episode consistency'],
   ['rewardAccuracy', 'reward accuracy, all steps'],
@@ -305,6 +308,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
   const initialAgreement: number[] = [];
   const byKind = new Map<string, number[]>();
   const unknown: number[] = [];
+  const doubtful: number[] = [];
   const knownMatch: number[] = [];
   let transitions = 0;
 
@@ -325,13 +329,15 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
       const pred = await model.step({ task, history: history.slice(), observation: step.observation, action: step.action, demos: await retrieved(step.observation, step.action) });
       transitions++;
       const halted = pred.grounding?.unknown === true;
+      const doubted = pred.grounding?.doubtful === true;
       unknown.push(halted ? 1 : 0);
+      doubtful.push(doubted ? 1 : 0);
       const next = steps[i + 1]?.observation;
       if (next) {
         agreement.push(jaccard(pred.observation.actions, next.actions));
         const match = pred.observation.text === next.text ? 1 : 0;
         stateMatch.push(match);
-        if (!halted) knownMatch.push(match);
+        if (!halted && !doubted) knownMatch.push(match);
         const again = history.some((h) => h.action === step.action) ? ' again' : '';
         const kind = `${actionSignature(step.action, words)}${again}`;
         const ofKind = byKind.get(kind) ?? [];
@@ -390,6 +396,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     initialStateMatch: mean(initialMatch),
     initialActionAgreement: mean(initialAgreement),
     unknownShare: mean(unknown),
+    doubtfulShare: mean(doubtful),
     knownNextStateMatch: mean(knownMatch),
     nextStateByKind: [...byKind].map(([kind, xs]) => ({ kind, steps: xs.length, match: mean(xs) })).sort((a, b) => b.steps - a.steps || a.kind.localeCompare(b.kind)),
   };

@@ -58,6 +58,12 @@ export interface TrainingDeps {
   offline: OfflineData;
   /** The experience model of synthetic phases. */
   experience?: ExperienceModel | null;
+  /**
+   * The experience model the synthetic phase's validation runs in (default `experience`): one
+   * that does not hold the validation tasks' own recorded episodes, where replaying them as facts
+   * would score any policy that follows its recordings as a success.
+   */
+  validationExperience?: ExperienceModel | null;
   prior?: ActionPrior | null;
   /** The curriculum's task generator (none: the `--no-curriculum` ablation). */
   generator?: TaskGenerator | null;
@@ -568,7 +574,7 @@ async function sftExamplesOf(run: Run): Promise<SftExample[]> {
  */
 async function validatePolicy(run: Run, done: number): Promise<ValidationCheck> {
   const { config, deps, options, agent, validating, recorded } = run;
-  const experience = deps.experience as ExperienceModel;
+  const experience = deps.validationExperience ?? (deps.experience as ExperienceModel);
   const actor = { choose: async (contexts: readonly AgentContext[]) => (await agent.choose(contexts, { greedy: true })).map((c) => c.action) };
   const demos = deps.demos && config.demos > 0 ? (o: Observation, a: string) => (deps.demos as NonNullable<TrainingDeps['demos']>)(o, a, config.demos) : null;
   checkAbort(run);

@@ -23,7 +23,7 @@ import { LexicalPrior, LLMPrior } from '../llm/prior.ts';
 import { Featurizer } from '../policy/features.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import type { TrainingConfig } from './config.ts';
-import { TrainingSetupError, type OfflineData, type TrainingDeps } from './loop.ts';
+import { TrainingSetupError, validationTasks, type OfflineData, type TrainingDeps } from './loop.ts';
 
 /** The held-out tasks every run of an environment is evaluated on (the same for all seeds and modes, so comparisons are paired). */
 export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
@@ -183,6 +183,11 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: config.grounding === 'calibrated' }) : null;
   // The LLM experience model is grounded by the offline data's real transitions, retrieved per step.
   const demoIndex = synthetic && config.sim === 'llm' ? await DemonstrationIndex.fromTrajectories(offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
+  // The grounded simulator replays a recorded task's own episode as fact: validated on those
+  // tasks, a cloned policy reads 100% whatever it does elsewhere. Its validation runs in the same
+  // simulator without the validation tasks' episodes.
+  const validating = experience && config.grounding === 'calibrated' ? validationTasks(offline, config.validation.tasks) : [];
+  const validationExperience = experience && validating.length > 0 ? await experience.withholding(new Set(validating.map((t) => t.id))) : null;
   const deps: TrainingDeps = {
     spec,
     featurizer: new Featurizer(options.embedder ?? new HashedEmbedder({ dim: config.policy.embeddingDim }), { embeddingScale: config.policy.embeddingScale }),
@@ -197,6 +202,15 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
           : null,
     generator: !config.curriculum.enabled ? null : llm ? new LLMTaskGenerator(llm.engine, model) : new RecombinationTaskGenerator({ seed: config.seed }),
     ...(demoIndex ? { demos: (observation, action, k) => demoIndex.top(observation, action, k) } : {}),
+    ...(validationExperience ? { validationExperience } : {}),
   };
-  return { deps, evalTasks: data?.evalTasks ?? evaluationTasks(spec, config.evalEpisodes), experience, dispose: () => experience?.dispose() };
+  return {
+    deps,
+    evalTasks: data?.evalTasks ?? evaluationTasks(spec, config.evalEpisodes),
+    experience,
+    dispose: () => {
+      experience?.dispose();
+      validationExperience?.dispose();
+    },
+  };
 }

@@ -10,6 +10,38 @@
  * is set by hand and nothing depends on what the domain is.
  */
 
+import { hashString } from '../../core/rng.ts';
+
+/**
+ * The cross-fitting folds of recorded episodes, by their task keys (a generated task's root):
+ * every episode of a task is held out together, so that a held-out step is never predicted from
+ * its own task's other recordings; and tasks are dealt to folds in an order fixed by a hash of
+ * their key, not the order the data was recorded in (tasks recorded in a cycle of kinds, dealt by
+ * position, held out whole kinds and never granted their successes). With fewer than two tasks,
+ * episodes are dealt one by one. Returns each episode's fold and how many folds there are.
+ */
+export function calibrationFolds(taskKeys: readonly string[], folds: number): { fold: number[]; folds: number } {
+  if (!(Number.isInteger(folds) && folds >= 1)) throw new RangeError(`folds must be a positive integer, got ${folds}`);
+  const distinct = [...new Set(taskKeys)];
+  const keys = distinct.length >= 2 ? taskKeys : taskKeys.map((_, i) => `episode ${i}`);
+  const units = distinct.length >= 2 ? distinct : keys.slice();
+  const order = units.map((k) => ({ k, h: mix(hashString(k)) })).sort((a, b) => a.h - b.h || (a.k < b.k ? -1 : 1));
+  const n = Math.min(folds, units.length);
+  const foldOfKey = new Map(order.map((u, j) => [u.k, j % Math.max(1, n)]));
+  return { fold: keys.map((k) => foldOfKey.get(k) ?? 0), folds: n };
+}
+
+/** A 32-bit finaliser: spreads every input bit over the output, so that near keys land far apart. */
+function mix(h: number): number {
+  let x = h >>> 0;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
 /** Where a predicted outcome came from, most trustworthy kinds first. */
 export const EVIDENCE_SOURCES = ['recorded', 'memory', 'return', 'exact', 'own-task', 'same-action', 'item', 'neighbour', 'none', 'end'] as const;
 export type EvidenceSource = (typeof EVIDENCE_SOURCES)[number];
@@ -193,6 +225,32 @@ export function calibrateSuccessGate(verdicts: readonly SuccessExample[], succes
     }
   }
   return best ?? { threshold: 0, precision: Number.NaN, recall: Number.NaN, granted: 0, successes };
+}
+
+/**
+ * Share of the unknown threshold under which a doubtful step halts (see {@link groundedStep}): a
+ * prediction there is at least twice as likely wrong as one at the threshold.
+ */
+export const HALT_SHARE = 0.5;
+
+/** What grounding does with one predicted step. */
+export type GroundedStep = { kind: 'known' } | { kind: 'doubtful'; penalty: number } | { kind: 'unknown' };
+
+/**
+ * What a step of calibrated `support` becomes under the unknown `threshold`. At or above it the
+ * step is known. Far below it (under {@link HALT_SHARE} of it) the step is unknown and halts its
+ * episode, as MOReL halts. In between the prediction is often enough right, and halting
+ * there left whole GRPO groups with the same halting reward and nothing to learn from: the episode
+ * goes on, and the step pays a share of the halting penalty that grows as the support falls (a
+ * MOPO-like reward penalty), reaching half of it where halting begins. With `soft` false every
+ * step under the threshold halts.
+ */
+export function groundedStep(support: number, threshold: number, haltReward: number, soft = true): GroundedStep {
+  if (!(support >= threshold)) {
+    if (!soft || !(threshold > 0) || support < HALT_SHARE * threshold) return { kind: 'unknown' };
+    return { kind: 'doubtful', penalty: haltReward < 0 ? haltReward * (1 - support / threshold) : 0 };
+  }
+  return { kind: 'known' };
 }
 
 /**

@@ -25,8 +25,9 @@
  * 4. grounding (./grounding.ts): this world's own recorded step is a fact; any other outcome is a
  *    prediction whose support (where it came from, how similar the evidence, how the candidates
  *    agree) is mapped to a probability of being right, calibrated on held-out recorded episodes.
- *    Below the calibrated threshold the step is unknown: the episode halts with a penalty and no
- *    success. Where the data does not cover a situation the simulator says so instead of guessing;
+ *    Below the calibrated threshold the step is doubtful and costs part of the halting penalty;
+ *    far below it the step is unknown: the episode halts with the penalty and no success. Where
+ *    the data does not cover a situation the simulator says so instead of guessing;
  *    `npx dreamgym fidelity` measures both against trivial simulators.
  */
 import { carriedAfter, completeArrival, learnArrivalRules, moveOf, placeKind, placeState, type ArrivalRules } from './arrival.ts';
@@ -42,7 +43,7 @@ import { tokenize } from '../../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
 import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, requoteState, withSwaps, type Substitution } from './substitution.ts';
 import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from '../types.ts';
-import { calibrateSuccessGate, haltPenalty, SupportCalibrator, type EvidenceSource, type SuccessExample, type SuccessGate, type SupportExample, type SupportFeatures } from './grounding.ts';
+import { calibrateSuccessGate, calibrationFolds, groundedStep, HALT_SHARE, haltPenalty, type GroundedStep, SupportCalibrator, type EvidenceSource, type SuccessExample, type SuccessGate, type SupportExample, type SupportFeatures } from './grounding.ts';
 
 /** One real transition the model learns from. `next` is null after an episode's last step. */
 export interface RealTransition {
@@ -112,6 +113,12 @@ export interface RetrievalModelConfig {
   grounding: boolean;
   /** Folds of the recorded episodes for that calibration (cross-fitting). Default 3. */
   calibrationFolds: number;
+  /**
+   * What a step whose support is below the threshold but not far below does (see `groundedStep`):
+   * `penalize` goes on with a share of the halting penalty, `halt` halts like any unknown step.
+   * Default `penalize`.
+   */
+  doubtfulSteps: 'penalize' | 'halt';
 }
 
 export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
@@ -125,6 +132,7 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   namedThings: true,
   grounding: true,
   calibrationFolds: 3,
+  doubtfulSteps: 'penalize',
 };
 
 /** Text of the observation after a step the data does not support (the episode halts there). */
@@ -138,10 +146,14 @@ export interface GroundingReport {
   heldOutSteps: number;
   /** Share of them the simulator (built without their episode's fold) predicted right. */
   heldOutRight: number;
-  /** Calibrated support under which a step is unknown. */
+  /** Calibrated support under which a step is doubtful (see `doubtfulSteps`). */
   threshold: number;
-  /** Share of held-out recorded steps that would have been unknown. */
+  /** Calibrated support under which a step is unknown and halts its episode. */
+  haltThreshold: number;
+  /** Share of held-out recorded steps that would have been unknown (halted). */
   heldOutUnknown: number;
+  /** Share of held-out recorded steps below the threshold that would have gone on with a penalty (see `doubtfulSteps`). */
+  heldOutDoubtful: number;
   /** Reward of a halted episode. */
   haltPenalty: number;
   /** The evidence-bound reward: its similarity threshold and its precision and recall on held-out recorded episodes. */
@@ -463,6 +475,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
   private readonly successIndex = new Map<string, Float32Array[]>();
   /** The calibrated grounding; null when grounding is off (and inside the cross-fitting). */
   private ground: { calibrator: SupportCalibrator; gate: SuccessGate; report: GroundingReport } | null = null;
+  /** The transitions it was built from, invalid ones included (see {@link withholding}). */
+  private built: readonly RealTransition[] = [];
 
   private constructor(
     private readonly config: RetrievalModelConfig,
@@ -538,6 +552,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     if (cfg.useRewardModel && rewardExamples.length > 0) model = build(await RewardModel.train(rewardExamples, cfg.rewardModel));
     model.indexRecorded();
     await model.indexSuccesses();
+    model.built = transitions;
     if (cfg.grounding) await model.calibrate(transitions, embedder, cfg);
     return model;
   }
@@ -558,6 +573,20 @@ export class RetrievalExperienceModel implements ExperienceModel {
   }
 
   /**
+   * The same simulator without the recorded episodes of `taskIds` (and of tasks generated from
+   * them), with this one's grounding: on those tasks it predicts as on tasks it never saw instead of
+   * replaying their recordings as facts, so a validation there is not inflated by the replay.
+   * The calibration was cross-fitted on held-out episodes, so it holds for them as for any other.
+   */
+  async withholding(taskIds: ReadonlySet<string>): Promise<RetrievalExperienceModel> {
+    const rest = this.built.filter((t) => !taskIds.has(t.task.id) && !(t.task.rootId !== undefined && taskIds.has(t.task.rootId)));
+    if (!rest.some((t) => t.valid)) throw new RetrievalDataError(`withholding ${taskIds.size} tasks leaves no valid recorded transition to build a simulator from`);
+    const model = await RetrievalExperienceModel.fromTransitions(rest, this.embedder, { ...this.config, grounding: false });
+    model.ground = this.ground;
+    return model;
+  }
+
+  /**
    * Cross-fits the grounding: the recorded episodes are split into folds; a simulator built on the
    * other folds predicts each held-out recorded step (teacher-forced, from the real state and
    * history), and whether it was right trains the support map; its verdicts of success, against
@@ -567,17 +596,17 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const episodes = episodesOf(transitions);
     const returns = episodes.map((e) => e[e.length - 1]?.reward ?? 0);
     const penalty = haltPenalty(returns);
-    const folds = Math.min(cfg.calibrationFolds, episodes.length);
+    const { fold: foldOf, folds } = calibrationFolds(episodes.map((e) => (e[0] ? (e[0].task.rootId ?? e[0].task.id) : '')), cfg.calibrationFolds);
     const examples: SupportExample[] = [];
     const verdicts: SuccessExample[] = [];
     let successes = 0;
     if (folds >= 2) {
       for (let f = 0; f < folds; f++) {
-        const train = episodes.filter((_, i) => i % folds !== f).flat();
+        const train = episodes.filter((_, i) => foldOf[i] !== f).flat();
         if (!train.some((t) => t.valid)) continue;
         const sub = await RetrievalExperienceModel.fromTransitions(train, embedder, { ...cfg, grounding: false });
         try {
-          for (const episode of episodes.filter((_, i) => i % folds === f)) {
+          for (const episode of episodes.filter((_, i) => foldOf[i] === f)) {
             const history: HistoryStep[] = [];
             for (const t of episode) {
               if (t.valid) {
@@ -596,13 +625,16 @@ export class RetrievalExperienceModel implements ExperienceModel {
     }
     const calibrator = examples.length > 0 ? SupportCalibrator.fit(examples) : SupportCalibrator.uninformed();
     const gate = calibrateSuccessGate(verdicts, successes);
-    const unknown = examples.filter((e) => calibrator.predict(e.features) < calibrator.threshold).length;
+    const soft = cfg.doubtfulSteps === 'penalize';
+    const kindOf = (e: SupportExample): GroundedStep['kind'] => groundedStep(calibrator.predict(e.features), calibrator.threshold, penalty, soft).kind;
+    const unknown = examples.filter((e) => kindOf(e) === 'unknown').length;
+    const doubtful = examples.filter((e) => kindOf(e) === 'doubtful').length;
     const bySource = new Map<EvidenceSource, { steps: number; right: number; unknown: number }>();
     for (const e of examples) {
       const c = bySource.get(e.features.source) ?? { steps: 0, right: 0, unknown: 0 };
       c.steps++;
       if (e.right) c.right++;
-      if (calibrator.predict(e.features) < calibrator.threshold) c.unknown++;
+      if (kindOf(e) === 'unknown') c.unknown++;
       bySource.set(e.features.source, c);
     }
     this.ground = {
@@ -613,7 +645,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
         heldOutSteps: examples.length,
         heldOutRight: examples.length === 0 ? Number.NaN : examples.filter((e) => e.right).length / examples.length,
         threshold: calibrator.threshold,
+        haltThreshold: soft ? HALT_SHARE * calibrator.threshold : calibrator.threshold,
         heldOutUnknown: examples.length === 0 ? Number.NaN : unknown / examples.length,
+        heldOutDoubtful: examples.length === 0 ? Number.NaN : doubtful / examples.length,
         haltPenalty: penalty,
         success: gate,
         bySource: [...bySource].map(([source, c]) => ({ source, steps: c.steps, right: c.right / c.steps, unknown: c.unknown / c.steps })).sort((x, y) => y.steps - x.steps),
@@ -683,7 +717,16 @@ export class RetrievalExperienceModel implements ExperienceModel {
     if (!raw.step.valid) return { ...raw.step, grounding: { support: 1, unknown: false } };
     // A recorded fact of this world is not a prediction: nothing to calibrate.
     const support = raw.features.source === 'recorded' ? 1 : ground.calibrator.predict(raw.features);
-    if (support >= ground.calibrator.threshold) return { ...raw.step, grounding: { support, unknown: false } };
+    const decided = groundedStep(support, ground.calibrator.threshold, ground.report.haltPenalty, this.config.doubtfulSteps === 'penalize');
+    if (decided.kind === 'known') return { ...raw.step, grounding: { support, unknown: false } };
+    if (decided.kind === 'doubtful') {
+      return {
+        ...raw.step,
+        reasoning: `${raw.step.reasoning} The recorded data supports this outcome only weakly (support ${support.toFixed(3)}, below ${ground.calibrator.threshold.toFixed(3)}): the episode goes on, and the step costs ${(-decided.penalty).toFixed(3)}.`,
+        reward: raw.step.reward + decided.penalty,
+        grounding: { support, unknown: false, doubtful: true },
+      };
+    }
     return {
       reasoning: `${raw.step.reasoning} The recorded data supports this outcome too weakly (support ${support.toFixed(3)}, below ${ground.calibrator.threshold.toFixed(3)}): the step is unknown and the episode halts.`,
       observation: { text: UNKNOWN_STEP_TEXT, actions: [] },
