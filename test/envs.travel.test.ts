@@ -42,8 +42,7 @@ describe('the travel module (a flight-booking form)', () => {
   it('the goal-blind demonstrator books 90.0% of 200 test tasks right: decent, not perfect (it settles after 3 fares)', () => {
     const demo = playAll(travel, test200, demonstrator);
     const r = solvedShare(demo);
-    expect(r).toBeGreaterThanOrEqual(0.8);
-    expect(r).toBeLessThan(0.98);
+    expect(r).toBeCloseTo(0.9, 3);
     // It passes fares over: it opens more than one on some tasks and goes back.
     expect(demo.some((p) => p.actions.filter((a) => a.startsWith('open ')).length > 1 && p.actions.includes('back'))).toBe(true);
   });

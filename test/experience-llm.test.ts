@@ -566,9 +566,10 @@ describe('LLMExperienceModel: sees only what the agent sees (no goal fields)', (
       expect(problems.join('\n')).not.toContain(MARKER);
       // The mirror does repeat its prompts: had a goal field been in one, it would be in `out`.
       expect(out).toContain(`Task: ${(tasks[0] as Task).instruction}`);
-      for (const o of outputs as (ExperienceStep | Observation)[]) {
-        if ('reasoning' in o) expect(o.reasoning).toMatch(/^I was told: /);
-      }
+      const reasoned = (outputs as (ExperienceStep | Observation)[]).filter((o): o is ExperienceStep => 'reasoning' in o);
+      // Every configuration's steps carry the mirror's reasoning, so some outputs must have it.
+      expect(reasoned.length).toBeGreaterThan(0);
+      for (const o of reasoned) expect(o.reasoning).toMatch(/^I was told: /);
     });
   }
 
