@@ -11,7 +11,6 @@
 import { defaultMaxListeners, setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import type { DomainName } from '../core/types.ts';
-import { unregisterEnvSpec } from '../envs/registry.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
 import { parseTrainingConfig, type PresetName, type TrainingConfigInput } from '../train/config.ts';
 import type { Interval } from '../train/evaluate.ts';
@@ -21,7 +20,7 @@ import { recordedSeedData } from '../train/setup.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
 import type { LoadedEnvModule } from './module-host.ts';
 import { writeFileAtomic } from './output.ts';
-import { readyDomains, SUITE_DOMAINS, type DomainExperimentOptions, type ReadyDomain } from './suite.ts';
+import { pct, ratioText, readyDomains, releaseDomains, SUITE_DOMAINS, type DomainExperimentOptions, type ReadyDomain } from './suite.ts';
 import { useFastestNodeBackend } from './tf-node.ts';
 
 /** The sizes of the log, in episodes. */
@@ -152,7 +151,7 @@ export async function runScaling(options: ScalingOptions): Promise<ScalingResult
   try {
     // Without --domains: the default domains and the added modules; with it, any of the suite's.
     const suite = options.suite ?? (options.domains ? SUITE_DOMAINS : SUITE_DOMAINS.filter((d) => SCALING_DOMAINS.includes(d.name)));
-    const domains = readyDomains({ ...(options.domains ? { domains: options.domains } : {}), ...(options.extraModules ? { extraModules: options.extraModules } : {}), suite, ...(options.envTimeoutMs !== undefined ? { envTimeoutMs: options.envTimeoutMs } : {}) }, loaded);
+    const domains = readyDomains({ ...options, suite }, loaded);
     for (const d of domains) if (!d.spec.demonstrator) throw new ScalingError(`the domain ${d.name} has no goal-blind demonstrator (demonstratorAction()) to record episodes with: leave it out with --domains`);
     await useFastestNodeBackend();
     // Every (domain, size) experiment listens on the caller's signal at once: not a leak.
@@ -196,18 +195,12 @@ export async function runScaling(options: ScalingOptions): Promise<ScalingResult
     }
     return { format: 'dreamgym-scaling', version: 1, command: options.command, preset: options.preset, seeds: options.seeds, jobs: options.jobs, sizes, arms: SCALING_ARMS, domains: results, wallMs: performance.now() - started };
   } finally {
-    await pool?.close();
-    for (const m of loaded) {
-      unregisterEnvSpec(m.spec);
-      await m.dispose();
-    }
+    await releaseDomains(pool, loaded);
   }
 }
 
-const pct = (x: number): string => (Number.isFinite(x) ? (100 * x).toFixed(1) : 'n/a');
 const cell = (i: Interval | undefined): string => (i ? `${pct(i.mean)} [${pct(i.low)}, ${pct(i.high)}]` : '-');
 const points = (x: number): string => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}` : 'n/a');
-const ratioText = (x: number): string => (Number.isNaN(x) ? 'n/a' : x === Number.POSITIVE_INFINITY ? 'inf' : x.toFixed(2));
 
 /** The table of one domain: a row per size. */
 function domainLines(d: ScalingDomainResult): string[] {

@@ -283,16 +283,23 @@ export async function runSuite(options: SuiteOptions): Promise<SuiteResult> {
       wallMs: performance.now() - started,
     };
   } finally {
-    await pool?.close();
-    for (const m of loaded) {
-      unregisterEnvSpec(m.spec);
-      await m.dispose();
-    }
+    await releaseDomains(pool, loaded);
   }
 }
 
-const pct = (x: number): string => (Number.isFinite(x) ? (100 * x).toFixed(1) : 'n/a');
-const ratio = (x: number): string => (Number.isNaN(x) ? 'n/a' : x === Number.POSITIVE_INFINITY ? 'inf' : x.toFixed(2));
+/** Ends the worker pool and lets go of the modules {@link readyDomains} loaded. */
+export async function releaseDomains(pool: ExperimentWorkerPool | null, loaded: readonly LoadedEnvModule[]): Promise<void> {
+  await pool?.close();
+  for (const m of loaded) {
+    unregisterEnvSpec(m.spec);
+    await m.dispose();
+  }
+}
+
+/** A rate as a percentage with one decimal, `n/a` when not finite. */
+export const pct = (x: number): string => (Number.isFinite(x) ? (100 * x).toFixed(1) : 'n/a');
+/** A ratio with two decimals; `inf` and `n/a` for its undefined cases. */
+export const ratioText = (x: number): string => (Number.isNaN(x) ? 'n/a' : x === Number.POSITIVE_INFINITY ? 'inf' : x.toFixed(2));
 
 
 /** The false-success row of `policy` on `group` over all task types (the `all` row where there are several). */
@@ -332,7 +339,7 @@ function suiteFiles(r: SuiteResult): Record<string, string> {
       return row ? `${pct(row.simSuccess)} / ${pct(row.realSuccess)}` : 'n/a';
     };
     lines.push(
-      `| ${d.name} | ${cells.join(' | ')} | ${c ? `${ratio(c.value)} [${ratio(c.low)}, ${ratio(c.high)}]` : '-'} | ${model ? `${pct(model.nextStateMatch)} (${pct(best)})` : '-'} | ${model ? pct(model.rewardAccuracy) : '-'} | ${fs('grounded')}; ${fs('held-out')} | ${((d.cost.armsMs + d.cost.fidelityMs) / 60000).toFixed(1)} |`,
+      `| ${d.name} | ${cells.join(' | ')} | ${c ? `${ratioText(c.value)} [${ratioText(c.low)}, ${ratioText(c.high)}]` : '-'} | ${model ? `${pct(model.nextStateMatch)} (${pct(best)})` : '-'} | ${model ? pct(model.rewardAccuracy) : '-'} | ${fs('grounded')}; ${fs('held-out')} | ${((d.cost.armsMs + d.cost.fidelityMs) / 60000).toFixed(1)} |`,
     );
   }
   lines.push(

@@ -118,34 +118,55 @@ const CLAUSE_SPLITS = [/(?<=[.!?])\s+/, /;\s+|\s\|\s/, /,\s+/] as const;
  * numbers were right.
  */
 export function plainElement(observationText: string, action: string, siblings: readonly string[] = []): string | null {
-  const slotsOf = (a: string): string[][] => actionSlots(a).map((slot) => tokenize(slot)).filter((t) => t.length > 0);
-  const slots = slotsOf(action);
-  if (slots.length === 0) return null;
-  const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((t, i) => t === b[i]);
-  const others = siblings.filter((a) => a !== action).flatMap(slotsOf).filter((o) => !slots.some((x) => same(x, o)));
-  const own = new Set(tokenize(action));
-  // A unit says something of its own with a word or number the action lacks (function words aside).
-  const adds = (tokens: readonly string[]): boolean => tokens.some((t) => !own.has(t) && (/\p{N}/u.test(t) || contentWords(t).length > 0));
-  const find = (units: readonly string[], level: number, slot: readonly string[]): string | undefined => {
-    for (const unit of units) {
-      const tokens = tokenize(unit);
-      if (!containsRun(tokens, slot)) continue;
-      const alone = !others.some((o) => containsRun(tokens, o));
-      if ((alone || level === CLAUSE_SPLITS.length) && adds(tokens)) return unit.trim();
-      const split = CLAUSE_SPLITS[level];
-      const inner = split === undefined ? undefined : find(unit.split(split), level + 1, slot);
-      if (inner !== undefined) return inner;
-    }
-    return undefined;
+  return clauseFinder(observationText)(action, siblings);
+}
+
+/**
+ * {@link plainElement} for many actions of one observation: the observation's sentences and every
+ * unit's and action's tokens are worked out once, not once per action.
+ */
+function clauseFinder(observationText: string): (action: string, siblings: readonly string[]) => string | null {
+  const slotCache = new Map<string, string[][]>();
+  const slotsOf = (a: string): string[][] => {
+    let slots = slotCache.get(a);
+    if (!slots) slotCache.set(a, (slots = actionSlots(a).map((slot) => tokenize(slot)).filter((t) => t.length > 0)));
+    return slots;
+  };
+  const tokenCache = new Map<string, string[]>();
+  const tokensOf = (unit: string): string[] => {
+    let tokens = tokenCache.get(unit);
+    if (!tokens) tokenCache.set(unit, (tokens = tokenize(unit)));
+    return tokens;
   };
   // From sentences down: a whole line of several sentences says more than the action is about.
   const sentences = observationText.split('\n').flatMap((l) => l.split(CLAUSE_SPLITS[0])).filter((l) => l.trim().length > 0);
-  const found: string[] = [];
-  for (const slot of slots) {
-    const clause = find(sentences, 1, slot);
-    if (clause !== undefined && !found.includes(clause)) found.push(clause);
-  }
-  return found.length > 0 ? found.join(' | ') : null;
+  const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((t, i) => t === b[i]);
+  return (action, siblings) => {
+    const slots = slotsOf(action);
+    if (slots.length === 0) return null;
+    const others = siblings.filter((a) => a !== action).flatMap(slotsOf).filter((o) => !slots.some((x) => same(x, o)));
+    const own = new Set(tokenize(action));
+    // A unit says something of its own with a word or number the action lacks (function words aside).
+    const adds = (tokens: readonly string[]): boolean => tokens.some((t) => !own.has(t) && (/\p{N}/u.test(t) || contentWords(t).length > 0));
+    const find = (units: readonly string[], level: number, slot: readonly string[]): string | undefined => {
+      for (const unit of units) {
+        const tokens = tokensOf(unit);
+        if (!containsRun(tokens, slot)) continue;
+        const alone = !others.some((o) => containsRun(tokens, o));
+        if ((alone || level === CLAUSE_SPLITS.length) && adds(tokens)) return unit.trim();
+        const split = CLAUSE_SPLITS[level];
+        const inner = split === undefined ? undefined : find(unit.split(split), level + 1, slot);
+        if (inner !== undefined) return inner;
+      }
+      return undefined;
+    };
+    const found: string[] = [];
+    for (const slot of slots) {
+      const clause = find(sentences, 1, slot);
+      if (clause !== undefined && !found.includes(clause)) found.push(clause);
+    }
+    return found.length > 0 ? found.join(' | ') : null;
+  };
 }
 
 /** The argument of `verb[argument]`, or the whole action. */
@@ -178,8 +199,12 @@ export function candidateText(observationText: string, action: string): string {
  */
 export function candidateTexts(observationText: string, actions: readonly string[]): string[] {
   const byTemplate = new Map<string, string[]>();
-  for (const a of actions) byTemplate.set(actionTemplate(a), [...(byTemplate.get(actionTemplate(a)) ?? []), a]);
-  const plain = actions.map((a) => (BRACKET_ACTION.test(a) ? null : plainElement(observationText, a, byTemplate.get(actionTemplate(a)))));
+  for (const a of actions) {
+    const template = actionTemplate(a);
+    (byTemplate.get(template) ?? byTemplate.set(template, []).get(template))?.push(a);
+  }
+  const clauseOf = clauseFinder(observationText);
+  const plain = actions.map((a) => (BRACKET_ACTION.test(a) ? null : clauseOf(a, byTemplate.get(actionTemplate(a)) ?? [])));
   const bare = new Set<string>();
   actions.forEach((a, i) => {
     if (!BRACKET_ACTION.test(a) && plain[i] === null) bare.add(actionTemplate(a));
