@@ -11,6 +11,7 @@ import {
   parsePolicyHeadConfig,
   PolicyHead,
   chooseFromLogProbs,
+  takenLogProbs,
 } from '../src/policy/head.ts';
 import { packDecisions } from '../src/policy/input.ts';
 import { syntheticDecisions } from '../src/rl/synthetic.ts';
@@ -178,6 +179,16 @@ describe('forward pass', () => {
     expect(r.actions[0]).toBe(0);
     expect(r.logProbs[0]).toBeCloseTo(0, 6);
     head.dispose();
+  });
+
+  it('takes the chosen log-probability, also when every row has a single candidate', () => {
+    const before = tf.memory().numTensors;
+    const picked = tf.tidy(() => takenLogProbs(tf.tensor2d([[-0.1, -2.3], [-1.2, -0.4]]), tf.tensor1d([1, 0], 'int32')).arraySync());
+    expect(picked[0]).toBeCloseTo(-2.3, 6);
+    expect(picked[1]).toBeCloseTo(-1.2, 6);
+    const single = tf.tidy(() => takenLogProbs(tf.tensor2d([[0], [-0.5]]), tf.tensor1d([0, 0], 'int32')).arraySync());
+    expect(single).toEqual([0, -0.5]);
+    expect(tf.memory().numTensors).toBe(before);
   });
 
   it('evaluates the value head when there is one', async () => {

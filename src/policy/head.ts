@@ -290,6 +290,8 @@ export function policyLogProbs(params: ParamTensors, input: InputTensors, config
 /** Log-probability of the chosen candidate of each row, [n]. `actions` is int32 [n]. */
 export function takenLogProbs(logProbs: tf.Tensor2D, actions: tf.Tensor1D): tf.Tensor1D {
   const k = logProbs.shape[1];
+  // tf.oneHot refuses depth 1: rows with a single candidate (a chunk of forced steps) took it.
+  if (k === 1) return tf.reshape(logProbs, [-1]);
   return tf.sum(tf.mul(logProbs, tf.oneHot(actions, k)), 1);
 }
 
