@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import { benchSchedule, measureBackendAgreement, measureGrpoThroughput, policyBenchRows, type PolicyBenchMeasurement } from '../src/bench/policy.ts';
 import { DAWN_PACKAGE, DawnUnavailableError, installDawn } from '../src/bench/policy-dawn.ts';
 import { BENCH_SUITES, replaceSection, suitesToRun } from '../src/cli/bench.ts';
-import { framesRows, mainThreadTasks, quantile } from '../src/bench/frames.ts';
+import { describeTasks, framesRows, longestTasks, mainThreadTasks, quantile } from '../src/bench/frames.ts';
 import { benchLlmCost } from './fixtures/llm-cost.ts';
 import { clearEnvCaches } from '../src/envs/registry.ts';
 import { generateLayout } from '../src/envs/household/layout.ts';
@@ -45,6 +45,33 @@ describe('frame benchmark', () => {
     ]);
     expect(() => mainThreadTasks({ traceEvents: trace.traceEvents.filter((e) => e.name !== 'frames:end') })).toThrow(/frames:start \/ frames:end/);
     expect(() => mainThreadTasks({ traceEvents: trace.traceEvents.filter((e) => !(e.ph === 'M' && e.pid === 7 && e.tid === 1)) })).toThrow(/no main thread for renderer 7/);
+  });
+
+  it('breaks the longest tasks down into the events inside them, each without its children', () => {
+    const x = (name: string, ts: number, dur: number, tdur: number, data?: object) => ({ ph: 'X', name, pid: 7, tid: 1, ts, dur, tdur, ...(data ? { args: { data } } : {}) });
+    const events = [
+      ...trace.traceEvents,
+      // Inside the 12 ms task at 1100: a message handler that renders, then a collection with its phases.
+      x('HandlePostMessage', 1110, 3000, 2500),
+      x('FunctionCall', 1120, 2900, 2400, { functionName: 'render', url: 'http://127.0.0.1:5173/src/ui/App.tsx?t=1', lineNumber: 41 }),
+      x('Layout', 1200, 500, 500),
+      x('MajorGC', 5000, 1200, 1000),
+      x('V8.GC_MC_EVACUATE', 5100, 600, 600),
+      // Inside the 2 ms task at 20000, posted by the compositor.
+      x('Paint', 20_100, 100, 100),
+    ];
+    const posted = events.map((e) => (e.ts === 20_000 && e.name === 'ThreadControllerImpl::RunTask' ? { ...e, args: { src_func: 'ScheduledActionSendBeginMainFrame' } } : e));
+    const [first, second, third] = longestTasks({ traceEvents: posted }, 2);
+    expect(third).toBeUndefined();
+    expect(first).toMatchObject({ cpuMs: 4, wallMs: 12, atMs: 0.1, postedBy: '?' });
+    expect(first?.parts).toEqual([
+      { name: 'render (App.tsx:42)', cpuMs: 1.9 },
+      { name: 'MajorGC', cpuMs: 1 },
+      { name: 'Layout', cpuMs: 0.5 },
+      { name: 'HandlePostMessage', cpuMs: 0.1 },
+    ]);
+    expect(second).toMatchObject({ cpuMs: 2, postedBy: 'ScheduledActionSendBeginMainFrame', parts: [{ name: 'Paint', cpuMs: 0.1 }] });
+    expect(describeTasks([first as NonNullable<typeof first>], 2)).toEqual(['4.0 ms CPU (12.0 wall) at 0.0 s, ?: render (App.tsx:42) 1.9, MajorGC 1.0, other 1.1']);
   });
 
   it('reports gaps, long tasks and the main thread own work per scenario', () => {
