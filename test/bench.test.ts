@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import { benchSchedule, measureBackendAgreement, measureGrpoThroughput, policyBenchRows, type PolicyBenchMeasurement } from '../src/bench/policy.ts';
 import { DAWN_PACKAGE, DawnUnavailableError, installDawn } from '../src/bench/policy-dawn.ts';
 import { BENCH_SUITES, replaceSection, suitesToRun } from '../src/cli/bench.ts';
-import { framesRows, mainThreadTasks, quantile } from '../src/bench/frames.ts';
+import { describeTasks, framesRows, isMostlyGc, longestTasks, mainThreadTasks, quantile } from '../src/bench/frames.ts';
 import { benchLlmCost } from './fixtures/llm-cost.ts';
 import { clearEnvCaches } from '../src/envs/registry.ts';
 import { generateLayout } from '../src/envs/household/layout.ts';
@@ -47,6 +47,33 @@ describe('frame benchmark', () => {
     expect(() => mainThreadTasks({ traceEvents: trace.traceEvents.filter((e) => !(e.ph === 'M' && e.pid === 7 && e.tid === 1)) })).toThrow(/no main thread for renderer 7/);
   });
 
+  it('breaks the longest tasks down into the events inside them, each without its children', () => {
+    const x = (name: string, ts: number, dur: number, tdur: number, data?: object) => ({ ph: 'X', name, pid: 7, tid: 1, ts, dur, tdur, ...(data ? { args: { data } } : {}) });
+    const events = [
+      ...trace.traceEvents,
+      // Inside the 12 ms task at 1100: a message handler that renders, then a collection with its phases.
+      x('HandlePostMessage', 1110, 3000, 2500),
+      x('FunctionCall', 1120, 2900, 2400, { functionName: 'render', url: 'http://127.0.0.1:5173/src/ui/App.tsx?t=1', lineNumber: 41 }),
+      x('Layout', 1200, 500, 500),
+      x('MajorGC', 5000, 1200, 1000),
+      x('V8.GC_MC_EVACUATE', 5100, 600, 600),
+      // Inside the 2 ms task at 20000, posted by the compositor.
+      x('Paint', 20_100, 100, 100),
+    ];
+    const posted = events.map((e) => ('ts' in e && e.ts === 20_000 && e.name === 'ThreadControllerImpl::RunTask' ? { ...e, args: { src_func: 'ScheduledActionSendBeginMainFrame' } } : e));
+    const [first, second, third] = longestTasks({ traceEvents: posted }, 2);
+    expect(third).toBeUndefined();
+    expect(first).toMatchObject({ cpuMs: 4, wallMs: 12, atMs: 0.1, postedBy: '?' });
+    expect(first?.parts).toEqual([
+      { name: 'render (App.tsx:42)', cpuMs: 1.9 },
+      { name: 'MajorGC', cpuMs: 1 },
+      { name: 'Layout', cpuMs: 0.5 },
+      { name: 'HandlePostMessage', cpuMs: 0.1 },
+    ]);
+    expect(second).toMatchObject({ cpuMs: 2, postedBy: 'ScheduledActionSendBeginMainFrame', parts: [{ name: 'Paint', cpuMs: 0.1 }] });
+    expect(describeTasks([first as NonNullable<typeof first>], 2)).toEqual(['4.0 ms CPU (12.0 wall) at 0.0 s, ?: render (App.tsx:42) 1.9, MajorGC 1.0, other 1.1']);
+  });
+
   it('reports gaps, long tasks and the main thread own work per scenario', () => {
     expect(quantile([5, 1, 3, 2, 4], 0.5)).toBe(3);
     expect(quantile([5, 1, 3, 2, 4], 0.99)).toBe(5);
@@ -61,6 +88,18 @@ describe('frame benchmark', () => {
     expect(value('longest main-thread task, wall time')).toBe(30);
     expect(rows[0]?.note).toBe('40 s of a quick shop run once training, 6 iterations ended in it; machine load average 1.5 before it');
     expect(rows.find((r) => r.name === 'alone: frame gaps over 50 ms')?.unit).toBe('of 5 frames');
+    expect(rows.some((r) => r.name.includes('garbage collection'))).toBe(false);
+  });
+
+  it('counts the tasks over 10 ms that are mostly garbage collection', () => {
+    const task = (cpuMs: number, parts: { name: string; cpuMs: number }[]) => ({ cpuMs, wallMs: cpuMs * 3, atMs: 0, postedBy: '?', parts });
+    const gc = task(11, [{ name: 'MajorGC', cpuMs: 9 }, { name: 'V8.GC_HEAP_EXTERNAL_EPILOGUE', cpuMs: 0.5 }]);
+    const render = task(12, [{ name: 'Layout', cpuMs: 5 }, { name: 'MajorGC', cpuMs: 5 }]);
+    const short = task(4, [{ name: 'MinorGC', cpuMs: 4 }]);
+    expect([gc, render, short].map(isMostlyGc)).toEqual([true, false, true]);
+    const rows = framesRows('loaded', { frameGapsMs: [16], longTasksMs: [], windowMs: 40_000, warmupMs: 9000, iterations: 6, status: 'running' }, [gc, render, short], undefined, [render, gc, short]);
+    expect(rows.find((r) => r.name === 'loaded: of these, tasks spent mostly in V8\'s garbage collection')?.value).toBe(1);
+    expect(rows.find((r) => r.name === "loaded: main-thread tasks over 10 ms of CPU time (the page's own work)")?.value).toBe(2);
   });
 });
 

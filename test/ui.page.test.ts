@@ -106,6 +106,11 @@ describe('the built page', () => {
     expect(pageErrors).toEqual([]);
   });
 
+  it('loads no tfjs on its main thread (the training and trainer workers own it)', async () => {
+    // tfjs keeps its engine in a global as it loads; on the main thread it only enlarged the entry script and the heap.
+    expect(await page.evaluate(() => '_tfengine' in globalThis)).toBe(false);
+  });
+
   it('is served cross-origin isolated, under its Content-Security-Policy', async () => {
     expect(mainHeaders['content-security-policy']).toBe(CONTENT_SECURITY_POLICY);
     expect(mainHeaders['content-security-policy']).not.toMatch(/'unsafe-inline'|'unsafe-eval'/);

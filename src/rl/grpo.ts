@@ -32,12 +32,9 @@ import { policyLogProbs, rowEntropy, takenLogProbs, type PolicyHeadConfig } from
 import { packDecisions, type Decision } from '../policy/input.ts';
 import type { LossFn, PreparedBatch } from './update.ts';
 
-export const GRPO_LOSS_TYPES = ['grpo', 'dr_grpo', 'dapo'] as const;
-/** How step losses are aggregated (see the module comment). */
-export type GrpoLossType = (typeof GRPO_LOSS_TYPES)[number];
-export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
-/** How advantages are scaled: by the group's std, the batch's std, or not at all. */
-export type ScaleRewards = (typeof SCALE_REWARDS)[number];
+import { GRPO_LOSS_TYPES, SCALE_REWARDS, type GrpoLossType, type ScaleRewards } from './grpo-variants.ts';
+
+export { GRPO_LOSS_TYPES, SCALE_REWARDS, type GrpoLossType, type ScaleRewards } from './grpo-variants.ts';
 
 /** GRPO settings. Parse with `GrpoConfigSchema.parse` to fill the defaults. */
 export const GrpoConfigSchema = z

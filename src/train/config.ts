@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { DomainNameSchema } from '../core/types.ts';
-import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo.ts';
+import { GRPO_LOSS_TYPES, SCALE_REWARDS } from '../rl/grpo-variants.ts';
 import { SELECTION_CRITERIA } from './selection.ts';
 
 /** The retrieval simulator's grounding modes (see `grounding` in the config). */
