@@ -239,7 +239,7 @@ describe('runExperiment scheduling', () => {
   it('a failed job fails the experiment and stops the jobs in flight', async () => {
     const rec = recordingRunner({ fail: 'zero-shot' });
     await expect(runExperiment({ env: 'shop', seeds: 3, preset: 'quick', concurrency: 2, runner: rec.runner, trainEvalEpisodes: 1, arms: ['zero-shot', 'real'] })).rejects.toThrow(
-      'failed: zero-shot',
+      'shop: zero-shot, seed 0 failed: failed: zero-shot',
     );
     // zero-shot seed 0 failed while seed 1 ran: seed 1 was told to stop, and nothing started after the failure.
     expect(rec.aborted).toContain('zero-shot#1');

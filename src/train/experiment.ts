@@ -364,11 +364,18 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     options.onProgress?.(`${options.env}: ${job.arm}, seed ${job.seed}${concurrency > 1 ? ` (${running.size + 1} running)` : ''}`);
     running.set(
       i,
-      runner(job, inner.signal).then((outcome) => {
-        outcomes[i] = outcome;
-        state[i] = 'done';
-        running.delete(i);
-      }),
+      runner(job, inner.signal).then(
+        (outcome) => {
+          outcomes[i] = outcome;
+          state[i] = 'done';
+          running.delete(i);
+        },
+        (e: unknown) => {
+          // A job stopped because another failed says nothing new; a failure names its job.
+          if (inner.signal.aborted) throw e;
+          throw new Error(`${options.env}: ${job.arm}, seed ${job.seed} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+        },
+      ),
     );
   };
   try {
