@@ -224,21 +224,22 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
   const tasks = train.map((p) => p.task);
   const trajectories = train.map((p) => p.trajectory);
   const embedder = opts.embedder ?? new HashedEmbedder({ dim: 256 });
-  const retrieval = opts.llm ? null : await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, embedder, opts.model);
+  const declared = spec.freeTextActions ?? [];
+  const retrieval = opts.llm ? null : await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, embedder, { freeTextActions: declared, ...opts.model });
   let demos: DemoSource | undefined;
   if (opts.llm) {
     const index = await DemonstrationIndex.fromTrajectories(trajectories, embedder);
     demos = (observation, action, k) => index.top(observation, action, k);
   }
-  const model: ExperienceModel = retrieval ?? new LLMExperienceModel((opts.llm as RunLLM).engine, { ...(opts.llm?.model !== undefined ? { model: opts.llm.model } : {}), contextWindowTokens: opts.llm?.contextWindowSize ?? null });
+  const model: ExperienceModel = retrieval ?? new LLMExperienceModel((opts.llm as RunLLM).engine, { ...(opts.llm?.model !== undefined ? { model: opts.llm.model } : {}), contextWindowTokens: opts.llm?.contextWindowSize ?? null, environmentDescription: spec.description, freeTextActions: declared });
   const transitions = transitionsFromTrajectories(tasks, trajectories);
   const sims: ExperienceModel[] = [model];
-  for (const b of opts.baselines) sims.push(b === 'echo' ? new EchoExperienceModel() : new MajorityRuleExperienceModel(transitions));
+  for (const b of opts.baselines) sims.push(b === 'echo' ? new EchoExperienceModel(declared) : new MajorityRuleExperienceModel(transitions, declared));
   try {
     const rows: FidelityReport[] = [];
     for (const sim of sims) {
       const t0 = performance.now();
-      const measured = await measureFidelity(sim, test, sim === model ? demos : undefined);
+      const measured = await measureFidelity(sim, test, sim === model ? demos : undefined, declared);
       rows.push({
         ...measured,
         env: spec.name,
@@ -293,7 +294,8 @@ const sameScreen = (a: Observation, b: Observation, instruction: string): boolea
  * Measures any experience model against held-out real episodes. Models see only `agentView(task)`
  * and, when `demos` is given, the top-3 retrieved real transitions of each step.
  */
-export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[], demos?: DemoSource): Promise<FidelityMeasured> {
+export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[], demos?: DemoSource, freeTextActions: readonly string[] = []): Promise<FidelityMeasured> {
+  const freeText = new Set(freeTextActions);
   const retrieved = async (observation: Observation, action: string): Promise<Demonstration[]> => (demos ? demos(observation, action, 3) : []);
   const agreement: number[] = [];
   const stateMatch: number[] = [];
@@ -361,7 +363,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     const predicted: Observation[] = [];
     let state = first.observation;
     for (const step of steps) {
-      if (!step.valid || !isAdmissible(state, step.action)) break;
+      if (!step.valid || !isAdmissible(state, step.action, freeText)) break;
       const pred = await model.step({ task, history: simHistory.slice(), observation: state, action: step.action, demos: await retrieved(state, step.action) });
       predicted.push(pred.observation);
       simHistory.push({ observation: state, action: step.action });
@@ -438,7 +440,7 @@ export async function measureFalseSuccess(
       let action = rng.pick(state.actions);
       if (!shadowDone && !rng.chance(eps)) {
         const expert = shadow.expertAction();
-        if (isAdmissible(state, expert)) action = expert;
+        if (isAdmissible(state, expert, new Set(spec.freeTextActions))) action = expert;
       }
       if (!shadowDone) shadowDone = shadow.step(action).done;
       const pred = await model.step({ task: visible, history: history.slice(), observation: state, action, demos: demos ? await demos(state, action, 3) : [] });
@@ -529,7 +531,7 @@ export async function measureGoalBlindFalseSuccess(
     for (let t = 0; t < spec.maxSteps; t++) {
       if (observation.actions.length === 0) return false;
       const chosen = await act(task.instruction, history, observation, rng);
-      const action = !rng.chance(eps) && chosen !== undefined && isAdmissible(observation, chosen) ? chosen : rng.pick(observation.actions);
+      const action = !rng.chance(eps) && chosen !== undefined && isAdmissible(observation, chosen, new Set(spec.freeTextActions)) ? chosen : rng.pick(observation.actions);
       const r = await step(history, observation, action);
       history.push({ observation, action });
       if (r.done) return r.reward >= 0.999;

@@ -37,7 +37,7 @@ import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRul
 import { transitionText, type Embedder } from '../../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../../core/types.ts';
 import { RetrievalIndex } from '../../replay/retrieval.ts';
-import { isAdmissible } from '../admissible.ts';
+import { isAdmissible, learnFreeTextActions, type FreeTextActions } from '../admissible.ts';
 import { abstractText, actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
@@ -119,6 +119,11 @@ export interface RetrievalModelConfig {
    * Default `penalize`.
    */
   doubtfulSteps: 'penalize' | 'halt';
+  /**
+   * What the environment declares of its free-text actions (see `FreeTextActions`); the data adds
+   * those it shows. Default none.
+   */
+  freeTextActions: readonly string[];
 }
 
 export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
@@ -133,6 +138,7 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   grounding: true,
   calibrationFolds: 3,
   doubtfulSteps: 'penalize',
+  freeTextActions: [],
 };
 
 /** Text of the observation after a step the data does not support (the episode halts there). */
@@ -477,6 +483,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
   private ground: { calibrator: SupportCalibrator; gate: SuccessGate; report: GroundingReport } | null = null;
   /** The transitions it was built from, invalid ones included (see {@link withholding}). */
   private built: readonly RealTransition[] = [];
+  /** Templates whose argument is free text: declared, or shown by the data (see `learnFreeTextActions`). */
+  private freeText: FreeTextActions = new Set();
 
   private constructor(
     private readonly config: RetrievalModelConfig,
@@ -542,8 +550,12 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const initial = await initialStates(usable, embedder);
     const binaryRewards = usable.every((t) => t.reward === 0 || t.reward === 1);
     const { arrival, named, emptyListWord, arrivalTexts, putDownPickUps } = learnWorldRules(usable, cfg);
-    const build = (rewardModel: RewardModel | null): RetrievalExperienceModel =>
-      new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, rewardModel, named, emptyListWord, arrivalTexts, putDownPickUps);
+    const freeText = new Set([...cfg.freeTextActions, ...learnFreeTextActions(usable.map((t) => ({ observation: t.state, action: t.action, valid: t.valid })))]);
+    const build = (rewardModel: RewardModel | null): RetrievalExperienceModel => {
+      const m = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, rewardModel, named, emptyListWord, arrivalTexts, putDownPickUps);
+      m.freeText = freeText;
+      return m;
+    };
     let model = build(null);
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -769,7 +781,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const action = request.action.trim();
     const template = actionTemplate(action).template;
     const seen = { actionSeen: this.kinds.has(`a:${action}`), templateSeen: this.kinds.has(`t:${template}`) };
-    if (!isAdmissible(observation, action)) {
+    if (!isAdmissible(observation, action, this.freeText)) {
       return {
         step: {
           reasoning: `"${action}" is not among the admissible actions of the current state, so it has no effect.`,
@@ -925,25 +937,25 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // page): without that, repeating a search showed the product page visited in between.
     for (let i = history.length - 1; i >= 0; i--) {
       const h = history[i] as HistoryStep;
-      if (h.action.trim() !== action || !isAdmissible(h.observation, action)) continue;
+      if (h.action.trim() !== action || !isAdmissible(h.observation, action, this.freeText)) continue;
       let last = i + 1;
       const arrival = seen[i + 1] as Observation;
       // An action still offered after it was taken (a choice on a page, not a move) acts on the
       // page as it is now: taken again from another state, replaying what it showed then undid
       // the choices made since (shop's `click[black]` after choosing a size showed no size
       // chosen), and 8 of 100 greedy episodes that succeeded in the real shop failed inside it.
-      if (isAdmissible(arrival, action) && h.observation.text !== observation.text) continue;
+      if (isAdmissible(arrival, action, this.freeText) && h.observation.text !== observation.text) continue;
       const arrivalActions = new Set(arrival.actions);
-      if (!isAdmissible(arrival, action)) {
+      if (!isAdmissible(arrival, action, this.freeText)) {
         const template = actionTemplate(action).template;
         // A move of the same kind that took itself off the list (`go to diningtable 1`, there)
         // left the place, whatever the actions offered after it: with a walk's actions slightly
         // off, returning to countertop 2 showed the dining table visited next.
         const moved = (k: number): boolean => {
           const a = (history[k] as HistoryStep).action;
-          return actionTemplate(a).template === template && !isAdmissible(seen[k + 1] as Observation, a);
+          return actionTemplate(a).template === template && !isAdmissible(seen[k + 1] as Observation, a, this.freeText);
         };
-        while (last + 1 < seen.length && !moved(last) && !isAdmissible(seen[last + 1] as Observation, action) && jaccardOf(arrivalActions, new Set((seen[last + 1] as Observation).actions)) >= STAY_OVERLAP) last++;
+        while (last + 1 < seen.length && !moved(last) && !isAdmissible(seen[last + 1] as Observation, action, this.freeText) && jaccardOf(arrivalActions, new Set((seen[last + 1] as Observation).actions)) >= STAY_OVERLAP) last++;
       }
       const left = seen[last] as Observation;
       const unchanged = left.actions.length === arrival.actions.length && left.actions.every((x, j) => x === arrival.actions[j]);
