@@ -19,7 +19,7 @@
  *   {@link LLMExperienceModel.stats}.
  * - What it sees: only what the agent sees (DESIGN.md section 4). `reset` and `step` reduce the
  *   task to {@link agentView} on entry, so a task's goal (ground truth for the real environment:
- *   the shop's target product, the household's layout seed, ...) never reaches a prompt, a cache
+ *   hidden targets, a world's layout seed, ...) never reaches a prompt, a cache
  *   key, a reply or a returned step, even when a caller passes a whole `Task`.
  * - No environment code: this module does not import `src/envs` (a test walks its module graph).
  *   The first state of a seed task comes from its recorded data, supplied by the caller; `reset`
