@@ -83,7 +83,7 @@ export function experienceSystemPrompt(env: string, options: { reasoning?: boole
     '   next state is a failure state (the current state with a note that the action failed, and the same',
     '   admissible actions), "valid" is false and the reward is 0.',
     '3. The reward is outcome-based: it is 0 on every step except the final one ("done": true). On the final',
-    '   step it is 1 when the task is completed (or the final action\'s score, where the environment scores it), else 0.',
+    '   step it is 1 when the task is completed, else 0 (where the environment grades it: its score).',
     '4. "done" is true only when the episode ends: the task is completed, or a final action was taken.',
     '5. The retrieved transitions are real: follow them closely when they match the current state and action.',
     ...(reasoning
