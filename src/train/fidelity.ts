@@ -5,8 +5,10 @@
  * - admissible-action agreement: Jaccard similarity of predicted and real next admissible actions
  *   (teacher-forced: each step starts from the real state);
  * - next-state match: the predicted next state text equals the real one;
- * - reward accuracy: |predicted − real reward| ≤ 0.05 over all steps, and on final steps split by
- *   episodes that succeeded and that failed;
+ * - reward accuracy: |predicted − real reward| ≤ 0.05 over all steps, over the steps the model
+ *   answers (a grounded model's unknown and doubtful steps carry its penalty, not a prediction;
+ *   their share is stated apart), and on final steps split by episodes that succeeded and that
+ *   failed;
  * - final-step verdict: on the last step of episodes that succeeded, the share the model also
  *   calls a success (reward 1, done); on the last step of episodes that failed, the share it does
  *   not (a simulator that calls every purchase a success scores 0 there);
@@ -54,6 +56,12 @@ export interface FidelityMeasures {
   actionAgreement: number;
   nextStateMatch: number;
   rewardAccuracy: number;
+  /** Reward accuracy on the steps the model answers: neither unknown nor doubtful (all steps for a model without grounding). */
+  answeredRewardAccuracy: number;
+  /** Done accuracy on those steps. */
+  answeredDoneAccuracy: number;
+  /** Steps the model declines to predict: unknown (halting) or doubtful (penalised); 0 for a model without grounding. */
+  declinedShare: number;
   /** Reward accuracy on the last step of episodes that succeeded. */
   finalRewardAccuracySuccess: number;
   /** Reward accuracy on the last step of episodes that failed. */
@@ -180,13 +188,16 @@ export const FIDELITY_MEASURES: readonly [keyof FidelityMeasures, string][] = [
   ['doubtfulShare', 'doubtful steps (the episode goes on at a cost)'],
   ['knownNextStateMatch', 'next-state match on known steps'],
   ['consistency', 'within-episode consistency'],
+  ['declinedShare', 'steps declined (unknown or doubtful)'],
   ['rewardAccuracy', 'reward accuracy, all steps'],
+  ['answeredRewardAccuracy', 'reward accuracy, steps answered'],
   ['finalRewardAccuracySuccess', 'reward accuracy, final steps of successes'],
   ['finalRewardAccuracyFailure', 'reward accuracy, final steps of failures'],
   ['finalVerdictSuccess', 'successes called successes'],
   ['finalVerdictFailure', 'failures not called successes'],
   ['finalVerdictBalanced', 'final-step verdict, balanced'],
   ['doneAccuracy', 'done accuracy'],
+  ['answeredDoneAccuracy', 'done accuracy, steps answered'],
   ['initialStateMatch', 'initial state match (tasks without a recorded episode)'],
 ];
 
@@ -300,6 +311,8 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
   const agreement: number[] = [];
   const stateMatch: number[] = [];
   const rewardOk: number[] = [];
+  const answeredRewardOk: number[] = [];
+  const answeredDoneOk: number[] = [];
   const finalOkSuccess: number[] = [];
   const finalOkFailure: number[] = [];
   const verdictSuccess: number[] = [];
@@ -348,6 +361,10 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
       }
       const ok = Math.abs(pred.reward - step.reward) <= 0.05 ? 1 : 0;
       rewardOk.push(ok);
+      if (!halted && !doubted) {
+        answeredRewardOk.push(ok);
+        answeredDoneOk.push(pred.done === step.done ? 1 : 0);
+      }
       if (step.done) {
         (trajectory.success ? finalOkSuccess : finalOkFailure).push(ok);
         const calledSuccess = pred.done && pred.reward >= 0.999;
@@ -387,6 +404,9 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     actionAgreement: mean(agreement),
     nextStateMatch: mean(stateMatch),
     rewardAccuracy: mean(rewardOk),
+    answeredRewardAccuracy: mean(answeredRewardOk),
+    answeredDoneAccuracy: mean(answeredDoneOk),
+    declinedShare: transitions === 0 ? Number.NaN : (transitions - answeredRewardOk.length) / transitions,
     finalRewardAccuracySuccess: mean(finalOkSuccess),
     finalRewardAccuracyFailure: mean(finalOkFailure),
     finalVerdictSuccess: mean(verdictSuccess),
