@@ -17,7 +17,7 @@ import { tokenize } from '../../policy/hashed-embedder.ts';
 import { actionTemplate } from './substitution.ts';
 
 /** English function words and request phrasing, too common to say anything about a task (no domain's vocabulary). */
-const STOPWORDS = new Set('a an the i need want some that is are be with and or of for in on at to from it its this these those my me please find get under than your task you'.split(' '));
+const STOPWORDS = new Set('a an the i need want some that is are be with and or of for in on at to from it its this these those my me please find get'.split(' '));
 
 /** A word's comparable form: lower case, a plural `s` dropped. */
 export function stem(word: string): string {
