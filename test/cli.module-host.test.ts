@@ -92,6 +92,13 @@ describe('waitForFlag: the reply signal', () => {
 });
 
 describe('loadEnvModule: a good module', () => {
+  it('passes on the free-text actions a module declares, and none where it declares none', async () => {
+    const declared = load(await writeModule('free-text.mjs', { head: "export const freeTextActions = ['say {}'];" }));
+    const plain = load(await writeModule('no-free-text.mjs'));
+    expect(declared.spec.freeTextActions).toEqual(['say {}']);
+    expect(plain.spec.freeTextActions).toBeUndefined();
+  });
+
   it('serves the example library module (TypeScript, through tsx) as an EnvSpec: tasks, expert episodes that succeed', () => {
     const m = load(EXAMPLE);
     expect(m.spec.name).toBe('library');

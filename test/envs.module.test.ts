@@ -33,6 +33,14 @@ describe('checkModuleExports', () => {
     expect(() => checkModuleExports('m', { ...good, tasks: val([]) }, [])).toThrow(/export "tasks" must be a function/);
     expect(Object.keys(MODULE_EXPORTS)).toEqual(['name', 'description', 'maxSteps', 'create', 'tasks', 'validateTask']);
   });
+
+  it('the optional freeTextActions: one-slot templates, kept in the header; anything else refused', () => {
+    expect(checkModuleExports('m', { ...good, freeTextActions: val(['note[{}]', 'say {}']) }, []).freeTextActions).toEqual(['note[{}]', 'say {}']);
+    expect(checkModuleExports('m', { ...good, freeTextActions: { kind: 'missing' } }, [])).not.toHaveProperty('freeTextActions');
+    for (const bad of [val('note[{}]'), val(['note[]']), val(['move {} to {}']), val(['{}']), fn]) {
+      expect(() => checkModuleExports('m', { ...good, freeTextActions: bad }, [])).toThrow(/export "freeTextActions" \(optional\) must be a list of action templates with one \{\} slot/);
+    }
+  });
 });
 
 describe('checks of what a module returns', () => {

@@ -48,7 +48,8 @@ const step = (m: EchoExperienceModel | MajorityRuleExperienceModel, action: stri
   m.step({ task: t, history: [], observation, action, demos: [] });
 
 describe('EchoExperienceModel', () => {
-  const echo = new EchoExperienceModel();
+  // The environment declares its search box's free text, as the shop does.
+  const echo = new EchoExperienceModel(['search[{}]']);
 
   it('is the echo kind and starts from the instruction alone', async () => {
     expect(echo.kind).toBe('echo');
@@ -61,6 +62,8 @@ describe('EchoExperienceModel', () => {
       expect(s).toEqual({ reasoning: 'echo: nothing changes.', observation: itemPage, reward: 0, done: false, valid: true });
       expect(s.observation.actions).not.toBe(itemPage.actions);
     }
+    // Without the declaration, only listed actions are admissible.
+    expect((await step(new EchoExperienceModel(), 'search[green soap]')).valid).toBe(false);
   });
 
   it('an action outside the admissible list is invalid, and the state is kept', async () => {

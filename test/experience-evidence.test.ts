@@ -55,7 +55,7 @@ describe('instruction words and numbers', () => {
   const instruction = 'i need a pack of 2 red apples, and price lower than 30.00 dollars';
   it('drops stopwords and numbers, stems plurals', () => {
     // A domain's own words ("price", "dollars") are content words here: no domain is special.
-    expect([...instructionWords(instruction)]).toEqual(['pack', 'red', 'apple', 'price', 'lower', 'dollar']);
+    expect([...instructionWords(instruction)]).toEqual(['pack', 'red', 'apple', 'price', 'lower', 'than', 'dollar']);
     expect([...instructionWords('put a cool apple in fridge.')]).toEqual(['put', 'cool', 'apple', 'fridge']);
     expect([...instructionWords('Find some Berries and Glasses')]).toEqual(['berry', 'glasse']);
     expect(instructionWords('the 3 of them').size).toBe(1);
@@ -245,11 +245,11 @@ describe('evidenceFeatures', () => {
 
     it('the whole feature vector of the item page before and after the choice', () => {
       const before = evidenceFeatures(instruction, state, 'click[buy now]', ['search[lotion 8 fl oz]', 'click[B0WE9QSUDS]'], [], item);
-      // Words: lotion, size, fl, oz, price, lower, dollar. Screen: five (not lower, dollar); action: none; history: lotion, fl, oz; page: none.
+      // Words: lotion, size, fl, oz, price, lower, than, dollar. Screen: five (not lower, than, dollar); action: none; history: lotion, fl, oz; page: none.
       // The 8 asked for is on screen, $24.99 is within $30.00, one named size is offered but not chosen.
-      expect(Array.from(before)).toEqual(f32([5 / 7, 0, 3 / 7, 5 / 7, 1, 1, 0, 0.2, 1, 0, 0, 0]));
+      expect(Array.from(before)).toEqual(f32([5 / 8, 0, 3 / 8, 5 / 8, 1, 1, 0, 0.2, 1, 0, 0, 0]));
       const after = evidenceFeatures(instruction, state, 'click[buy now]', ['search[lotion 8 fl oz]', 'click[B0WE9QSUDS]', 'click[8 fl oz]'], ['click[8 fl oz]'], item);
-      expect(Array.from(after)).toEqual(f32([5 / 7, 0, 3 / 7, 5 / 7, 1, 1, 2 / 7, 0, 1, 0, 0, 0]));
+      expect(Array.from(after)).toEqual(f32([5 / 8, 0, 3 / 8, 5 / 8, 1, 1, 2 / 8, 0, 1, 0, 0, 0]));
     });
 
     it('choices the instruction did not ask for are counted: choosing every size is not choosing the right one', () => {

@@ -14,6 +14,8 @@ import {
   selectDemos,
   type StepTurnInput,
   compactState,
+  sharedLabel,
+  taskLine,
   listActions,
   demoKey,
 } from '../src/experience/prompt.ts';
@@ -42,13 +44,17 @@ const small = { ...DEFAULT_PROMPT_CONFIG, maxDemoChars: 160, maxStateChars: 400,
 
 describe('experience prompts', () => {
   it('system prompt: the domain rules (snapshot)', () => {
-    const shop = experienceSystemPrompt('shop');
+    const shop = experienceSystemPrompt('shop', { description: getEnvSpec('shop').description });
     expect(shop).toMatchSnapshot();
     expect(shop).toMatch(/invalid action changes nothing.*failure state/s);
     expect(shop).toMatch(/it is 0 on every step except the final one/);
     expect(shop).toMatch(/"reasoning".*"next_state".*"reward".*"done".*"valid"/s);
-    expect(experienceSystemPrompt('household')).toMatch(/ALFWorld/);
-    expect(experienceSystemPrompt('webarena')).toMatch(/text environment called "webarena"/);
+    // What the environment declares of itself introduces it; nothing is known of a name alone.
+    const spec = getEnvSpec('household');
+    expect(experienceSystemPrompt(spec.name, { description: spec.description })).toContain(`called "household": ${spec.description}.`);
+    expect(experienceSystemPrompt('household')).toBe(experienceSystemPrompt('webarena').replaceAll('webarena', 'household'));
+    expect(experienceSystemPrompt('webarena')).toMatch(/text environment called "webarena"\./);
+    expect(experienceSystemPrompt('webarena', { description: 'a browser. ' })).toContain('called "webarena": a browser.\n');
   });
 
   it('first turn: task, retrieved transitions, state and action (snapshot)', () => {
@@ -107,9 +113,19 @@ describe('experience prompts', () => {
     expect(listActions([], 4)).toBe('(none)');
     expect(clip('abc', 4)).toBe('abc');
     expect(historyBlock([], small)).toBe('');
-    expect(compactState('Your task is to: put a mug in sinkbasin.\nYou are in the middle of a room.')).toBe('You are in the middle of a room.');
-    expect(compactState('Instruction: buy x\nPage: search\nActions: search[x]')).toBe('Page: search');
-    expect(compactState('Page: search')).toBe('Page: search');
+    // The task line is found by the episode's instruction, or by the label its own task line has.
+    const line = taskLine('Intro\nGoal: fetch a box.\nYou are home.', 'fetch a box.');
+    expect(line).toEqual({ instruction: 'fetch a box.', label: 'Goal: ' });
+    expect(compactState('Goal: fetch a box.\nYou are home.', line)).toBe('You are home.');
+    expect(compactState('Goal: fetch a ball.\nPage: search\nActions: find[x]', line)).toBe('Page: search');
+    expect(compactState('fetch a box.\nYou are home.', taskLine('fetch a box.\nYou are home.', 'fetch a box.'))).toBe('You are home.');
+    expect(compactState('Goal: fetch a ball.\nYou are home.')).toBe('Goal: fetch a ball.\nYou are home.');
+    expect(compactState('Page: search', line)).toBe('Page: search');
+    expect(compactState('Page: search\nGoal: fetch a ball.', line)).toBe('Page: search\nGoal: fetch a ball.');
+    expect(taskLine('Page: search', 'fetch a box.')).toEqual({ instruction: 'fetch a box.', label: '' });
+    expect(sharedLabel(['Goal: fetch a box\nx', 'Goal: fetch a ball\ny'])).toBe('Goal: ');
+    expect(sharedLabel(['Goal: fetch a box'])).toBe('');
+    expect(sharedLabel(['Goal: a', 'Aim: b'])).toBe('');
     // Transitions already shown in the conversation are not repeated.
     const a = d(0.9, 'a');
     const b = d(0.8, 'b');
@@ -126,6 +142,8 @@ describe('experience prompts', () => {
     const reset = resetTurn(task, demos, small);
     expect(reset).toContain('Initial states of similar real episodes:');
     expect(reset).toContain('Write its initial state');
+    // The examples' task line (the label their first lines share) is left out; the task is stated once.
+    expect(reset.split(task.instruction)).toHaveLength(2);
   });
 
   it('prompts take what the agent sees of a task: its instruction, never its goal', () => {

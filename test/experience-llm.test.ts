@@ -117,7 +117,7 @@ describe('LLMExperienceModel: conversation per trajectory', () => {
   it('restarts a conversation that grows past maxConversationChars, restating the history', async () => {
     const engine = new ScriptedEngine({ chat: echoScript });
     const model = new LLMExperienceModel(engine, { conversation: true, maxConversationChars: 6000 });
-    await rollout(model, Array.from({ length: 8 }, (_, i) => `click[next ${i}]`));
+    await rollout(model, Array.from({ length: 14 }, (_, i) => `click[next ${i}]`));
     expect(model.stats.conversationRestarts).toBeGreaterThan(0);
     const longest = Math.max(...engine.requests.map((r) => r.messages.reduce((n, m) => n + String(m.content).length, 0)));
     expect(longest).toBeLessThanOrEqual(6000 + 1000);
@@ -283,11 +283,11 @@ describe('LLMExperienceModel: validation and retries', () => {
 
   it('an action the state does not list is invalid with reward 0, even when the model calls it valid', async () => {
     const engine = new ScriptedEngine({ chat: [stepReply({ valid: true, reward: 1, done: true, actions: [] }), stepReply({ text: 'Page: results' })] });
-    const model = new LLMExperienceModel(engine, { groupCache: false });
+    const model = new LLMExperienceModel(engine, { groupCache: false, freeTextActions: ['search[{}]'] });
     const off = await model.step({ task, history: [], observation: start, action: 'click[not on this page]', demos });
     expect(off).toMatchObject({ valid: false, reward: 0 });
     expect(model.stats.ruleCorrections).toBe(1);
-    // A free search query is admissible where the state has a search box.
+    // A free search query is admissible where the state has a search box the environment declares.
     expect(start.actions.some((a) => a.startsWith('search['))).toBe(true);
     const search = await model.step({ task, history: [], observation: start, action: 'search[a query nobody listed]', demos });
     expect(search.valid).toBe(true);

@@ -24,11 +24,13 @@ let model: RetrievalExperienceModel;
  * grounding tests below).
  */
 const PREDICTOR = { grounding: false } as const;
+/** What the shop declares of its search box, as the callers of the model pass it on. */
+const SHOP_FREE_TEXT = getEnvSpec('shop').freeTextActions ?? [];
 let tensorsBefore = 0;
 
 beforeAll(async () => {
   tensorsBefore = tf.memory().numTensors;
-  model = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, rewardModel: { epochs: 10 } });
+  model = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, freeTextActions: SHOP_FREE_TEXT, rewardModel: { epochs: 10 } });
 });
 afterAll(() => {
   model.dispose();
@@ -406,6 +408,35 @@ describe('RetrievalExperienceModel', () => {
     }
   });
 
+  it('free text: accepted where the environment declares it or its data shows it taken, refused otherwise', async () => {
+    const spec = getEnvSpec('shop');
+    const task = spec.tasks({ split: 'train', count: 1, seed: 21 })[0] as Task;
+    const env = spec.create();
+    const start = env.reset(task);
+    const free = 'search[something nobody suggested]';
+    expect(start.actions).not.toContain(free);
+    const r = env.step(free);
+    expect(r.info.valid).toBe(true);
+    const build = (action: string, freeTextActions: readonly string[] = []) =>
+      RetrievalExperienceModel.fromTrajectories(
+        [task],
+        [{ id: 'r', taskId: task.id, env: 'shop', source: 'offline', steps: [{ observation: start, action, reward: 0, done: false, valid: true }], success: false, reward: 0 }],
+        new HashedEmbedder({ dim: 64 }),
+        { ...PREDICTOR, useRewardModel: false, freeTextActions },
+      );
+    const valid = async (m: RetrievalExperienceModel) => (await m.step({ task, history: [], observation: start, action: 'search[another query]', demos: [] })).valid;
+    const shown = await build(free);
+    const listed = await build(start.actions[0] as string);
+    const declared = await build(start.actions[0] as string, ['search[{}]']);
+    try {
+      expect(await valid(shown)).toBe(true);
+      expect(await valid(listed)).toBe(false);
+      expect(await valid(declared)).toBe(true);
+    } finally {
+      for (const m of [shown, listed, declared]) m.dispose();
+    }
+  });
+
   it('episode memory: repeating a search after visiting a product shows the results again, not the product page', async () => {
     // A real episode: search, open a product, back to search, the same search again.
     const spec = getEnvSpec('shop');
@@ -533,7 +564,7 @@ describe('RetrievalExperienceModel', () => {
     expect(step.observation.actions.length).toBeGreaterThan(0);
     // Same inputs, same prediction; and a model built again from the same data predicts the same.
     expect(await model.step(request)).toEqual(step);
-    const again = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, rewardModel: { epochs: 10 } });
+    const again = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, freeTextActions: SHOP_FREE_TEXT, rewardModel: { epochs: 10 } });
     try {
       expect(await again.step(request)).toEqual(step);
       expect(await again.reset(task, [])).toEqual(await model.reset(task, []));

@@ -118,6 +118,14 @@ describe('grounded retrieval model fidelity', () => {
     // Made-up steps are flagged: halted, or gone on at a cost.
     expect(g.unknownShare + g.doubtfulShare).toBeGreaterThan(0);
     expect(g.knownNextStateMatch).toBeGreaterThan(p.nextStateMatch + 0.1);
+    // Reward accuracy is stated on the steps it answers, apart from the share it declines (whose
+    // reward is its penalty, not a prediction); without grounding every step is answered.
+    expect(g.declinedShare).toBeCloseTo(g.unknownShare + g.doubtfulShare, 10);
+    expect(g.answeredRewardAccuracy).toBeGreaterThan(g.rewardAccuracy);
+    expect(g.answeredRewardAccuracy).toBeGreaterThanOrEqual(0.9);
+    expect(p.declinedShare).toBe(0);
+    expect(p.answeredRewardAccuracy).toBe(p.rewardAccuracy);
+    expect(p.answeredDoneAccuracy).toBe(p.doneAccuracy);
     expect(randomSuccessOf(grounded).every((r) => r <= RANDOM_SUCCESS_CEILING)).toBe(true);
     const report = grounded.grounding!;
     expect(report.heldOutSteps).toBe(g.trainTransitions);

@@ -82,7 +82,7 @@ async function load() {
     if (tsxApi) (await import(tsxApi)).register();
     mod = await import(url);
     const shapes = {};
-    for (const key of ['name', 'description', 'maxSteps', 'create', 'tasks', 'validateTask']) shapes[key] = shape(mod[key]);
+    for (const key of ['name', 'description', 'maxSteps', 'create', 'tasks', 'validateTask', 'freeTextActions']) shapes[key] = shape(mod[key]);
     if (shapes.tasks.kind === 'function') shapes.tasks.arity = mod.tasks.length;
     send({ ok: true, value: shapes });
   } catch (e) {
@@ -380,6 +380,7 @@ export function loadEnvModule(path: string, options: EnvModuleOptions = {}): Loa
     name: header.name,
     description: header.description,
     maxSteps: header.maxSteps,
+    ...(header.freeTextActions ? { freeTextActions: header.freeTextActions } : {}),
     hasExpert: probe.expert,
     ...(probe.demonstrator ? { demonstrator: () => moduleDemonstrator, demonstratorNeedsEnvironment: true } : {}),
     create(): RealEnvironment {

@@ -13,6 +13,7 @@
  * export function create() { return { reset(task) {...}, step(action) {...}, expertAction() {...}, demonstratorAction() {...} }; }
  * export function tasks({ split, count, seed }) { return [{ id, instruction, goal }, ...]; }
  * export function validateTask(task) { return { ok: true }; }
+ * export const freeTextActions = ['note[{}]'];           // optional: one-slot actions whose argument is free text
  * ```
  *
  * See {@link EnvironmentModule} for each export, and `src/envs/example/library.ts` for a whole one.
@@ -83,6 +84,12 @@ export interface EnvironmentModule {
   readonly description: string;
   /** Episode step limit: the episode ends (done) at this many steps at the latest. */
   readonly maxSteps: number;
+  /**
+   * Optional: templates with one `{}` slot (`note[{}]`) of actions whose argument is free text:
+   * where an observation lists one such action, `step` accepts any non-empty argument (the
+   * simulator then does too). Default none.
+   */
+  readonly freeTextActions?: readonly string[];
   /** A fresh environment; it may be reused for many episodes (`reset` starts each). */
   create(): ModuleEnvironment;
   /** Deterministic seed tasks for a split: the same options give the same tasks; train and test share none. */
@@ -110,6 +117,12 @@ export interface ModuleHeader {
   name: string;
   description: string;
   maxSteps: number;
+  freeTextActions?: string[];
+}
+
+/** Whether `v` is a list of one-slot templates (`verb[{}]`, `say {}`). */
+function isTemplateList(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((t) => typeof t === 'string' && t.split('{}').length === 2 && t.replace('{}', '').trim() !== '');
 }
 
 /** Thrown for a broken environment module; the message names the module, the export and (when known) the task. */
@@ -155,8 +168,14 @@ export function checkModuleExports(where: string, shapes: Readonly<Record<string
           : typeof v === 'number' && Number.isInteger(v) && v >= 1;
     if (!ok) problems.push(`export "${key}" must be ${wanted}, got ${describe(v)}`);
   }
+  const free = shapes.freeTextActions;
+  if (free !== undefined && free.kind !== 'missing' && !(free.kind === 'value' && isTemplateList(free.value))) {
+    problems.push(`export "freeTextActions" (optional) must be a list of action templates with one {} slot each, such as ["note[{}]"], got ${free.kind === 'function' ? 'a function' : describe(free.value)}`);
+  }
   if (problems.length > 0) throw new EnvModuleError(`environment module ${where}: ${problems.join('; ')}`);
-  return { name: value('name') as string, description: (value('description') as string).trim(), maxSteps: value('maxSteps') as number };
+  const header: ModuleHeader = { name: value('name') as string, description: (value('description') as string).trim(), maxSteps: value('maxSteps') as number };
+  if (free?.kind === 'value' && isTemplateList(free.value)) header.freeTextActions = [...free.value];
+  return header;
 }
 
 function describe(v: unknown): string {

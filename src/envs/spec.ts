@@ -23,6 +23,11 @@ export interface EnvSpec<N extends DomainName = EnvName> {
   readonly description: string;
   /** Episode step limit. */
   readonly maxSteps: number;
+  /**
+   * Templates with one `{}` slot (`search[{}]`) of actions whose argument is free text: where an
+   * observation lists one such action, the environment accepts any non-empty argument. Default none.
+   */
+  readonly freeTextActions?: readonly string[];
   /** A fresh environment instance (worlds are deterministic functions of the task's goal). */
   create(): RealEnvironment;
   /** Deterministic seed tasks for a split. */

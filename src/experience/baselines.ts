@@ -4,11 +4,12 @@
  * - `echo`: the next state is the current state; reward 0; never done.
  * - `majority`: the next state is the current state; reward and done are the most frequent
  *   outcome of the action's kind in the data (the exact action when it occurred at least five
- *   times, else its template), e.g. "click[buy now] ends with reward 1".
- * Both apply the shared admissibility rule, like every experience model.
+ *   times, else its template), e.g. "this action ends with reward 1".
+ * Both apply the shared admissibility rule, like every experience model, with the free-text
+ * actions the environment declares (and, for `majority`, those its data shows).
  */
 import type { AgentTask, Observation } from '../core/types.ts';
-import { isAdmissible } from './admissible.ts';
+import { isAdmissible, learnFreeTextActions, type FreeTextActions } from './admissible.ts';
 import { EPISODE_OVER_TEXT, type RealTransition } from './retrieval/model.ts';
 import { actionTemplate } from './retrieval/substitution.ts';
 import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest } from './types.ts';
@@ -26,6 +27,12 @@ function invalidStep(observation: Observation, action: string): ExperienceStep {
 /** Next state = current state, reward 0, never done. */
 export class EchoExperienceModel implements ExperienceModel {
   readonly kind = 'echo';
+  private readonly freeText: FreeTextActions;
+
+  constructor(freeTextActions: readonly string[] = []) {
+    this.freeText = new Set(freeTextActions);
+  }
+
   /** Knows no first state: the instruction alone. */
   async reset(task: AgentTask, _demos: readonly Demonstration[] = []): Promise<Observation> {
     return { text: task.instruction, actions: [] };
@@ -33,7 +40,7 @@ export class EchoExperienceModel implements ExperienceModel {
 
   async step({ observation, action }: ExperienceStepRequest): Promise<ExperienceStep> {
     const a = action.trim();
-    if (!isAdmissible(observation, a)) return invalidStep(observation, a);
+    if (!isAdmissible(observation, a, this.freeText)) return invalidStep(observation, a);
     return { reasoning: 'echo: nothing changes.', observation: { text: observation.text, actions: observation.actions.slice() }, reward: 0, done: false, valid: true };
   }
 }
@@ -42,8 +49,10 @@ export class EchoExperienceModel implements ExperienceModel {
 export class MajorityRuleExperienceModel implements ExperienceModel {
   readonly kind = 'majority';
   private readonly outcomes = new Map<string, { reward: number; done: boolean }>();
+  private readonly freeText: FreeTextActions;
 
-  constructor(transitions: readonly RealTransition[]) {
+  constructor(transitions: readonly RealTransition[], freeTextActions: readonly string[] = []) {
+    this.freeText = new Set([...freeTextActions, ...learnFreeTextActions(transitions.map((t) => ({ observation: t.state, action: t.action, valid: t.valid })))]);
     const counts = new Map<string, Map<string, number>>();
     for (const t of transitions) {
       if (!t.valid) continue;
@@ -73,7 +82,7 @@ export class MajorityRuleExperienceModel implements ExperienceModel {
 
   async step({ observation, action }: ExperienceStepRequest): Promise<ExperienceStep> {
     const a = action.trim();
-    if (!isAdmissible(observation, a)) return invalidStep(observation, a);
+    if (!isAdmissible(observation, a, this.freeText)) return invalidStep(observation, a);
     const o = this.outcomes.get(`a:${a}`) ?? this.outcomes.get(`t:${actionTemplate(a).template}`) ?? { reward: 0, done: false };
     return {
       reasoning: 'majority outcome of this kind of action in the data.',

@@ -19,7 +19,7 @@
  *   {@link LLMExperienceModel.stats}.
  * - What it sees: only what the agent sees (DESIGN.md section 4). `reset` and `step` reduce the
  *   task to {@link agentView} on entry, so a task's goal (ground truth for the real environment:
- *   the shop's target product, the household's layout seed, ...) never reaches a prompt, a cache
+ *   hidden targets, a world's layout seed, ...) never reaches a prompt, a cache
  *   key, a reply or a returned step, even when a caller passes a whole `Task`.
  * - No environment code: this module does not import `src/envs` (a test walks its module graph).
  *   The first state of a seed task comes from its recorded data, supplied by the caller; `reset`
@@ -105,6 +105,10 @@ export interface LLMExperienceConfig extends ExperiencePromptConfig {
   contextWindowTokens: number | null;
   /** Characters per token assumed when sizing prompts (low: JSON and state listings tokenize densely). */
   charsPerToken: number;
+  /** What the environment says it is (its one-line description); empty for a generic line. */
+  environmentDescription: string;
+  /** The environment's free-text action templates (see `FreeTextActions`). */
+  freeTextActions: readonly string[];
 }
 
 /** Defaults of {@link LLMExperienceConfig}. */
@@ -123,6 +127,8 @@ export const DEFAULT_LLM_EXPERIENCE_CONFIG: LLMExperienceConfig = {
   groupCacheSize: 4096,
   contextWindowTokens: null,
   charsPerToken: 3,
+  environmentDescription: '',
+  freeTextActions: [],
 };
 
 /** Settings that were removed, with what to do instead (passing one is an error, not a silent no-op). */
@@ -474,7 +480,7 @@ export class LLMExperienceModel implements ExperienceModel {
     checkTask(task, 'reset: task');
     if (!Array.isArray(demos)) throw new LLMConfigError(`reset: demos must be an array, got ${typeof demos}`);
     const view = agentView(task);
-    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(view.env, { reasoning: this.config.reasoning }) };
+    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(view.env, { reasoning: this.config.reasoning, description: this.config.environmentDescription }) };
     const fresh = (minLevel: number): Prompt => this.freshPrompt(system, (config) => ({ turn: resetTurn(view, demos, config, this.config.reasoning), demos: [] }), minLevel);
     const result = await this.converse('reset', fresh(0), fresh, (reply) => parseResetReply(reply, this.parseOptions()), {}).catch((error: unknown) => {
       this.totals.resetFailures++;
@@ -509,7 +515,7 @@ export class LLMExperienceModel implements ExperienceModel {
       }
     }
 
-    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(request.task.env, { reasoning: this.config.reasoning }) };
+    const system: ChatCompletionMessageParam = { role: 'system', content: experienceSystemPrompt(request.task.env, { reasoning: this.config.reasoning, description: this.config.environmentDescription }) };
     const fresh = (minLevel: number): Prompt => this.freshPrompt(system, (config) => ({ turn: firstStepTurn(request, config), demos: request.demos }), minLevel);
     const baseKey = key(historyParts(request.task.id, request.history));
     const base = this.config.conversation ? this.conversations.get(baseKey) : undefined;
@@ -535,7 +541,7 @@ export class LLMExperienceModel implements ExperienceModel {
     this.totals.ruleCorrections += result.corrections;
     // An action the state does not list is invalid whatever the model says (DreamGym: it leads to
     // a failure state with reward 0); the policy only proposes listed actions, so this is rare.
-    if (step.valid && !isAdmissible(request.observation, request.action)) {
+    if (step.valid && !isAdmissible(request.observation, request.action, new Set(this.config.freeTextActions))) {
       step.valid = false;
       step.reward = 0;
       this.totals.ruleCorrections++;

@@ -47,25 +47,6 @@ export const DEFAULT_PROMPT_CONFIG: ExperiencePromptConfig = {
   historyStateChars: 300,
 };
 
-/** What the environment is, per built-in environment (other names get a generic line). */
-const ENV_NOTES: Record<string, string> = {
-  shop: [
-    'The environment is an online shop (like WebShop). A state shows the instruction, the current page',
-    '(search page, search results, or a product page with its options), the page elements as',
-    '"[ID] description" lines, and the admissible actions. Actions are search[query] on the search page',
-    'and click[label] for an element of the page. click[buy now] on a product page ends the episode:',
-    'its reward is the fraction of the instruction\'s requirements (product type, attributes, options,',
-    'price) the bought product meets, 1 when it meets all of them.',
-  ].join('\n'),
-  household: [
-    'The environment is a household (like ALFWorld). A state shows the task, what the agent sees, where',
-    'it is and what it holds. Actions are commands such as "go to countertop 1", "open fridge 1",',
-    '"take apple 1 from countertop 1", "put apple 1 in/on fridge 1", "clean apple 1 with sinkbasin 1",',
-    '"heat ...", "cool ...", "use desklamp 1", "examine ...", "look", "inventory". The episode ends with',
-    'reward 1 as soon as the task is completed.',
-  ].join('\n'),
-};
-
 /** The reply format, shown to the model (the constraint enforces it too). */
 export const REPLY_FORMAT =
   '{"reasoning": "<why the action leads to the next state>", "next_state": {"text": "<the next state>", "actions": ["<admissible action>", ...]}, "reward": <number from 0 to 1>, "done": <true|false>, "valid": <true|false>}';
@@ -80,13 +61,15 @@ export function replyFormat(reasoning: boolean): string {
 }
 
 /**
- * The system message: DreamGym's domain rules for the environment of `env`. With `reasoning:
+ * The system message: DreamGym's domain rules for the environment of `env`, introduced by what the
+ * environment declares of itself (`description`, else a generic line). With `reasoning:
  * false` (the ablation of the paper's "without reasoning") the model is asked for the outcome
  * straight away, with no reasoning before it.
  */
-export function experienceSystemPrompt(env: string, options: { reasoning?: boolean } = {}): string {
+export function experienceSystemPrompt(env: string, options: { reasoning?: boolean; description?: string } = {}): string {
   const reasoning = options.reasoning ?? true;
-  const note = ENV_NOTES[env] ?? `The environment is a text environment called "${env}".`;
+  const described = options.description?.trim().replace(/\.$/, '') ?? '';
+  const note = described === '' ? `The environment is a text environment called "${env}".` : `The environment is a text environment called "${env}": ${described}.`;
   return [
     'You are the environment simulator of a reinforcement-learning agent. Given the task, the interaction so far,',
     'the current state and the agent\'s action, you predict what the environment does next.',
@@ -100,9 +83,8 @@ export function experienceSystemPrompt(env: string, options: { reasoning?: boole
     '   next state is a failure state (the current state with a note that the action failed, and the same',
     '   admissible actions), "valid" is false and the reward is 0.',
     '3. The reward is outcome-based: it is 0 on every step except the final one ("done": true). On the final',
-    '   step it is 1 when the task is completed (in the shop: the purchase\'s score), else 0.',
-    '4. "done" is true only when the episode ends: the task is completed, or a final action (such as buying)',
-    '   was taken.',
+    '   step it is 1 when the task is completed, else 0 (where the environment grades it: its score).',
+    '4. "done" is true only when the episode ends: the task is completed, or a final action was taken.',
     '5. The retrieved transitions are real: follow them closely when they match the current state and action.',
     ...(reasoning
       ? ['6. Think first: "reasoning" explains briefly what the action does in the current state; then give the', '   next state, reward, done and valid.']
@@ -118,16 +100,45 @@ export function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
 }
 
+/** How a state's task line reads: the instruction it shows, and the label before it ("Goal: "). */
+export interface TaskLine {
+  instruction: string;
+  label: string;
+}
+
 /**
- * A retrieved or earlier state, compacted: without its task line ("Instruction: ..." in the
- * shop, "Your task is to: ..." in the household; that task is another episode's, or already
- * stated) and without an "Actions: ..." line (a transition lists its actions separately). Both
- * would eat the character budget of the clipped state.
+ * The task line of `state` for `instruction`: the label is the text before the instruction on the
+ * first line that shows it ('' when that line is the instruction alone, or none shows it).
  */
-export function compactState(text: string): string {
+export function taskLine(state: string, instruction: string): TaskLine {
+  const line = instruction === '' ? undefined : state.split('\n').find((l) => l.includes(instruction));
+  return { instruction, label: line === undefined ? '' : line.slice(0, line.indexOf(instruction)).trimStart() };
+}
+
+/**
+ * The label the first lines of `states` share, up to their last ": " ("Goal: " of "Goal: a" and
+ * "Goal: b"); '' for fewer than two states or none shared.
+ */
+export function sharedLabel(states: readonly string[]): string {
+  if (states.length < 2) return '';
+  const firsts = states.map((s) => s.split('\n', 1)[0] ?? '');
+  let common = firsts[0] ?? '';
+  for (const f of firsts) while (!f.startsWith(common)) common = common.slice(0, -1);
+  const end = common.lastIndexOf(': ');
+  return end < 0 ? '' : common.slice(0, end + 2);
+}
+
+/**
+ * A retrieved or earlier state, compacted: without a first line that is a task line (it shows
+ * `task.instruction`, or starts with the episode's task label: another episode's task), already
+ * stated or not this episode's, and without an "Actions: ..." line (a transition lists its
+ * actions separately). Both would eat the character budget of the clipped state.
+ */
+export function compactState(text: string, task: TaskLine = { instruction: '', label: '' }): string {
+  const isTaskLine = (line: string): boolean => (task.instruction !== '' && line.includes(task.instruction)) || (task.label.trim() !== '' && line.trimStart().startsWith(task.label));
   return text
     .split('\n')
-    .filter((line, i) => !(i === 0 && /^(?:Instruction:|Your task is to:)/.test(line)) && !/^Actions: /.test(line))
+    .filter((line, i) => !(i === 0 && isTaskLine(line)) && !/^Actions: /.test(line))
     .join('\n');
 }
 
@@ -162,17 +173,17 @@ export function demoKey(d: Demonstration): string {
  * The block of retrieved real transitions (empty string when there are none). Transitions whose
  * key is in `shown` (already in the conversation) are not repeated.
  */
-export function demosBlock(demos: readonly Demonstration[], config: ExperiencePromptConfig, shown: ReadonlySet<string> = new Set()): string {
+export function demosBlock(demos: readonly Demonstration[], config: ExperiencePromptConfig, shown: ReadonlySet<string> = new Set(), task?: TaskLine): string {
   const chosen = selectDemos(demos, config.topK);
   const fresh = chosen.filter((d) => !shown.has(demoKey(d)));
   if (fresh.length === 0) return chosen.length > 0 ? 'The real transitions retrieved for this step were shown earlier.' : '';
   const parts = fresh.map((d, i) =>
     [
       `Transition ${i + 1}:`,
-      `State: ${clip(compactState(d.state), config.maxDemoChars)}`,
+      `State: ${clip(compactState(d.state, task), config.maxDemoChars)}`,
       `Action: ${d.action}`,
       `Outcome: valid ${d.valid}, reward ${d.reward}, done ${d.done}`,
-      `Next state: ${clip(compactState(d.nextState), config.maxDemoChars)}`,
+      `Next state: ${clip(compactState(d.nextState, task), config.maxDemoChars)}`,
       `Next admissible actions: ${listActions(d.nextActions, config.maxDemoActions)}`,
     ].join('\n'),
   );
@@ -181,7 +192,7 @@ export function demosBlock(demos: readonly Demonstration[], config: ExperiencePr
 }
 
 /** The earlier steps, restated when a conversation starts mid-episode (empty string when none). */
-export function historyBlock(history: readonly HistoryStep[], config: ExperiencePromptConfig): string {
+export function historyBlock(history: readonly HistoryStep[], config: ExperiencePromptConfig, task?: TaskLine): string {
   if (history.length === 0 || config.historyWindow === 0) return '';
   const shown = history.slice(-config.historyWindow);
   const skipped = history.length - shown.length;
@@ -189,7 +200,7 @@ export function historyBlock(history: readonly HistoryStep[], config: Experience
   if (skipped > 0) lines.push(`(${skipped} earlier step${skipped === 1 ? '' : 's'} not shown)`);
   shown.forEach((h, i) => {
     const n = skipped + i + 1;
-    lines.push(`Step ${n} state: ${clip(compactState(h.observation.text), config.historyStateChars)}`, `Step ${n} action: ${h.action}`);
+    lines.push(`Step ${n} state: ${clip(compactState(h.observation.text, task), config.historyStateChars)}`, `Step ${n} action: ${h.action}`);
   });
   return lines.join('\n');
 }
@@ -211,9 +222,10 @@ const ASK = 'Predict the outcome of this action. Reply with the JSON object only
 /** The first user turn of a conversation: everything, stated in full. */
 export function firstStepTurn(input: StepTurnInput, config: ExperiencePromptConfig): string {
   const blocks = [`Task: ${input.task.instruction}`];
-  const history = historyBlock(input.history, config);
+  const task = taskLine(input.observation.text, input.task.instruction);
+  const history = historyBlock(input.history, config, task);
   if (history) blocks.push(history);
-  const demos = demosBlock(input.demos, config);
+  const demos = demosBlock(input.demos, config, new Set(), task);
   if (demos) blocks.push(demos);
   blocks.push(`Current state:\n${stateBlock(input.observation, config.maxStateChars)}`, `Action: ${input.action}`, ASK);
   return blocks.join('\n\n');
@@ -225,7 +237,7 @@ export function firstStepTurn(input: StepTurnInput, config: ExperiencePromptConf
  */
 export function followUpStepTurn(input: StepTurnInput, config: ExperiencePromptConfig, stateIsLastPrediction: boolean): string {
   const blocks: string[] = [];
-  const demos = demosBlock(input.demos, config, input.shownDemos);
+  const demos = demosBlock(input.demos, config, input.shownDemos, taskLine(input.observation.text, input.task.instruction));
   if (demos) blocks.push(demos);
   blocks.push(stateIsLastPrediction ? 'Current state: the state in your previous reply.' : `Current state:\n${stateBlock(input.observation, config.maxStateChars)}`);
   blocks.push(`Action: ${input.action}`, ASK);
@@ -253,7 +265,8 @@ export function resetTurn(task: AgentTask, demos: readonly Demonstration[], conf
   const blocks = [`Task: ${task.instruction}`];
   const chosen = selectDemos(demos, config.topK);
   if (chosen.length > 0) {
-    blocks.push(['Initial states of similar real episodes:', ...chosen.map((d, i) => `Example ${i + 1}:\n${clip(compactState(d.state), config.maxDemoChars)}`)].join('\n\n'));
+    const line = { instruction: task.instruction, label: sharedLabel(chosen.map((d) => d.state)) };
+    blocks.push(['Initial states of similar real episodes:', ...chosen.map((d, i) => `Example ${i + 1}:\n${clip(compactState(d.state, line), config.maxDemoChars)}`)].join('\n\n'));
   }
   blocks.push(`A new episode starts on this task. Write its initial state. Reply with one JSON object only, in this form:\n${resetFormat(reasoning)}`);
   return blocks.join('\n\n');

@@ -5,8 +5,10 @@
  * - admissible-action agreement: Jaccard similarity of predicted and real next admissible actions
  *   (teacher-forced: each step starts from the real state);
  * - next-state match: the predicted next state text equals the real one;
- * - reward accuracy: |predicted − real reward| ≤ 0.05 over all steps, and on final steps split by
- *   episodes that succeeded and that failed;
+ * - reward accuracy: |predicted − real reward| ≤ 0.05 over all steps, over the steps the model
+ *   answers (a grounded model's unknown and doubtful steps carry its penalty, not a prediction;
+ *   their share is stated apart), and on final steps split by episodes that succeeded and that
+ *   failed;
  * - final-step verdict: on the last step of episodes that succeeded, the share the model also
  *   calls a success (reward 1, done); on the last step of episodes that failed, the share it does
  *   not (a simulator that calls every purchase a success scores 0 there);
@@ -54,6 +56,12 @@ export interface FidelityMeasures {
   actionAgreement: number;
   nextStateMatch: number;
   rewardAccuracy: number;
+  /** Reward accuracy on the steps the model answers: neither unknown nor doubtful (all steps for a model without grounding). */
+  answeredRewardAccuracy: number;
+  /** Done accuracy on those steps. */
+  answeredDoneAccuracy: number;
+  /** Steps the model declines to predict: unknown (halting) or doubtful (penalised); 0 for a model without grounding. */
+  declinedShare: number;
   /** Reward accuracy on the last step of episodes that succeeded. */
   finalRewardAccuracySuccess: number;
   /** Reward accuracy on the last step of episodes that failed. */
@@ -180,13 +188,16 @@ export const FIDELITY_MEASURES: readonly [keyof FidelityMeasures, string][] = [
   ['doubtfulShare', 'doubtful steps (the episode goes on at a cost)'],
   ['knownNextStateMatch', 'next-state match on known steps'],
   ['consistency', 'within-episode consistency'],
+  ['declinedShare', 'steps declined (unknown or doubtful)'],
   ['rewardAccuracy', 'reward accuracy, all steps'],
+  ['answeredRewardAccuracy', 'reward accuracy, steps answered'],
   ['finalRewardAccuracySuccess', 'reward accuracy, final steps of successes'],
   ['finalRewardAccuracyFailure', 'reward accuracy, final steps of failures'],
   ['finalVerdictSuccess', 'successes called successes'],
   ['finalVerdictFailure', 'failures not called successes'],
   ['finalVerdictBalanced', 'final-step verdict, balanced'],
   ['doneAccuracy', 'done accuracy'],
+  ['answeredDoneAccuracy', 'done accuracy, steps answered'],
   ['initialStateMatch', 'initial state match (tasks without a recorded episode)'],
 ];
 
@@ -224,21 +235,22 @@ export async function measureFidelityTable(spec: AnyEnvSpec, options: Partial<Fi
   const tasks = train.map((p) => p.task);
   const trajectories = train.map((p) => p.trajectory);
   const embedder = opts.embedder ?? new HashedEmbedder({ dim: 256 });
-  const retrieval = opts.llm ? null : await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, embedder, opts.model);
+  const declared = spec.freeTextActions ?? [];
+  const retrieval = opts.llm ? null : await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, embedder, { freeTextActions: declared, ...opts.model });
   let demos: DemoSource | undefined;
   if (opts.llm) {
     const index = await DemonstrationIndex.fromTrajectories(trajectories, embedder);
     demos = (observation, action, k) => index.top(observation, action, k);
   }
-  const model: ExperienceModel = retrieval ?? new LLMExperienceModel((opts.llm as RunLLM).engine, { ...(opts.llm?.model !== undefined ? { model: opts.llm.model } : {}), contextWindowTokens: opts.llm?.contextWindowSize ?? null });
+  const model: ExperienceModel = retrieval ?? new LLMExperienceModel((opts.llm as RunLLM).engine, { ...(opts.llm?.model !== undefined ? { model: opts.llm.model } : {}), contextWindowTokens: opts.llm?.contextWindowSize ?? null, environmentDescription: spec.description, freeTextActions: declared });
   const transitions = transitionsFromTrajectories(tasks, trajectories);
   const sims: ExperienceModel[] = [model];
-  for (const b of opts.baselines) sims.push(b === 'echo' ? new EchoExperienceModel() : new MajorityRuleExperienceModel(transitions));
+  for (const b of opts.baselines) sims.push(b === 'echo' ? new EchoExperienceModel(declared) : new MajorityRuleExperienceModel(transitions, declared));
   try {
     const rows: FidelityReport[] = [];
     for (const sim of sims) {
       const t0 = performance.now();
-      const measured = await measureFidelity(sim, test, sim === model ? demos : undefined);
+      const measured = await measureFidelity(sim, test, sim === model ? demos : undefined, declared);
       rows.push({
         ...measured,
         env: spec.name,
@@ -293,11 +305,14 @@ const sameScreen = (a: Observation, b: Observation, instruction: string): boolea
  * Measures any experience model against held-out real episodes. Models see only `agentView(task)`
  * and, when `demos` is given, the top-3 retrieved real transitions of each step.
  */
-export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[], demos?: DemoSource): Promise<FidelityMeasured> {
+export async function measureFidelity(model: ExperienceModel, held: readonly { task: Task; trajectory: Trajectory }[], demos?: DemoSource, freeTextActions: readonly string[] = []): Promise<FidelityMeasured> {
+  const freeText = new Set(freeTextActions);
   const retrieved = async (observation: Observation, action: string): Promise<Demonstration[]> => (demos ? demos(observation, action, 3) : []);
   const agreement: number[] = [];
   const stateMatch: number[] = [];
   const rewardOk: number[] = [];
+  const answeredRewardOk: number[] = [];
+  const answeredDoneOk: number[] = [];
   const finalOkSuccess: number[] = [];
   const finalOkFailure: number[] = [];
   const verdictSuccess: number[] = [];
@@ -346,6 +361,10 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
       }
       const ok = Math.abs(pred.reward - step.reward) <= 0.05 ? 1 : 0;
       rewardOk.push(ok);
+      if (!halted && !doubted) {
+        answeredRewardOk.push(ok);
+        answeredDoneOk.push(pred.done === step.done ? 1 : 0);
+      }
       if (step.done) {
         (trajectory.success ? finalOkSuccess : finalOkFailure).push(ok);
         const calledSuccess = pred.done && pred.reward >= 0.999;
@@ -361,7 +380,7 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     const predicted: Observation[] = [];
     let state = first.observation;
     for (const step of steps) {
-      if (!step.valid || !isAdmissible(state, step.action)) break;
+      if (!step.valid || !isAdmissible(state, step.action, freeText)) break;
       const pred = await model.step({ task, history: simHistory.slice(), observation: state, action: step.action, demos: await retrieved(state, step.action) });
       predicted.push(pred.observation);
       simHistory.push({ observation: state, action: step.action });
@@ -385,6 +404,9 @@ export async function measureFidelity(model: ExperienceModel, held: readonly { t
     actionAgreement: mean(agreement),
     nextStateMatch: mean(stateMatch),
     rewardAccuracy: mean(rewardOk),
+    answeredRewardAccuracy: mean(answeredRewardOk),
+    answeredDoneAccuracy: mean(answeredDoneOk),
+    declinedShare: transitions === 0 ? Number.NaN : (transitions - answeredRewardOk.length) / transitions,
     finalRewardAccuracySuccess: mean(finalOkSuccess),
     finalRewardAccuracyFailure: mean(finalOkFailure),
     finalVerdictSuccess: mean(verdictSuccess),
@@ -438,7 +460,7 @@ export async function measureFalseSuccess(
       let action = rng.pick(state.actions);
       if (!shadowDone && !rng.chance(eps)) {
         const expert = shadow.expertAction();
-        if (isAdmissible(state, expert)) action = expert;
+        if (isAdmissible(state, expert, new Set(spec.freeTextActions))) action = expert;
       }
       if (!shadowDone) shadowDone = shadow.step(action).done;
       const pred = await model.step({ task: visible, history: history.slice(), observation: state, action, demos: demos ? await demos(state, action, 3) : [] });
@@ -529,7 +551,7 @@ export async function measureGoalBlindFalseSuccess(
     for (let t = 0; t < spec.maxSteps; t++) {
       if (observation.actions.length === 0) return false;
       const chosen = await act(task.instruction, history, observation, rng);
-      const action = !rng.chance(eps) && chosen !== undefined && isAdmissible(observation, chosen) ? chosen : rng.pick(observation.actions);
+      const action = !rng.chance(eps) && chosen !== undefined && isAdmissible(observation, chosen, new Set(spec.freeTextActions)) ? chosen : rng.pick(observation.actions);
       const r = await step(history, observation, action);
       history.push({ observation, action });
       if (r.done) return r.reward >= 0.999;

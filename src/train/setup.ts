@@ -180,7 +180,7 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   const offline = data?.offline ?? offlineSeedData(spec, config, { selection: options.selection === true });
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   const model = llm?.model !== undefined ? { model: llm.model } : {};
-  const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: config.grounding === 'calibrated' }) : null;
+  const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: config.grounding === 'calibrated', freeTextActions: spec.freeTextActions ?? [] }) : null;
   // The LLM experience model is grounded by the offline data's real transitions, retrieved per step.
   const demoIndex = synthetic && config.sim === 'llm' ? await DemonstrationIndex.fromTrajectories(offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
   // The grounded simulator replays a recorded task's own episode as fact: validated on those
@@ -192,7 +192,7 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
     spec,
     featurizer: new Featurizer(options.embedder ?? new HashedEmbedder({ dim: config.policy.embeddingDim }), { embeddingScale: config.policy.embeddingScale }),
     offline,
-    experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, { ...model, reasoning: config.reasoning, contextWindowTokens: llm.contextWindowSize ?? null }) : null),
+    experience: experience ?? (synthetic && llm ? new LLMExperienceModel(llm.engine, { ...model, reasoning: config.reasoning, contextWindowTokens: llm.contextWindowSize ?? null, environmentDescription: spec.description, freeTextActions: spec.freeTextActions ?? [] }) : null),
     prior:
       config.prior === 'lexical'
         ? new LexicalPrior({ repeatPenalty: config.repeatPenalty })

@@ -39,6 +39,8 @@ export const shopSpec: EnvSpec = {
   name: 'shop',
   description: 'WebShop-like online shop: search the catalogue, open a product, pick its options and buy what the instruction asks for',
   maxSteps: SHOP_MAX_STEPS,
+  // The search page lists suggested queries, and its box takes any other.
+  freeTextActions: ['search[{}]'],
   create: () => new ShopEnv(),
   tasks: (options) => generateShopTasks(options),
   iterateTasks: (options) => iterateShopTasks(options),

@@ -4,14 +4,13 @@
  *
  * Coming back to a place, the model shows the place as the agent left it (episode memory in
  * ./retrieval.ts). When the agent changed it before leaving (opened it, took something), the last
- * state of that stay is what it remembers, and its first line is what the last action said ("You
- * pick up the pot 1 from the stoveburner 2."), where the real environment says what one sees on
- * arriving ("You arrive at stoveburner 2. On the stoveburner 2, you see nothing."). That was 56 of
- * the 59 wrong revisits of the held-out household steps, their other lines right.
+ * state of that stay is what it remembers, and its first line is what the last action said,
+ * where the real environment says what one sees on arriving: most wrong revisits were that line
+ * alone, their other lines right.
  *
  * A move's first line is a function of the rest of the state it reaches: in the real arrivals of
  * the data, the same sentences about the place reached, with their entities abstracted, give the
- * same first line (95% of a shape's arrivals or more; the rest is left alone). This learns that
+ * same first line (nearly all of a shape's arrivals; the rest is left alone). This learns that
  * function and applies it. Nothing here knows an environment: the move is the arrival rules'
  * (./arrival.ts), an entity is what ./substitution.ts reads as one (an action's argument, a
  * `word N` reference), the first line is the first one that does not restate the instruction.
@@ -30,7 +29,7 @@ export interface ArrivalExample {
 
 /** First lines of arrivals by the shape of the rest of their state (see {@link arrivalShape}). */
 export interface ArrivalTexts {
-  /** The move template these were learned for (`go to {}`). */
+  /** The move template these were learned for (`visit {}`). */
   move: string;
   /** Per shape (of the sentences about the place reached): a real first line, and the entities in the shape's order. */
   byShape: ReadonlyMap<string, { firstLine: string; entities: readonly string[] }>;

@@ -2,27 +2,22 @@
  * What a place offers for what the agent carries, learned from real states: the retrieval model's
  * rule for the actions of a state reached by a move.
  *
- * A neighbour's next state is a walk recorded in another situation: it arrived at a microwave
- * empty-handed, so it offers `take` actions there and no `heat`. Where the agent of this episode
- * arrives holding a potato, the real environment offers `heat potato 1 with microwave 1` and
- * `put potato 1 in/on microwave 1`, and no `take`. Nothing here knows an environment: the move
- * is the one-entity action template with the most entities (`go to {}`), places are the entities
+ * A neighbour's next state is a move recorded in another situation: it arrived empty-handed, so
+ * it offers pick-ups there and nothing to do with a thing held. Where the agent of this episode
+ * arrives holding something, the real environment offers what the place does with it and no
+ * pick-up. Nothing here knows an environment: the move is the one-entity action template with
+ * the most entities (`visit {}`), places are the entities
  * it moves to, the place where the agent is is the place named by the most of its actions
  * and not offered as a move, and what the agent carries is what a kind of action names alone as it names
- * that place (`examine pen 1` beside `examine desk 1`). A place's kind is its entity without
- * the instance number (`microwave 1` is a `microwave`).
- *
- * Measured with `npx dreamgym fidelity --env household` (100 grounded tasks): the scripted
- * policy with 30% random actions succeeds 54% inside the simulator without these rules, 67% with
- * them, 71% when what is carried comes from the episode's actions ({@link carriedAfter}); 84% in
- * the real environment.
+ * that place (`inspect box 1` beside `inspect rack 1`). A place's kind is its entity without
+ * the instance number (`rack 1` is a `rack`).
  */
 import type { Observation } from '../../core/types.ts';
 import { actionTemplate } from './substitution.ts';
 
 /** Rules learned by {@link learnArrivalRules}. */
 export interface ArrivalRules {
-  /** The move template (`go to {}`). */
+  /** The move template (`visit {}`). */
   move: string;
   /** Entities the move goes to. */
   places: ReadonlySet<string>;
@@ -32,17 +27,17 @@ export interface ArrivalRules {
    * offered (nearly always per place, mostly per thing), as `template|roles` keys.
    */
   carriedActions: ReadonlyMap<string, readonly string[]>;
-  /** `template|roles` keys about other things at the place (`take {} from {}`) that real states offered often, but never while carrying something. */
+  /** `template|roles` keys about other things at the place (`lift {} from {}`) that real states offered often, but never while carrying something. */
   notWhileCarrying: ReadonlySet<string>;
   /**
    * Per kind of place and its own actions, with enough real states carrying something there: every
    * `template|roles` key on (the thing, the place) that any of them offered. A key outside it was
-   * never offered there (`put {} in/on {}` at a closed drawer).
+   * never offered there (a put-down at a closed box).
    */
   everCarried: ReadonlyMap<string, ReadonlySet<string>>;
-  /** Templates after which real states carried their first entity, not carried before (`take {} from {}`). */
+  /** Templates after which real states carried their first entity, not carried before (`lift {} from {}`). */
   pickUp: ReadonlySet<string>;
-  /** Templates after which real states no longer carried their first entity (`put {} in/on {}`). */
+  /** Templates after which real states no longer carried their first entity (`drop {} at {}`). */
   putDown: ReadonlySet<string>;
 }
 
@@ -68,7 +63,7 @@ const MIN_CARRY_STEPS = 5;
 
 /**
  * A state's move: the one-entity action template filled by the most distinct entities (at least
- * three: `go to {}` beside `open {}`), with those entities (the places it goes to).
+ * three: `visit {}` beside `open {}`), with those entities (the places it goes to).
  */
 export function moveOf(actions: readonly string[]): { move: string; destinations: Set<string> } | undefined {
   const fills = new Map<string, Set<string>>();
@@ -88,7 +83,7 @@ export function placeKind(entity: string): string {
 
 /**
  * A place's kind and what its own one-entity actions say of it (`open {}` offered: closed): a
- * closed cabinet offers no `put`, an open one does.
+ * closed box may offer no put-down where an open one does.
  */
 export function placeState(here: string, actions: readonly string[]): string {
   const own = actions.map(actionTemplate).filter((t) => t.entities.length === 1 && t.entities[0] === here).map((t) => t.template);
@@ -105,14 +100,14 @@ export function situationOf(actions: readonly string[], move: string, places: Re
     else lists.push(entities as string[]);
   }
   // The place named by the most actions, when one is: a simulated state may keep an action of a
-  // place left before (`open cabinet 2` at cabinet 3), never more of them than the place it is at.
+  // place left before (`open bin 2` at bin 3), never more of them than the place it is at.
   const count = new Map<string, number>();
   for (const es of lists) for (const e of new Set(es)) if (places.has(e) && !destinations.has(e)) count.set(e, (count.get(e) ?? 0) + 1);
   const ranked = [...count].sort((a, b) => b[1] - a[1]);
   if (knownHere === undefined && (ranked.length === 0 || (ranked.length > 1 && ranked[1]?.[1] === ranked[0]?.[1]))) return { here: undefined, carried: new Set() };
   const here = knownHere ?? (ranked[0] as [string, number])[0];
-  // Carried: a thing named alone by a kind of action that names the place too (`examine pen 1`
-  // beside `examine desk 1`), and not named with the place only (`take pen 1 from desk 1`).
+  // Carried: a thing named alone by a kind of action that names the place too (`inspect box 1`
+  // beside `inspect rack 1`), and not named with the place only (`lift box 1 from rack 1`).
   const aboutHere = new Set<string>();
   for (const a of actions) {
     const { template, entities } = actionTemplate(a);
@@ -188,7 +183,7 @@ export function learnArrivalRules(states: readonly (readonly string[])[], transi
   const carriedActions = new Map<string, string[]>();
   for (const [key, c] of carrying) {
     // Per kind of thing: most of its states there offered it. Per place alone (a thing never
-    // seen carried there): all but a few did (a fridge cools a potato, not a book).
+    // seen carried there): all but a few did (a place may act on some kinds of thing only).
     const perThing = key.includes('#');
     if (c.n < (perThing ? MIN_THING_STATES : MIN_CARRYING_STATES)) continue;
     const rate = perThing ? CARRIED_RATE : PLACE_RATE;
@@ -235,7 +230,7 @@ export function carriedAfter(rules: ArrivalRules, actions: readonly string[]): S
 
 /**
  * `state` (the agent at `there`) without actions on a carried thing and `there` that no real
- * state at such a place offered while carrying (`put pen 1 in/on drawer 1` at a closed drawer);
+ * state at such a place offered while carrying (`drop box 1 at bin 1` at a closed bin);
  * `state` itself where the rules know too little of the place or nothing is carried. The last step of
  * {@link completeArrival}: a place remembered from earlier in the episode gets the actions of what
  * the agent carries now moved to it from where it was.
@@ -289,7 +284,7 @@ export function completeArrival(rules: ArrivalRules | null, before: readonly str
     return k === undefined || !rules.notWhileCarrying.has(k);
   });
   const place = placeState(there, actions);
-  // What acts on a carried thing alone (`examine pen 1`) goes with it: a neighbour that arrived
+  // What acts on a carried thing alone (`inspect box 1`) goes with it: a neighbour that arrived
   // carrying nothing, or something else, does not offer it.
   for (const a of before) {
     const own = actionTemplate(a).entities;

@@ -4,34 +4,33 @@
  * episode.
  *
  * A pick-up's next state is a neighbour's (another episode's `take` of the same kind), whose text
- * lists what lay at the neighbour's place: taking a pencil from a desk that also held the desk
- * lamp showed "you see laptop 1, cd 2, cd 3", so the lamp vanished with the pencil, and a return
- * showed that again. Here the sentence that lists the place's things is this episode's own, less
+ * lists what lay at the neighbour's place: what else lay here vanished with the thing taken, and
+ * a return showed that again. Here the sentence that lists the place's things is this episode's own, less
  * the thing taken (or with the thing put down added), wherever the neighbour's step took its own
  * thing out of (or put it into) the same sentence. And a place the agent left with its hand full
  * is remembered without its pick-ups (one hand holds one thing); coming back empty-handed, it
  * offers again the pick-ups of the things the episode saw there and has not taken since (the
- * second pen of "put two pens"). Right after a put-down that empties the hand, the place offers
+ * second of two things asked for). Right after a put-down that empties the hand, the place offers
  * the pick-ups of what its state lists, where the data shows that rule (`learnPutDownPickUps`).
  *
  * Nothing here knows an environment: what picks up and puts down comes from the arrival rules
- * (`take {} from {}`, `put {} in/on {}`), a text is lines of sentences (`sentencesOf`), and the
+ * (`lift {} from {}`, `drop {} at {}`), a text is lines of sentences (`sentencesOf`), and the
  * word an emptied list shows ("nothing") is learned from the data.
  */
 import type { Observation } from '../../core/types.ts';
 import { carriedAfter, placeKind, type ArrivalRules } from './arrival.ts';
 import { actionTemplate, entitiesIn } from './substitution.ts';
 
-/** A line's key: its first word ("Location" in "Location: desk 1; ..."). */
+/** A line's key: its first word ("Place" in "Place: rack 1; ..."). */
 export const lineKey = (line: string): string => line.trim().split(/[\s:]/, 1)[0] ?? '';
 
 /**
- * A line's sentences (they end in `. `). A sentence moves as a whole: "Location: bed 1; you see
+ * A line's sentences (they end in `. `). A sentence moves as a whole: "Place: rack 1; you see
  * nothing." is about the place, so what one sees there changes with it.
  */
 export const sentencesOf = (line: string): string[] => line.split(/(?<=\.) /);
 
-/** A sentence's first word ("Holding" in "Holding: egg 1 (hot)."). */
+/** A sentence's first word ("Holding" in "Holding: box 1 (clean)."). */
 export const sentenceKey = (sentence: string): string => sentence.split(/[\s:]/)[0] ?? '';
 
 /** A step that picks a thing up at a place or puts it down there, by the arrival rules' templates. */
@@ -41,7 +40,7 @@ export interface CarryStep {
   place: string;
 }
 
-/** The carry step `action` is (`take pen 1 from desk 1`: up), or undefined. */
+/** The carry step `action` is (`lift box 1 from rack 1`: up), or undefined. */
 export function carryStepOf(rules: ArrivalRules, action: string): CarryStep | undefined {
   const { template, entities } = actionTemplate(action);
   const up = rules.pickUp.has(template);
@@ -59,8 +58,8 @@ const wordCharAt = (text: string, at: number): boolean => at < text.length && WO
 
 /**
  * Where `thing` stands in `sentence` as whole words, with what the text says of it in parentheses
- * right after ("fork 2 (clean)"). A scan with indexOf: a pattern built per call was 3.5% of a
- * household `dreamgym` run's CPU profile. An empty thing stands nowhere.
+ * right after ("thing 2 (clean)"). A scan with indexOf: a pattern built per call was a visible
+ * share of a training run's CPU profile. An empty thing stands nowhere.
  */
 export function listed(sentence: string, thing: string): { start: number; end: number } | undefined {
   if (thing.length === 0) return undefined;
@@ -112,8 +111,8 @@ export function replaceSentence(text: string, line: string, key: string, sentenc
 /**
  * Whether `withThing` is `without` with `thing` added to a list: the thing and one list separator
  * taken out give `without`, or the thing stands where `without` has one word (the empty word). A
- * feedback sentence that names the thing ("You put the cd 1 in/on the shelf 1." after "You arrive
- * at shelf 1.") is not one.
+ * feedback sentence that names the thing ("You drop box 1 at rack 1." after "You reach rack
+ * 1.") is not one.
  */
 function listsOnly(withThing: string, without: string, thing: string): boolean {
   const at = listed(withThing, thing);
@@ -197,7 +196,7 @@ export function withPlaceContents(
   return text === predicted.text ? predicted : { text, actions: predicted.actions };
 }
 
-/** `thing` as `text` shows it last, with what it says of it in parentheses ("fork 2 (clean)" in "Holding: fork 2 (clean)."). */
+/** `thing` as `text` shows it last, with what it says of it in parentheses ("box 2 (clean)" in "Holding: box 2 (clean)."). */
 function shownAs(text: string, thing: string): string {
   // From the last line up: the state line, which says what is held, ends the text.
   for (const line of text.split('\n').reverse()) {
@@ -241,15 +240,15 @@ const PUT_DOWN_RATE = 0.95;
 
 /** What a place offers an empty hand right after a put-down there (see {@link learnPutDownPickUps}). */
 export interface PutDownPickUps {
-  /** The pick-up form, `take {} from {}`. */
+  /** The pick-up form, `lift {} from {}`. */
   form: string;
-  /** Kinds of thing (`pen` of `pen 1`) some real state offered to pick up: a desk lamp never is. */
+  /** Kinds of thing (`box` of `box 1`) some real state offered to pick up (a fixture never is). */
   pickable: ReadonlySet<string>;
 }
 
 /**
  * The things a state lists that can be picked up, in the order of the line that lists the most
- * things, the last of equals (not places: `drawer 1` in "you see pencil 1, cd 3" is a place).
+ * things, the last of equals (not places: `bin 1` in "you see box 1, bin 1" is a place).
  */
 function pickableListed(rule: PutDownPickUps, places: ReadonlySet<string>, text: string): string[] {
   let best: string[] = [];
@@ -287,10 +286,9 @@ const sameList = (a: readonly string[], b: readonly string[]): boolean => a.leng
  * The rule "right after a put-down that leaves the hand empty, the place offers one pick-up of
  * each thing its state lists that can be picked up, and no other", learned from real states'
  * actions (`states`: which kinds of thing are ever offered to pick up) and real steps (the action,
- * the episode's actions before it, the next state); undefined unless at least 95% of the
- * put-downs among `steps` show it. A neighbour's put-down offered the pick-ups of what lay at its
- * own place: 19 of 25 held-out household put-downs came out wrong, a thing listed there not
- * offered and a thing not there offered (which, taken, emptied the place).
+ * the episode's actions before it, the next state); undefined unless nearly all the put-downs
+ * among `steps` show it. A neighbour's put-down offers the pick-ups of what lay at its own place:
+ * a thing listed here not offered, and a thing not here offered.
  */
 export function learnPutDownPickUps(
   rules: ArrivalRules,

@@ -4,12 +4,11 @@
  * Everything here reads only what the agent sees; nothing is specific to one environment.
  *
  * - `abstractText` rewrites words of the instruction as `qi`, numbers as `qn` and opaque
- *   identifiers (long letter-and-digit tokens such as product ids) as `qid`, so that what a
- *   learner sees is "the object the task asks for" rather than "apple", and an id cannot be
- *   memorised.
+ *   identifiers (long letter-and-digit tokens) as `qid`, so that what a learner sees is "the
+ *   object the task asks for" rather than the object's name, and an id cannot be memorised.
  * - `actionSignature` is an action's template with each entity marked as named by the
- *   instruction (`qi`) or not (`qx`): `put apple 1 in/on fridge 1` for "put a cool apple in
- *   fridge" is `put qi in/on qi`.
+ *   instruction (`qi`) or not (`qx`): `move box 1 to rack 2` for "move a box to a rack" is
+ *   `move qi to qi`.
  * - `evidenceFeatures` are a few dense figures: how much of the instruction the state, the
  *   action, the history and the actions on this page cover, and whether the numbers asked for
  *   are on screen.
@@ -18,7 +17,7 @@ import { tokenize } from '../../policy/hashed-embedder.ts';
 import { actionTemplate } from './substitution.ts';
 
 /** English function words and request phrasing, too common to say anything about a task (no domain's vocabulary). */
-const STOPWORDS = new Set('a an the i need want some that is are be with and or of for in on at to from it its this these those my me please find get under than your task you'.split(' '));
+const STOPWORDS = new Set('a an the i need want some that is are be with and or of for in on at to from it its this these those my me please find get'.split(' '));
 
 /** A word's comparable form: lower case, a plural `s` dropped. */
 export function stem(word: string): string {
@@ -32,7 +31,7 @@ const NUMBER_RE = /^\d+(?:\.\d+)?$/;
 /** Letters and digits mixed, six or more characters: ids that identify rather than describe. */
 const OPAQUE_RE = /^(?=.*\d)(?=.*[a-z])[a-z0-9]{6,}$/;
 
-/** Whether `token` (lower case) is an opaque identifier such as a product id. */
+/** Whether `token` (lower case) is an opaque identifier (a catalogue number, a record id). */
 export function isOpaqueToken(token: string): boolean {
   return OPAQUE_RE.test(token);
 }
@@ -101,12 +100,10 @@ const RANK_CAP = 10;
 
 /**
  * Where in its list the latest item the agent opened by an opaque id stood: for the latest
- * earlier step whose action names one opaque id (`click[B0AB12CD34]`), its position among the
+ * earlier step whose action names one opaque id (`open[B0AB12CD34]`), its position among the
  * state's actions of the same template that name one (0 = first), capped at 10, over 10; 0 when
- * no such step. Agent-visible (the order of a results page), and telling: in shop's offline data
- * 70% of successful purchases opened the first result and none past the seventh but one, while
- * failed ones spread over the list (a policy trained in the simulator without it learned to buy
- * the last result, which the simulator called a success 60% of the time and the real shop 4%).
+ * no such step. Agent-visible (the order of a list), and telling where successes open the top of a
+ * list and failures spread over it: without it a policy learned to end on the last item.
  */
 export function openedRank(steps: readonly { observation: { actions: readonly string[] }; action: string }[]): number {
   for (let i = steps.length - 1; i >= 0; i--) {
@@ -143,9 +140,9 @@ function coverage(words: ReadonlySet<string>, text: string): number {
  * share of the instruction's whole numbers on screen; whether every decimal amount on screen is
  * within the largest decimal amount asked for (1, 0 when one exceeds it, 0.5 when none shown);
  * coverage by the actions taken on this page (`pageActions`: since the admissible actions last
- * changed, e.g. the options chosen on a product page); how many things the page offers that the
+ * changed, e.g. the options chosen on a page); how many things the page offers that the
  * instruction asks for by name but that were not chosen on this page (admissible-action entities
- * whose every word, numbers included, is in the instruction: `[8 fl oz]` for "size 8 fl oz"),
+ * whose every word, numbers included, is in the instruction: `[8 cm]` for "width 8 cm"),
  * over 5, at most 1; a constant 1; and how many things chosen on this page the instruction did not
  * ask for (offered entities with a word outside the instruction), over 5, at most 1; where
  * the item last opened stood in its list (`rank`: see {@link openedRank}); and how many more
@@ -192,8 +189,7 @@ export function evidenceFeatures(
   f[8] = 1;
   // Choices on this page that the instruction did not ask for: an option the page still offers,
   // chosen, with a word the instruction lacks. Without it, choosing every option of a list
-  // "covers" the instruction as well as choosing the right one does (GRPO found that within 50
-  // iterations in the simulator: shop real success fell from 65% to 41%).
+  // "covers" the instruction as well as choosing the right one does (GRPO found that shortcut).
   const offeredEntities = new Set(offered.flatMap((a) => actionTemplate(a).entities));
   let unasked = 0;
   for (const entity of new Set(kept)) {
@@ -211,11 +207,11 @@ const COUNT_WORDS: Readonly<Record<string, number>> = { two: 2, three: 3, four: 
 
 /**
  * How many more things of a kind the instruction asks for ("two") than the step shows: the
- * instances of the kind the action names ("pen" of `put pen 2 in/on drawer 1`) on screen or in
+ * instances of the kind the action names ("box" of `move box 2 to rack 1`) on screen or in
  * the action, against the count asked, over 4, at most 1. Every real success owes none, so an
- * action that completed episodes but still owes falls outside their evidence. Without it, the
- * first `put` of "put two pen in drawer" was called a success (7 of 7 first puts of expert
- * episodes). Counting the puts taken instead fails: a second pen already in the drawer needs one.
+ * action that completed episodes but still owes falls outside their evidence: without it, the
+ * first of two moves asked for was called a success. Counting the moves taken instead fails: a
+ * second thing already in place needs none.
  */
 function owedInstances(instruction: string, screen: string, action: string): number {
   const asked = Math.max(1, ...tokenize(instruction).map((t) => COUNT_WORDS[t] ?? 1));
@@ -267,7 +263,7 @@ export function choiceLists(screen: string, offered: readonly string[]): Map<str
   const offeredEntities = [...new Set(offered.flatMap((a) => actionTemplate(a).entities))].filter((e) => e.trim() !== '');
   const listOf = new Map<string, number>();
   screen.split('\n').forEach((line, i) => {
-    // `[x]` standing alone: a line of actions (`click[x] click[y]`) names actions, not a list.
+    // `[x]` standing alone: a line of actions (`pick[x] pick[y]`) names actions, not a list.
     const lower = ` ${line.toLowerCase()}`;
     const onLine = offeredEntities.filter((e) => /\s/.test(lower[lower.indexOf(`[${e.toLowerCase()}]`) - 1] ?? ''));
     if (onLine.length >= 2) for (const e of onLine) if (!listOf.has(e)) listOf.set(e, i);
@@ -278,7 +274,7 @@ export function choiceLists(screen: string, offered: readonly string[]): Map<str
 /**
  * The values of `known` (values option lists showed somewhere in the data, see `choiceLists`)
  * that the instruction names: their words appear in order in the instruction ("in silver",
- * "size 8 fl oz"). A value inside a longer named one ("gray" in "space gray") is left out.
+ * "width 8 cm"). A value inside a longer named one ("gray" in "space gray") is left out.
  */
 export function namedChoices(instruction: string, known: Iterable<string>): string[] {
   const text = ` ${tokenize(instruction).join(' ')} `;
@@ -290,10 +286,9 @@ export function namedChoices(instruction: string, known: Iterable<string>): stri
  * How many choices the instruction names (`namedChoices` of `known`, counting only values in
  * `reliable`, default all) that the state neither offers nor mentions anywhere on its screen
  * (`screen`: the state text without its instruction line): a page without the colour asked for
- * is not the product asked for, whatever its title says. A value the screen mentions elsewhere
- * ("olive" in "Olive Oil") is not counted: the instruction may have named the product, not a choice.
- * Inside another offered choice it is no mention: a page offering "navy blue" lacks "blue" (of the
- * 153 purchases the simulator wrongly scored a success in one shop training run, 2 were such).
+ * is not the thing asked for, whatever its title says. A value the screen mentions elsewhere
+ * ("olive" in "Olive Oil") is not counted: the instruction may have named the thing, not a choice.
+ * Inside another offered choice it is no mention: a page offering "navy blue" lacks "blue".
  */
 export function unofferedChoices(instruction: string, screen: string, offered: readonly string[], known: Iterable<string>, reliable?: ReadonlySet<string>): number {
   const entities = new Set(offered.flatMap((a) => actionTemplate(a).entities));
@@ -306,10 +301,9 @@ export function unofferedChoices(instruction: string, screen: string, offered: r
 /**
  * The actions taken on the current page: those taken in earlier states of the episode that
  * offered exactly the same admissible actions as `current` and after which the page stayed the
- * same (options chosen on a product page, including before a look at its description and back).
- * An action that led away is not a choice made on the page, even when the agent came back: going
- * to the sink basin and back to the desk chose nothing at the desk (it was counted as an unasked
- * choice and turned real household successes down).
+ * same (options chosen on a page, including before a look at its details and back). An action
+ * that led away is not a choice made on the page, even when the agent came back (counted as an
+ * unasked choice, it turned real successes down).
  */
 export function actionsOnPage(history: readonly { observation: { actions: readonly string[] }; action: string }[], current: { actions: readonly string[] }): string[] {
   const same = (a: readonly string[]): boolean => a.length === current.actions.length && a.every((x, i) => x === current.actions[i]);

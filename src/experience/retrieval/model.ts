@@ -5,8 +5,8 @@
  * imports or calls an environment's code (a test walks its import graph).
  *
  * One step, in order:
- * 1. validity: the action must be one of the state's admissible actions (a listed `search[...]`
- *    accepts any query, as in the abstract state format);
+ * 1. validity: the action must be one of the state's admissible actions (or fill a free-text
+ *    action the state lists, see `isAdmissible`);
  * 2. reward and done, from evidence (`judge`): only an action whose kind ended or completed real
  *    episodes can end this one (and not when nearly all of those endings were one other action);
  *    a learned reward model (`reward-model.ts`) reads whether the state, the action and the
@@ -15,7 +15,7 @@
  * 3. the next state, from the first that applies:
  *    - episode memory: the same action taken earlier in this episode shows what it showed then;
  *    - returns: an action that in the data reliably goes back to an earlier state of its
- *      episode (`click[< prev]`, `click[back to search]`) goes back to that state of this one;
+ *      episode (a "back" button) goes back to that state of this one;
  *    - the same (state, action) stored in the data: its next state;
  *    - the nearest stored transition of the same verb (same task first, then the same action,
  *      then the same template; cosine similarity of the embedding of state + action), its
@@ -37,7 +37,7 @@ import { learnNamedThings, pickUpOf, showingKey, thingToShow, type NamedThingRul
 import { transitionText, type Embedder } from '../../core/embedding.ts';
 import { agentView, type AgentTask, type Observation, type Task, type Trajectory } from '../../core/types.ts';
 import { RetrievalIndex } from '../../replay/retrieval.ts';
-import { isAdmissible } from '../admissible.ts';
+import { isAdmissible, learnFreeTextActions, type FreeTextActions } from '../admissible.ts';
 import { abstractText, actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
@@ -73,7 +73,7 @@ export interface RealTransition {
   /**
    * Sentences of the next state (as line and sentence keys, see ./carried-things.ts) that the
    * episode's first state showed and this step's state did not: brought back from the start
-   * (household's `look` repeats the room's places its first state listed).
+   * (an action that repeats what the first state listed).
    */
   fromFirstState?: readonly { line: string; key: string }[];
 }
@@ -119,6 +119,11 @@ export interface RetrievalModelConfig {
    * Default `penalize`.
    */
   doubtfulSteps: 'penalize' | 'halt';
+  /**
+   * What the environment declares of its free-text actions (see `FreeTextActions`); the data adds
+   * those it shows. Default none.
+   */
+  freeTextActions: readonly string[];
 }
 
 export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
@@ -133,6 +138,7 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   grounding: true,
   calibrationFolds: 3,
   doubtfulSteps: 'penalize',
+  freeTextActions: [],
 };
 
 /** Text of the observation after a step the data does not support (the episode halts there). */
@@ -382,9 +388,8 @@ function learnListValues(usable: readonly RealTransition[]): { known: Set<string
     }
   }
   // Instruction words that every real success showed somewhere (on screen, in its action or in
-  // the actions so far), in at least 10 successes (fewer said too little: 3 rejected 11% of real
-  // shop successes that showed an attribute word less often): "hot" in "put a hot plate in cabinet" is
-  // always on screen when it succeeds ("Holding: plate 1 (hot)"); "two" or "under" never are.
+  // the actions so far), in enough successes (fewer said too little and rejected real successes):
+  // "red" in "bring a red box" is always on screen when it succeeds; "two" never is.
   const wordSeen = new Map<string, { named: number; shown: number }>();
   for (const t of usable) {
     if (!t.success) continue;
@@ -477,6 +482,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
   private ground: { calibrator: SupportCalibrator; gate: SuccessGate; report: GroundingReport } | null = null;
   /** The transitions it was built from, invalid ones included (see {@link withholding}). */
   private built: readonly RealTransition[] = [];
+  /** Templates whose argument is free text: declared, or shown by the data (see `learnFreeTextActions`). */
+  private freeText: FreeTextActions = new Set();
 
   private constructor(
     private readonly config: RetrievalModelConfig,
@@ -491,8 +498,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     /** Continuing transitions by (task id, action) and by action alone. */
     private readonly byTaskAction: ReadonlyMap<string, number[]>,
     private readonly byAction: ReadonlyMap<string, number[]>,
-    /** Episodes' first states, indexed by the embedding of their task instruction. */
-    /** Stored first states, by instruction; `templates`: the kinds of action they offer (a search page's `search[{}]`). */
+    /** Stored first states, by instruction; `templates`: the kinds of action they offer. */
     private readonly initial: { index: RetrievalIndex; states: RealTransition[]; templates: ReadonlySet<string> },
     private readonly kinds: ReadonlyMap<string, KindStats>,
     /** Values option lists offered in the data, and those an instruction naming them always asked for (see `unofferedChoices`). */
@@ -542,8 +548,12 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const initial = await initialStates(usable, embedder);
     const binaryRewards = usable.every((t) => t.reward === 0 || t.reward === 1);
     const { arrival, named, emptyListWord, arrivalTexts, putDownPickUps } = learnWorldRules(usable, cfg);
-    const build = (rewardModel: RewardModel | null): RetrievalExperienceModel =>
-      new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, rewardModel, named, emptyListWord, arrivalTexts, putDownPickUps);
+    const freeText = new Set([...cfg.freeTextActions, ...learnFreeTextActions(usable.map((t) => ({ observation: t.state, action: t.action, valid: t.valid })))]);
+    const build = (rewardModel: RewardModel | null): RetrievalExperienceModel => {
+      const m = new RetrievalExperienceModel(cfg, embedder, usable, exact, verbs, vectors, templates, byTaskAction, byAction, initial, kinds, listValues, binaryRewards, arrival, rewardModel, named, emptyListWord, arrivalTexts, putDownPickUps);
+      m.freeText = freeText;
+      return m;
+    };
     let model = build(null);
     // The reward model learns only where reward can happen: actions of a kind that ended or completed episodes.
     const rewardExamples: RewardExample[] = usable
@@ -685,9 +695,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const recorded = this.recordedFirstState(visible.id) ?? (visible.rootId !== undefined ? this.recordedFirstState(visible.rootId) : undefined);
     if (recorded) {
       // The same world: only the instruction changes, and what the state quotes of it (aligning
-      // the instructions' differing words renamed the room's own receptacles, "a diningtable 1"
-      // becoming a second "countertop 1"). Without the quotes, a generated shop task's first page
-      // offered its root's search queries (94 of 100 differed from the real page).
+      // the instructions' differing words renamed the world's own places). Without the quotes, a
+      // generated task's first state offered what its root's instruction suggested.
       return requoteState(recorded.task.instruction, visible.instruction, recorded.state, buildSubstitution(recorded.task, visible));
     }
     const [query] = await this.embedder.embed([visible.instruction]);
@@ -769,7 +778,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const action = request.action.trim();
     const template = actionTemplate(action).template;
     const seen = { actionSeen: this.kinds.has(`a:${action}`), templateSeen: this.kinds.has(`t:${template}`) };
-    if (!isAdmissible(observation, action)) {
+    if (!isAdmissible(observation, action, this.freeText)) {
       return {
         step: {
           reasoning: `"${action}" is not among the admissible actions of the current state, so it has no effect.`,
@@ -840,10 +849,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { done: false, reward: 0, why: `nearly every "${name}" action that ended an episode in the stored data was another action.`, ...none };
     }
     // Ends even when the task is not met: most of its occurrences that did not complete the task
-    // ended the episode (a purchase ends a shop episode, bought right or wrong). An action that
-    // ended episodes only by completing them (household's last `put`, `use desklamp`) ends nothing
-    // when the evidence is short: reading "ends" as "ends always" there ended 10 of 100 noisy-expert
-    // episodes inside the simulator at a first `put` of "put two" or a stray `use`, none real.
+    // ended the episode (a final choice, right or wrong). An action that ended episodes only by
+    // completing them ends nothing when the evidence is short: reading "ends" as "ends always"
+    // there ended episodes at the first of two steps asked for, none real.
     const failures = kind.stats.count - kind.stats.successes;
     const endsAlways = failures > 0 && (kind.stats.ends - kind.stats.successes) / failures >= this.config.terminalRate;
     if (!endsAlways && kind.stats.successes === 0) {
@@ -865,8 +873,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const evidence = evidenceFeatures(task.instruction, observation.text, action, history.map((h) => h.action), pageActions, observation.actions, rank);
     const outside = floor && ceiling ? [...floor].findIndex((x, j) => (evidence[j] as number) < x - 1e-6 || (evidence[j] as number) > (ceiling[j] as number) + 1e-6) : -1;
     // A choice the instruction names that the page does not offer (more of them than any real success showed).
-    // A word of the instruction that every real success showed, nowhere to be seen here (a plate
-    // taken and put back, never heated, for "put a hot plate in cabinet").
+    // A word of the instruction that every real success showed, nowhere to be seen here (a thing
+    // asked for in some state, never brought to it).
     const unshown = trusted && uncoveredWords(task.instruction, [withoutInstruction(observation.text, task.instruction), action, ...history.map((h) => h.action)]).some((w) => this.listValues.alwaysShown.has(w.word));
     const short = outside < 0 && trusted && (unshown || unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > (ranged?.unofferedCeiling ?? 0)) ? EVIDENCE_DIM : outside;
     let success: number;
@@ -876,10 +884,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
         { instruction: task.instruction, state: observation.text, action, history: history.map((h) => h.action), pageActions, offered: observation.actions, rank },
       ]);
       // Evidence short of every real success: not a success, but the partial reward the reward
-      // model expects of a step that does not complete the task stands (a purchase with one
-      // option wrong earns part of the reward for real).
-      // Scored 0 instead, shop's simulated rewards were all 0 or 1 and a policy learning from
-      // scratch there had nothing to climb until it first bought right.
+      // model expects of a step that does not complete the task stands (a near miss may earn part
+      // of the reward for real). Scored 0 instead, a policy learning from scratch where rewards
+      // are graded had nothing to climb until its first success.
       success = short >= 0 ? 0 : (o?.success ?? 0);
       expected = o?.partialReward ?? 0;
     } else if (short >= 0) {
@@ -921,29 +928,29 @@ export class RetrievalExperienceModel implements ExperienceModel {
     // Episode memory: the latest earlier valid occurrence of the same action. It shows what it
     // showed then, or, when the actions offered changed while the agent stayed (a door opened,
     // an object taken), the last state of that stay, so that a place looks as it was left. A
-    // stay ends where most of the arrival's actions are gone (a results page left for a product
-    // page): without that, repeating a search showed the product page visited in between.
+    // stay ends where most of the arrival's actions are gone (a list left for an item's page):
+    // without that, repeating an action showed the page visited in between.
     for (let i = history.length - 1; i >= 0; i--) {
       const h = history[i] as HistoryStep;
-      if (h.action.trim() !== action || !isAdmissible(h.observation, action)) continue;
+      if (h.action.trim() !== action || !isAdmissible(h.observation, action, this.freeText)) continue;
       let last = i + 1;
       const arrival = seen[i + 1] as Observation;
       // An action still offered after it was taken (a choice on a page, not a move) acts on the
       // page as it is now: taken again from another state, replaying what it showed then undid
-      // the choices made since (shop's `click[black]` after choosing a size showed no size
-      // chosen), and 8 of 100 greedy episodes that succeeded in the real shop failed inside it.
-      if (isAdmissible(arrival, action) && h.observation.text !== observation.text) continue;
+      // the choices made since (a second option chosen showed the first one unchosen), and real
+      // successes failed inside the simulator.
+      if (isAdmissible(arrival, action, this.freeText) && h.observation.text !== observation.text) continue;
       const arrivalActions = new Set(arrival.actions);
-      if (!isAdmissible(arrival, action)) {
+      if (!isAdmissible(arrival, action, this.freeText)) {
         const template = actionTemplate(action).template;
-        // A move of the same kind that took itself off the list (`go to diningtable 1`, there)
-        // left the place, whatever the actions offered after it: with a walk's actions slightly
-        // off, returning to countertop 2 showed the dining table visited next.
+        // A move of the same kind that took itself off the list (`visit place 1`, there) left the
+        // place, whatever the actions offered after it: with a move's actions slightly off,
+        // returning to one place showed the place visited next.
         const moved = (k: number): boolean => {
           const a = (history[k] as HistoryStep).action;
-          return actionTemplate(a).template === template && !isAdmissible(seen[k + 1] as Observation, a);
+          return actionTemplate(a).template === template && !isAdmissible(seen[k + 1] as Observation, a, this.freeText);
         };
-        while (last + 1 < seen.length && !moved(last) && !isAdmissible(seen[last + 1] as Observation, action) && jaccardOf(arrivalActions, new Set((seen[last + 1] as Observation).actions)) >= STAY_OVERLAP) last++;
+        while (last + 1 < seen.length && !moved(last) && !isAdmissible(seen[last + 1] as Observation, action, this.freeText) && jaccardOf(arrivalActions, new Set((seen[last + 1] as Observation).actions)) >= STAY_OVERLAP) last++;
       }
       const left = seen[last] as Observation;
       const unchanged = left.actions.length === arrival.actions.length && left.actions.every((x, j) => x === arrival.actions[j]);
@@ -1033,7 +1040,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       for (let i = 0; i < v.length; i++) dot += (v[i] as number) * (q[i] as number);
       return dot;
     };
-    // A thing of that kind the episode has not been offered yet (the second candle is not the first).
+    // A thing of that kind the episode has not been offered yet (the second box is not the first).
     const before = new Set(seen.flatMap((o) => o.actions.flatMap((a) => actionTemplate(a).entities)));
     const arrival = this.arrival;
     const newThing = (o: Observation): boolean =>
@@ -1056,10 +1063,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
    */
   private rewrite(t: RealTransition, seen: readonly Observation[], action: string, task: AgentTask = t.task): Observation {
     let predicted = this.rewriteEntities(t, seen, action, task);
-    // What the neighbour's page quotes of its own instruction (the search page's suggested queries,
-    // reached again by `click[back to search]`) quoted from this one, as a first state's are: only
-    // in the kinds of action a first state offers (an item page's `click[black]` is an option of
-    // the item, not a quote, whatever the instruction asks for).
+    // What the neighbour's page quotes of its own instruction (suggestions made from it, reached
+    // again by going back) quoted from this one, as a first state's are: only in the kinds of
+    // action a first state offers (an item's option is not a quote, whatever the instruction asks).
     const quotable = (a: string): boolean => a.includes('[') && this.initial.templates.has(actionTemplate(a).template);
     if (t.task.instruction !== task.instruction && predicted.actions.some(quotable)) predicted = requoteState(t.task.instruction, task.instruction, predicted, [], quotable);
     predicted = withFirstStateSentences(t, seen[0] as Observation, predicted);
@@ -1086,7 +1092,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
       }
     }
     // When the neighbour's action takes its own entity out of a slot and brings another one in
-    // (`go to {}`: the place it went to leaves the list, the place it left comes back), the one
+    // (`visit {}`: the place it went to leaves the list, the place it left comes back), the one
     // coming back here is the one entity that filled that slot earlier in this episode and no
     // longer does, other than this action's own.
     const ownEntities = actionTemplate(action).entities;
@@ -1125,9 +1131,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const sub = withSwaps(pairs);
     // What the neighbour carried through its step (an entity in its actions before and after,
     // such as the object it held) but this state does not offer at all, this agent does not have:
-    // actions naming it go. Without this, walking to the fridge from the start offered "cool
-    // potato 1 with fridge 1" because the recorded walk there held a potato, and a policy trained
-    // in the simulator "put" objects it never took (17 of 40 simulated successes, 0 real).
+    // actions naming it go. Without this, a move from the start offered to use a thing the
+    // recorded move held, and a policy trained in the simulator put down things it never took.
     const here = new Set(observation.actions.flatMap((a) => actionTemplate(a).entities));
     const beforeEntities = new Set(t.state.actions.flatMap((a) => actionTemplate(a).entities));
     const carried = new Set<string>();
@@ -1135,10 +1140,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const foreign = (a: string): boolean => actionTemplate(a).entities.some((e) => carried.has(e) && !here.has(e) && !own.has(e));
     if (!editTransfers(t.state, next)) return { text: mergeText(observation.text, t.state.text, next.text, sub), actions: next.actions.map((a) => applySubstitution(a, sub)).filter((a) => !foreign(a)) };
     // A move to a place (one that is no longer offered once there) changes the place, and a
-    // sentence about the place changes with it as a whole: edited word by word, a walk from the
-    // sink basin kept its "you see nothing" at the fridge ("Location: fridge 1; you see nothing."),
-    // so the fridge was never opened. (Shop's `click[{}]` on an option is still offered after it:
-    // its edit is word by word.)
+    // sentence about the place changes with it as a whole: edited word by word, a move kept what
+    // the place left showed ("you see nothing"), so the new place was never opened. (An option
+    // still offered after it is chosen is no move: its edit is word by word.)
     const moved = this.arrival !== null && actionTemplate(t.action).template === this.arrival.move && !next.actions.includes(t.action);
     const chosen = theirEntities.length === 1 && ownEntities.length === 1 ? { theirs: theirEntities[0] as string, ours: ownEntities[0] as string } : undefined;
     const text = moved ? mergeText(observation.text, t.state.text, next.text, sub) : editText(observation.text, t.state.text, next.text, sub, chosen);
@@ -1146,7 +1150,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const gone = new Set(removed.map((a) => applySubstitution(a, sub)));
     // A removed action that names an entity this state lacks (an object at the neighbour's place)
     // removes every action of ours of that form with the same other entities: leaving a place
-    // takes away all "take {} from" it, whatever lies there. Without this, a place's actions
+    // takes away all "lift {} from" it, whatever lies there. Without this, a place's actions
     // stayed offered everywhere after the agent left it.
     const entitiesHere = new Set(observation.actions.flatMap((a) => actionTemplate(a).entities));
     const patterns = [...gone]
@@ -1163,13 +1167,13 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const added = addedRaw.map((a) => applySubstitution(a, sub)).filter((a) => !foreign(a));
     let actions = observation.actions.filter((a) => !gone.has(a) && !matches(a));
     // The neighbour's own entity left a one-entity slot and nothing came back (it started where no
-    // place was held, e.g. the middle of the room): here the entity that left that slot earlier in
+    // place was held, e.g. a start between places): here the entity that left that slot earlier in
     // this episode comes back to it and gives up its other actions (the place the agent leaves is
-    // again one to go to, and its "open", "take from" and "examine" go). Without this, the place
-    // left was missing from "go to" and its actions stayed offered.
-    // Only the move's slot: an opened drawer leaves the `open {}` slot for `close {}`, and taking
-    // that for a move brought the cabinet opened before back as "open cabinet 1" in place of "go
-    // to cabinet 1", so the agent could never walk back to it.
+    // again one to move to, and its own actions go). Without this, the place left was missing
+    // from the moves and its actions stayed offered.
+    // Only the move's slot: an opened box leaves the `open {}` slot for `close {}`, and taking that
+    // for a move brought back "open box 1" in place of "visit box 1", so the agent could never
+    // return to it.
     const move = moveOf(observation.actions)?.move;
     for (const key of swapped) {
       const [template, slot] = [key.slice(0, key.lastIndexOf('#')), Number(key.slice(key.lastIndexOf('#') + 1))];
@@ -1192,7 +1196,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
   /**
    * The stored continuing transition most like (state, action): the same task's (same id) own transition
    * for this action when the data has one (it shows this task's world), else one with the same
-   * action in any task (a product page is the same page in every task); for an item opened from
+   * action in any task (an item's page is the same page in every task); for an item opened from
    * a list by its id, the stored opening of the item whose list line is most like this one's;
    * else among the k most similar of the same verb, one with the same template first.
    */
@@ -1237,9 +1241,9 @@ export class RetrievalExperienceModel implements ExperienceModel {
       return { t: this.transitions[best.pos] as RealTransition, source, similarity: best.cosine, agreement: this.agreement(best.pos, ranked.slice(1, this.config.k).map((r) => r.pos)) };
     };
     // The task's own recorded steps, else its root's: a generated task lives in its root's world
-    // (the household's room), where another task's step of the same action is a stand-in at best.
-    // First the steps whose episode had done to this action's entities what this one has (a walk
-    // to a cabinet the recorded agent had opened showed it open, and the child's is closed).
+    // where another task's step of the same action is a stand-in at best. First the steps whose
+    // episode had done to this action's entities what this one has (a move to a place the recorded
+    // agent had opened showed it open, and the child's is closed).
     const mine = dealingsWith(actionsSoFar, action);
     const alike = (positions: readonly number[] | undefined): number[] | undefined => positions?.filter((pos) => this.dealingsOf(pos) === mine);
     const ownPositions = this.byTaskAction.get(taskActionKey(task.id, action));
@@ -1247,8 +1251,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const own = pick(alike(ownPositions), 'own-task') ?? pick(alike(rootPositions), 'own-task') ?? pick(ownPositions, 'own-task') ?? pick(rootPositions, 'own-task');
     if (own) return own;
     // Another episode's step of the same action, again first where that episode had done to the
-    // entities what this one has: a first walk to a fridge another episode had opened before
-    // showed it open with its contents, on 40 of 553 walks of the scripted policy.
+    // entities what this one has: a first move to a place another episode had opened before
+    // showed it open with its contents.
     const same = pick(alike(this.byAction.get(action)), 'same-action') ?? pick(this.byAction.get(action), 'same-action');
     if (same) return same;
     const verb = this.verbs.get(actionVerb(action));
@@ -1347,12 +1351,10 @@ const OWN_ENDINGS_SHARE = 0.9;
 /**
  * Whether a kind's endings speak for `action`: not when nearly all of them ({@link
  * OWN_ENDINGS_SHARE}, at least {@link MIN_KIND_COUNT} times) were one other action, taken exactly
- * so (instance numbers aside: `use desklamp 2` is `use desklamp 1` in another room). Shop's
- * `click[{}]` on an option the instruction does not name shares a kind with `click[buy now]`,
- * which made 283 of its 291 endings (the rest are episodes cut at the step limit); a policy
- * trained in the simulator learned to "buy" by clicking an option (6 of 48 simulated successes
- * on shop training tasks, none real). Household's `put` ended episodes as many
- * different actions (each object and place), so its kind still speaks for a `put` it has not seen.
+ * so (instance numbers aside: `use lamp 2` is `use lamp 1` in another world). A choice the
+ * instruction does not name may share a kind with the one action that ends episodes (a "confirm"
+ * button): a policy learned to end by choosing. A kind whose endings were many different actions
+ * (each thing and place) still speaks for one it has not seen.
  */
 function endsLike(stats: KindStats, action: string): boolean {
   let top: [string, number] | undefined;
@@ -1365,7 +1367,7 @@ function endsLike(stats: KindStats, action: string): boolean {
   return top[1] / total < OWN_ENDINGS_SHARE;
 }
 
-/** An action with each instance's number dropped (`use desklamp 2` -> `use desklamp #`): instances of one thing are not other actions. */
+/** An action with each instance's number dropped (`use lamp 2` -> `use lamp #`): instances of one thing are not other actions. */
 const withoutInstanceNumbers = (action: string): string => action.replace(/(\p{L}+) \p{N}+/gu, '$1 #');
 
 /** Share of admissible actions (Jaccard) two states must have in common to be one stay at a place. */
@@ -1410,8 +1412,8 @@ function sentencesFromFirstState(atFirst: ReadonlyMap<string, ReadonlySet<string
 /**
  * `predicted` (the neighbour `t`'s next state, rewritten) with the sentences that `t` brought back
  * from its episode's first state taken from this episode's first state (`first`) instead: the
- * neighbour's `look` listed the places of its own room, this episode's first state lists this
- * room's.
+ * neighbour's listing of places was of its own world, this episode's first state lists this
+ * world's.
  */
 function withFirstStateSentences(t: RealTransition, first: Observation, predicted: Observation): Observation {
   if (!t.fromFirstState) return predicted;
@@ -1440,11 +1442,11 @@ function dealingsWith(actions: readonly string[], action: string): string {
 /**
  * A remembered state of a place (`remembered`: how the agent left it earlier in the episode) as
  * it looks now (`now`: the state the agent is in). What did not change when the agent left
- * (from `left`, the last state of its stay there, to `departed`, the state right after) went with the agent: what it holds and whether that is hot
- * or clean. That comes from now, line by line and sentence by sentence; the rest (the place, what
- * lies there) and the actions are remembered (dropping actions of objects put down since cost
- * consistency: shop 100% -> 85%). Without this, coming back to a place showed the agent holding
- * what it held then: a cup heated since was no longer hot (household next-state match 52% -> 61%).
+ * (from `left`, the last state of its stay there, to `departed`, the state right after) went with the agent: what it holds and in what
+ * state. That comes from now, line by line and sentence by sentence; the rest (the place, what
+ * lies there) and the actions are remembered (dropping actions of things put down since cost
+ * consistency). Without this, coming back to a place showed the agent holding what it held
+ * then, in the state it was then.
  */
 function carryOver(remembered: Observation, left: Observation, departed: Observation, now: Observation, action: string): Observation {
   const departedLines = departed.text.split('\n');
@@ -1458,10 +1460,10 @@ function carryOver(remembered: Observation, left: Observation, departed: Observa
       const ours = nowLines.find((l) => lineKey(l) === key);
       // A line of one sentence describes the page (an option list and its choice, the page's
       // actions): it stays as remembered. Carried over, choosing an option again showed the
-      // choice of the page open now, and shop dreamgym from scratch fell from 52.7% to 29.3%.
+      // choice of the page open now, and training in the simulator suffered.
       if (went === undefined || ours === undefined || sentenceCount(line) < 2) return line;
-      // Sentences as the agent left the place (not as it arrived: an egg heated there is hot when
-      // it leaves) that the departing step kept went with the agent; they come from now.
+      // Sentences as the agent left the place (not as it arrived: a thing changed there leaves
+      // changed) that the departing step kept went with the agent; they come from now.
       const kept = sentencesOf(went);
       const stayed = new Set(sentencesOf(leftLines.find((l) => lineKey(l) === key) ?? line).filter((c) => kept.includes(c)).map(sentenceKey));
       const mine = sentencesOf(ours);
@@ -1474,10 +1476,10 @@ function carryOver(remembered: Observation, left: Observation, departed: Observa
 }
 
 /**
- * The place reached by a move (`action`, of one entity: `go to {}`) and the place left: the one
+ * The place reached by a move (`action`, of one entity: `visit {}`) and the place left: the one
  * entity that fills the action's slot after the move, not before, and that other actions before
- * the move name (`examine sinkbasin 1` where no `go to sinkbasin 1` is offered). Undefined where
- * that is not plain (a results page, where many fill `click[{}]`).
+ * the move name (`inspect bin 1` where no `visit bin 1` is offered). Undefined where that is not
+ * plain (a list, where many fill `pick[{}]`).
  */
 function moveEnds(before: readonly string[], after: readonly string[], action: string): { there: string; here: string } | undefined {
   const own = actionTemplate(action);
@@ -1492,8 +1494,8 @@ function moveEnds(before: readonly string[], after: readonly string[], action: s
 
 /**
  * What the agent carries (in `before`): entities named both by an action not tied to the place
- * left (what lies there is named only with it: `take {} from` there) and by one with it (`put {}
- * in/on` there), that are not destinations of the move's kind and not in `known`.
+ * left (what lies there is named only with it: `lift {} from` there) and by one with it (`drop {}
+ * at` there), that are not destinations of the move's kind and not in `known`.
  */
 function carriedEntities(before: readonly string[], here: string, moveTemplate: string, known: ReadonlySet<string>): Set<string> {
   const destinations = new Set(before.map(actionTemplate).filter((t) => t.template === moveTemplate).flatMap((t) => t.entities));
@@ -1520,10 +1522,9 @@ function movedActions(before: readonly string[], carried: ReadonlySet<string>, h
 /**
  * The remembered place's actions for what the agent holds now: actions of what went with the
  * agent when it left then and is gone now go; actions of what it carries now come along, moved
- * from the place it is at to the one it returns to (`put pen 1 in/on sidetable 2` becomes `put
- * pen 1 in/on shelf 1`). Without this, a place came back with the actions of its first visit:
- * the scripted reference, back at a shelf it had searched empty-handed with the pen it was sent
- * to put there, could not put it, and walked between the shelves until the step limit.
+ * from the place it is at to the one it returns to (`drop box 1 at bin 2` becomes `drop box 1 at
+ * rack 1`). Without this, a place came back with the actions of its first visit: an agent back
+ * with the thing it was sent to put there could not put it down.
  */
 function carriedActions(remembered: Observation, left: Observation, departed: Observation, now: Observation, action: string): string[] {
   const ends = moveEnds(now.actions, remembered.actions, action);
@@ -1541,12 +1542,11 @@ function carriedActions(remembered: Observation, left: Observation, departed: Ob
 }
 
 /**
- * `o` without actions that name a place it offers to move to by another kind of action (`take
- * pen 1 from desk 1` where `go to desk 1` is offered): one acts only where one is, so those are
+ * `o` without actions that name a place it offers to move to by another kind of action (`lift
+ * box 1 from rack 1` where `visit rack 1` is offered): one acts only where one is, so those are
  * left over from places visited before. The move is the one-entity kind of action with the most
- * entities (`go to {}`), when it has at least three; no real state of either environment breaks
- * this. Without it, walks piled up the actions of earlier places (a state offered 20 `take`s
- * from six places), and what the agent held lost its actions among them.
+ * entities (`visit {}`), when it has at least three. Without it, moves piled up the actions of
+ * earlier places, and what the agent held lost its actions among them.
  */
 export function withoutStaleActions(o: Observation): Observation {
   const found = moveOf(o.actions);
@@ -1564,8 +1564,8 @@ export function withoutStaleActions(o: Observation): Observation {
  * This state's text with the neighbour's edit applied line by line: for each line the neighbour's
  * action changed, the line of this text that starts with the same word gets the same change
  * (the changed words, rewritten, where this line has them; else the neighbour's new line,
- * rewritten). Choosing an option on a product page then marks it selected on this product's page
- * instead of showing the neighbour's product. When the neighbour's line count changed, or a
+ * rewritten). Choosing an option on an item's page then marks it selected on this item's page
+ * instead of showing the neighbour's item. When the neighbour's line count changed, or a
  * changed line has no counterpart here, its new text is merged with this one ({@link mergeText}).
  */
 function editText(ours: string, before: string, after: string, sub: Substitution, chosen?: { theirs: string; ours: string }): string {
@@ -1578,14 +1578,14 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     const now = b[i] as string;
     if (was === now) continue;
     const key = lineKey(was);
-    // A line listing the neighbour's chosen entity (`[black]` of `click[black]`) is the line
-    // listing ours (`[xs]`), whatever its first word: by the first word, choosing a size where
-    // the neighbour chose a colour marked the size chosen in the colour list.
+    // A line listing the neighbour's chosen entity (`[red]` of `pick[red]`) is the line listing
+    // ours (`[large]`), whatever its first word: by the first word, choosing in one list where the
+    // neighbour chose in another marked the choice in the wrong list.
     const listing = chosen && lists(was, chosen.theirs) ? lines.findIndex((l) => lists(l, chosen.ours)) : -1;
     const at = listing >= 0 ? listing : lineKey(lines[i] ?? '') === key ? i : lines.findIndex((l) => lineKey(l) === key);
     // A line this state does not have: the neighbour's text, merged with ours line by line.
     // Copied whole, it brought the neighbour's "Holding: nothing." along (with episode memory's
-    // carry-over, 613 walks of one policy trained in the simulator changed what it held).
+    // carry-over, moves changed what the agent held).
     if (at < 0) return mergeText(ours, before, after, sub);
     const x = was.split(' ');
     const y = now.split(' ');
@@ -1598,15 +1598,15 @@ function editText(ours: string, before: string, after: string, sub: Substitution
     const line = lines[at] as string;
     let pos = oldMid === '' ? -1 : line.lastIndexOf(oldMid);
     // Only where it stands in a sentence of the same kind: an entity aligned with the wrong role
-    // (a neighbour's cabinet with this agent's plate) otherwise turned "Holding: plate 2." into
-    // "Holding: microwave 1." on a walk to the microwave.
+    // (a neighbour's place with this agent's thing) otherwise turned "Holding: box 2." into
+    // "Holding: bin 1." on a move to the bin.
     // (A line found by the entity it lists is of our kind, whatever the neighbour's was.)
     const wasSentence = listing >= 0 ? sentenceKeyAt(line, 0) : sentenceKeyAt(was, x.slice(0, pre).join(' ').length + (pre > 0 ? 1 : 0));
     if (pos >= 0 && sentenceKeyAt(line, pos) !== wasSentence) pos = -1;
-    // And only after the word it followed: "(selected: 8 fl oz)" -> "(selected: 16 fl oz)" found
-    // no "(selected: 8" in "[8 fl oz] ... (selected: none)" and turned the option "[8 fl oz]" into
-    // a second "[16 fl oz]" (25 of 380 simulated item pages listed other options than they offered).
-    // (Only after a label, a word ending in ":"; an edit inside a list, "you see a apple 1, ...", finds its place by the entity.)
+    // And only after the word it followed: "(selected: 8 cm)" -> "(selected: 16 cm)" found no
+    // "(selected: 8" in "[8 cm] ... (selected: none)" and turned the option "[8 cm]" into a
+    // second "[16 cm]". (Only after a label, a word ending in ":"; an edit inside a list, "you see
+    // a box 1, ...", finds its place by the entity.)
     const anchor = pre > 0 && (x[pre - 1] as string).endsWith(':') ? `${applySubstitution(x[pre - 1] as string, sub)} ` : '';
     if (pos >= 0 && anchor !== '' && !line.slice(0, pos).endsWith(anchor)) {
       const anchored = line.lastIndexOf(anchor + oldMid);
@@ -1624,8 +1624,8 @@ function editText(ours: string, before: string, after: string, sub: Substitution
       lines[at] = mergeSentences(line, was, now, sub);
       continue;
     }
-    // A deletion takes one space beside it along: "You arrive at cabinet 2. The cabinet 2 is
-    // closed." -> "The cabinet 2 is closed." left " The cabinet 2 ..." with a space in front.
+    // A deletion takes one space beside it along: "You reach bin 2. The bin 2 is closed." ->
+    // "The bin 2 is closed." left " The bin 2 ..." with a space in front.
     let start = pos;
     let end = pos + oldMid.length;
     if (newMid === '') {
@@ -1637,7 +1637,7 @@ function editText(ours: string, before: string, after: string, sub: Substitution
   return lines.join('\n');
 }
 
-/** Whether `line` lists `entity` as an item (`[entity]` alone, not inside an action such as `click[entity]`). */
+/** Whether `line` lists `entity` as an item (`[entity]` alone, not inside an action such as `pick[entity]`). */
 function lists(line: string, entity: string): boolean {
   return line.startsWith(`[${entity}]`) || line.includes(` [${entity}]`);
 }
@@ -1672,8 +1672,8 @@ function sentenceKeyAt(line: string, pos: number): string {
 /**
  * One line merged sentence by sentence ({@link sentencesOf}): a sentence the neighbour's step
  * left as it was keeps ours where ours has a sentence with the same first word; the rest is the
- * neighbour's. Without it, walking on while holding an apple copied the neighbour's whole status
- * line, "Holding: apple 1 (hot)" included, and an apple never heated counted as hot.
+ * neighbour's. Without it, moving on while holding a thing copied the neighbour's whole status
+ * line, "Holding: box 1 (clean)" included, and a thing never cleaned counted as clean.
  */
 function mergeSentences(ours: string, was: string, now: string, sub: Substitution): string {
   const unchanged = new Set(sentencesOf(was));

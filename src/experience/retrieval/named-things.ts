@@ -2,20 +2,19 @@
  * Where a thing the instruction names lies in a world the data never showed: the retrieval
  * model's rule that such a thing is somewhere to be found.
  *
- * A task asks for a thing its world holds ("put a creditcard in drawer": the room has a
- * creditcard). Where the data recorded the task's world, the recorded steps show where; elsewhere
- * (a task with no recorded episode, or places its recorded episodes never looked into) each place
- * is a stand-in drawn from other worlds, and the named thing turned up in none of them on 41 of 100
- * held-out household tasks searched end to end by the scripted policy (it searched every place).
+ * A task asks for a thing its world holds (an instruction naming a thing to move: the world has
+ * one). Where the data recorded the task's world, the recorded steps show where; elsewhere (a task
+ * with no recorded episode, or places its recorded episodes never looked into) each place is a
+ * stand-in drawn from other worlds, and the named thing often turned up in none of them.
  * This rule puts it at one place: of the places of the world the agent has seen, those of a kind
  * where the data found that kind of thing, ranked by a draw fixed per task and weighted by how
  * often the data found it there, the first that neither the task's recorded steps nor this episode
  * has shown without it. It reads only the instruction (agent-visible), the episode and the data.
  *
  * Nothing here knows an environment: what picks a thing up comes from the arrival rules
- * (`take {} from {}`), a kind is an entity without its instance number, and a place shows its
+ * (`lift {} from {}`), a kind is an entity without its instance number, and a place shows its
  * contents in the states ("place states", see `placeState`) where the data offered to pick
- * something up from it (an open drawer, not a closed one).
+ * something up from it (an open box, not a closed one).
  */
 import type { AgentTask, Observation } from '../../core/types.ts';
 import { hashUnit } from '../../core/rng.ts';
@@ -32,7 +31,7 @@ export interface NamedThingRules {
   /** Per task id: the things its recorded states offered to pick up, and the places its recorded actions named. */
   recorded: ReadonlyMap<string, { things: ReadonlySet<string>; places: ReadonlySet<string> }>;
   /**
-   * Continuing steps of a one-place action (`go to {}`, `open {}`) whose next state offered to pick
+   * Continuing steps of a one-place action (`visit {}`, `open {}`) whose next state offered to pick
    * up a thing from that place, as indices into the steps learned from, by
    * {@link showingKey} (the step's template, the place's state after it, the thing's kind).
    */
@@ -52,7 +51,7 @@ export interface NamedThingStep {
   after?: readonly string[];
 }
 
-/** The thing and place of a pick-up action (`take pen 1 from desk 1`), or undefined (see `carryStepOf`). */
+/** The thing and place of a pick-up action (`lift box 1 from rack 1`), or undefined (see `carryStepOf`). */
 export function pickUpOf(rules: ArrivalRules, action: string): CarryStep | undefined {
   const step = carryStepOf(rules, action);
   return step?.up ? step : undefined;
@@ -102,7 +101,7 @@ const COUNT_WORDS: Readonly<Record<string, number>> = { two: 2, three: 3, four: 
 
 /**
  * The kinds of things the instruction names (a word, or a word with a plural "s", equal to a kind
- * the data picked up), each with how many it asks for ("put two candle": 2; else 1).
+ * the data picked up), each with how many it asks for ("move two box": 2; else 1).
  */
 export function namedThingKinds(rules: NamedThingRules, instruction: string): { kind: string; count: number }[] {
   const out: { kind: string; count: number }[] = [];

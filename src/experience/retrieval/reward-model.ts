@@ -5,7 +5,7 @@
  * agent-visible text only: how much of the instruction the state, the action and the history
  * cover (`evidence.ts`), plus hashed n-grams of the same texts with the instruction's words,
  * numbers and opaque ids abstracted away (so "holding the object asked for" is one feature
- * across tasks, and no product id can be memorised), plus the instruction's own words (the
+ * across tasks, and no item id can be memorised), plus the instruction's own words (the
  * kind of task).
  */
 import * as tf from '@tensorflow/tfjs';
@@ -40,11 +40,9 @@ export interface PredictedOutcome {
   /** Probability that the step completes the task. */
   success: number;
   /**
-   * Expected reward in [0, 1] if the step does not complete the task (a purchase with an option
-   * wrong earns part of the reward for real). Learned from the examples that did not complete it
-   * only: learned from all of them (expert successes dominate the data), it read 0.89-0.99 for
-   * the failed purchases of a policy trained in the shop simulator, which earned 0.25-0.83 for
-   * real (0.43-0.87 now), so a near miss paid about what a success did.
+   * Expected reward in [0, 1] if the step does not complete the task (a near miss may earn part
+   * of the reward for real). Learned from the examples that did not complete it only: learned from
+   * all of them (expert successes dominate the data), a near miss paid about what a success did.
    */
   partialReward: number;
 }

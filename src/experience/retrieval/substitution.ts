@@ -10,7 +10,7 @@ import type { AgentTask, Observation } from '../../core/types.ts';
 /** An ordered list of replacements; earlier entries win when two claim the same text. */
 export type Substitution = Array<[from: string, to: string]>;
 
-/** Entities in an action: bracket contents (`click[red]`) or `word N` references (`apple 1`). */
+/** Entities in an action: bracket contents (`pick[red]`) or `word N` references (`box 1`). */
 const ENTITY_RE = /\[([^\]]*)\]|\b([a-z][a-z-]*) (\d+)\b/gi;
 
 /** The entities a text names, as {@link actionTemplate} reads them in an action (not cached: texts vary). */
@@ -26,8 +26,8 @@ const TEMPLATES = new Map<string, { template: string; entities: string[] }>();
 const TEMPLATE_CACHE_SIZE = 50_000;
 
 /**
- * An action's template and entities: `take apple 1 from countertop 1` gives template
- * `take {} from {}` and entities `apple 1`, `countertop 1`; `click[red]` gives `click[{}]`, `red`.
+ * An action's template and entities: `move box 1 to rack 2` gives template `move {} to {}`
+ * and entities `box 1`, `rack 2`; `pick[red]` gives `pick[{}]`, `red`.
  */
 export function actionTemplate(action: string): { template: string; entities: string[] } {
   const hit = TEMPLATES.get(action);
@@ -48,7 +48,7 @@ export function actionTemplate(action: string): { template: string; entities: st
   return parsed;
 }
 
-/** The action's verb: the text before `[`, or its first word (`go` for `go to fridge 1`). */
+/** The action's verb: the text before `[`, or its first word (`move` for `move box 1 to rack 2`). */
 export function actionVerb(action: string): string {
   const t = action.trim().toLowerCase();
   const bracket = t.indexOf('[');
@@ -80,10 +80,9 @@ export function buildSubstitution(fromTask: AgentTask, toTask: AgentTask, fromAc
 /**
  * Replacements that turn what a listing said about the neighbour's chosen entity into what this
  * state's listing says about ours: where a state text has a line `[entity] description | more`
- * (a results page listing products), the neighbour's description and each `|` field map to ours.
- * A product page reached from a neighbour's click then shows the clicked product's own title and
- * price rather than the neighbour's product (before, a random click showed the product the
- * expert clicked from the same page, and buying it "succeeded").
+ * (a list of items), the neighbour's description and each `|` field map to ours. An item's page
+ * reached from a neighbour's choice then shows the chosen item's own fields, not the neighbour's
+ * (which made a random choice look like the one the data's expert made).
  */
 export function listingAlignment(fromState: string, fromAction: string, toState: string, toAction: string): Substitution {
   const a = actionTemplate(fromAction);
@@ -109,7 +108,7 @@ export function listingAlignment(fromState: string, fromAction: string, toState:
   return pairs;
 }
 
-/** Each entity named by a state's admissible actions, with the slots it fills (`take {} from {}#1`). */
+/** Each entity named by a state's admissible actions, with the slots it fills (`move {} to {}#1`). */
 function entityRoles(actions: readonly string[]): Map<string, string> {
   const roles = new Map<string, Set<string>>();
   for (const action of actions) {
@@ -128,8 +127,8 @@ const INSTANCE_RE = /^\p{L}+ \p{N}+$/u;
 /**
  * Pairs the entities of two states that play the same role, as told by the slots of the
  * admissible actions they fill. First an entity whose set of slots no other entity of its state
- * shares (the place the agent stands at is the only one offered `take {} from {}` and `examine
- * {}` but not `go to {}`; the object it holds is the only one offered `put {} in/on {}`) pairs
+ * shares (the place the agent stands at may be the only one offered some actions but not the
+ * move; the thing it holds the only one offered a put-down) pairs
  * with the entity of the other state that has the same unique set. Then each entity of `from`
  * listed in `involved` (those the transition's edit touches) that is an instance `to` also names
  * in an overlapping role pairs with itself, and the others pair closest first: the entity of
@@ -164,10 +163,9 @@ export function alignEntities(from: Observation, to: Observation, involved: Read
     for (const x of mine) if (theirs.has(x)) inter++;
     return inter / (mine.size + theirs.size - inter);
   };
-  // An instance ("saltshaker 1") that this state names too, in a role that shares a slot, is
-  // itself (in one world the same instance is the same thing). Without this, a place ("drawer 5": open, examine) took the
-  // held object ("saltshaker 1": examine, put) as its best partner before the held object could
-  // take itself, and a walk came out as "put cabinet 3 in/on shelf 1".
+  // An instance ("box 1") that this state names too, in a role that shares a slot, is itself (in
+  // one world the same instance is the same thing). Without this, a place could take a held thing
+  // as its best partner before the held thing took itself, and a move came out as a put-down.
   for (const e of [...involved].sort()) {
     const mine = fromRoles.get(e);
     const theirs = toRoles.get(e);
@@ -175,9 +173,8 @@ export function alignEntities(from: Observation, to: Observation, involved: Read
     pairedFrom.add(e);
     pairedTo.add(e);
   }
-  // The closest pair first, whichever entity it is: in name order, a place ("drawer 5": open,
-  // examine) took the held object ("saltshaker 3": examine, put; overlap 1/3) before the held
-  // object ("saltshaker 1": examine; 1/2 with it) could, and a walk offered "go to saltshaker 3".
+  // The closest pair first, whichever entity it is: in name order, a place took a held thing
+  // (a weak overlap) before a closer partner could, and a move to a thing was offered.
   const bestFor = (e: string): { best: number; entity: string | undefined; ties: number } => {
     const role = fromRoles.get(e) as string;
     let best = 0;
@@ -219,9 +216,8 @@ export function alignEntities(from: Observation, to: Observation, involved: Read
 
 /**
  * Makes a substitution a permutation: for each `a -> b`, also `b -> a` unless `b` is already
- * mapped. Rewriting a neighbour's "go to sidetable 1" as "go to drawer 2" must also turn its
- * "go to drawer 2" into "go to sidetable 1", or the place would be offered twice and the other
- * never.
+ * mapped. Rewriting a neighbour's "visit place 1" as "visit place 2" must also turn its "visit
+ * place 2" into "visit place 1", or one place would be offered twice and the other never.
  */
 export function withSwaps(substitution: Substitution): Substitution {
   const from = new Set(substitution.map(([a]) => a));
@@ -241,8 +237,8 @@ export const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]
 /**
  * Applies all replacements in one pass (no chains: a replaced text is never replaced again),
  * matching whole words only and preferring the longest match at each position. An indefinite
- * article in front that fitted the text replaced fits the replacement ("an apple 1" -> "a pot 1",
- * "a pot 1" -> "an egg 1"); one that did not fit stays as it was.
+ * article in front that fitted the text replaced fits the replacement ("an owl 1" -> "a box 1",
+ * "a box 1" -> "an owl 1"); one that did not fit stays as it was.
  */
 export function applySubstitution(text: string, substitution: Substitution): string {
   const compiled = compiledSubstitution(substitution);
@@ -325,9 +321,9 @@ function commonWords(a: readonly Word[], b: readonly Word[]): Int32Array {
 
 /**
  * What the bracketed text `quote` of a state about the instruction `from` says about the
- * instruction `to`, where `quote` quotes `from`: a stretch of it word for word (a search page's
- * `search[wireless earbuds that are ..., in rose gold]`), or the words of a stretch with some left
- * out (`search[wireless earbuds noise cancelling ...]`). The stretch of `to` is the one between
+ * instruction `to`, where `quote` quotes `from`: a stretch of it word for word (a suggested
+ * `find[blue mugs that are ..., in glass]`), or the words of a stretch with some left out
+ * (`find[blue mugs glass ...]`). The stretch of `to` is the one between
  * the words the two instructions share on either side of the quoted stretch; a shortened quote
  * leaves out of it the words the original left out. Undefined when `quote` does not quote `from`
  * in one of these two ways.
@@ -435,7 +431,7 @@ export function requoteState(from: string, to: string, state: { text: string; ac
  * Replacements that turn text written for one instruction into text for another, from the two
  * instructions alone: the words they share (longest common subsequence) anchor the alignment,
  * and each stretch between anchors maps to the other's stretch, without leading and trailing
- * filler words ("some pet shampoo" -> "a frying pan" gives "pet shampoo" -> "frying pan"). Text
+ * filler words ("some blue paint" -> "a glass jar" gives "blue paint" -> "glass jar"). Text
  * derived from an instruction (search suggestions on a first page) then follows the new one.
  */
 export function instructionAlignment(from: string, to: string): Substitution {
