@@ -35,10 +35,12 @@ describe('experiment --suite (tiny settings)', () => {
     expect(res.code, res.err).toBe(0);
     expect(res.out).toMatch(/^suite: library, counter; 1 seeds, preset quick, wall \d+\.\d s; wrote suite\.md, suite\.json to /);
     const table = await readFile(join(out, 'suite.md'), 'utf8');
-    expect(table).toContain('| domain | zero-shot | sft | real | dreamgym | dreamgym (warm sft) | s2r (10% of real\'s real transitions) | dreamgym / real [95% CI] | next-state match (best trivial) | reward accuracy | random in sim / real: grounded; held-out | core-min |');
+    expect(table).toContain('| domain | zero-shot | sft | real | dreamgym | dreamgym (warm sft) | s2r (10% of real\'s real transitions) | dreamgym / real [95% CI] | next-state match (best trivial) | reward accuracy, steps answered (share declined) | random in sim / real: grounded; held-out | core-min |');
     expect(table).toMatch(/Command: `npx dreamgym experiment --suite --domains library,counter --env-module src\/envs\/example\/library\.ts --env-module \S+counter\.mjs --seeds 1 --preset quick --iterations 2 .* --probe-validation`/);
     for (const name of ['library', 'counter']) {
       expect(table).toMatch(new RegExp(`^\\| ${name} \\| (\\d+\\.\\d \\[\\d+\\.\\d, \\d+\\.\\d\\] \\| ){6}`, 'm'));
+      // The simulator's reward accuracy on the steps it answers, and the share it declined.
+      expect(table).toMatch(new RegExp(`^\\| ${name} \\| .* \\| \\d+\\.\\d \\(\\d+\\.\\d\\) \\| [^|]+; [^|]+ \\| \\d+\\.\\d \\|$`, 'm'));
       expect(table).toMatch(new RegExp(`^\\| ${name} \\| \\d+\\.\\d / \\d+\\.\\d \\| \\d+\\.\\d / \\d+\\.\\d \\| \\d+\\.\\d / \\d+\\.\\d \\|$`, 'm'));
       expect(table).toMatch(new RegExp(`^\\| ${name} \\| \`[^\`]+\` \\| \\d+ \\| \\d+\\.\\d \\|$`, 'm'));
     }

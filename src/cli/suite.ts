@@ -323,7 +323,7 @@ function suiteFiles(r: SuiteResult): Record<string, string> {
     `Command: \`${r.command}\` (preset ${r.preset}, ${r.jobs} job${r.jobs === 1 ? '' : 's'}); ${(r.wallMs / 60000).toFixed(1)} min in all.`,
     `Fidelity: the retrieval simulator built from ${r.fidelity.trainEpisodes} train episodes (near-expert and random), measured on ${r.fidelity.testEpisodes} held-out test episodes; "random in sim / real": a random policy's success inside the simulator and in the real environment, ${r.fidelity.falseSuccessEpisodes} episodes each on tasks whose data built it (grounded) and on held-out ones.`,
     '',
-    `| domain | ${armHeads.join(' | ')} | dreamgym / real [95% CI] | next-state match (best trivial) | reward accuracy | random in sim / real: grounded; held-out | core-min |`,
+    `| domain | ${armHeads.join(' | ')} | dreamgym / real [95% CI] | next-state match (best trivial) | reward accuracy, steps answered (share declined) | random in sim / real: grounded; held-out | core-min |`,
     `| --- | ${SUITE_ARMS.map(() => '---').join(' | ')} | --- | --- | --- | --- | ---: |`,
   ];
   for (const d of r.domains) {
@@ -339,7 +339,7 @@ function suiteFiles(r: SuiteResult): Record<string, string> {
       return row ? `${pct(row.simSuccess)} / ${pct(row.realSuccess)}` : 'n/a';
     };
     lines.push(
-      `| ${d.name} | ${cells.join(' | ')} | ${c ? `${ratioText(c.value)} [${ratioText(c.low)}, ${ratioText(c.high)}]` : '-'} | ${model ? `${pct(model.nextStateMatch)} (${pct(best)})` : '-'} | ${model ? pct(model.rewardAccuracy) : '-'} | ${fs('grounded')}; ${fs('held-out')} | ${((d.cost.armsMs + d.cost.fidelityMs) / 60000).toFixed(1)} |`,
+      `| ${d.name} | ${cells.join(' | ')} | ${c ? `${ratioText(c.value)} [${ratioText(c.low)}, ${ratioText(c.high)}]` : '-'} | ${model ? `${pct(model.nextStateMatch)} (${pct(best)})` : '-'} | ${model ? `${pct(model.answeredRewardAccuracy)} (${pct(model.declinedShare)})` : '-'} | ${fs('grounded')}; ${fs('held-out')} | ${((d.cost.armsMs + d.cost.fidelityMs) / 60000).toFixed(1)} |`,
     );
   }
   lines.push(
