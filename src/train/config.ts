@@ -37,6 +37,9 @@ export type CloningMode = (typeof CLONING_MODES)[number];
 
 /** Most recorded episodes (`offline.recorded`): the bound of the other episode counts. */
 export const MAX_RECORDED = 1_000_000;
+/** Instruction variants in a synthetic phase's pool by default with recorded episodes (see `curriculum.variants`). */
+export const RECORDED_VARIANTS = 0;
+
 /** Noise of the recorded episodes' demonstrator by default (see `offline.recordedNoise`). */
 export const RECORDED_NOISE = 0.5;
 
@@ -187,6 +190,14 @@ export const TrainingConfigSchema = z
          * variance 0 goes first, then the oldest.
          */
         maxGenerated: z.number().int().min(1).default(200),
+        /**
+         * Instruction variants that join a synthetic phase's pool at its start (see
+         * `src/curriculum/variants.ts`): recorded instructions with attribute words swapped for
+         * others seen in the same place of other recorded instructions. From the data alone, with no
+         * goal, so no real phase trains on them. Default: {@link RECORDED_VARIANTS} with recorded
+         * episodes (`offline.recorded`), where the pool is otherwise the few recorded tasks; else 0.
+         */
+        variants: z.number().int().min(0).max(100_000).optional(),
       })
       .strict()
       .prefault({}),
@@ -300,6 +311,7 @@ export const TrainingConfigSchema = z
       rl: { ...c.rl, learningRate: rlRate },
       s2r: { ...c.s2r, learningRate: c.s2r.learningRate ?? Math.min(rlRate, RL_LEARNING_RATE.warm) },
       policy: { ...c.policy, initScale: c.policy.initScale ?? (warm ? 1 : SCRATCH_INIT_SCALE) },
+      curriculum: { ...c.curriculum, variants: c.curriculum.variants ?? (c.offline.recorded > 0 ? RECORDED_VARIANTS : 0) },
       validation: { ...c.validation, tasks: c.validation.tasks ?? (c.sim === 'retrieval' && c.offline.recorded === 0 ? VALIDATION_TASKS : 0) },
     };
   });
