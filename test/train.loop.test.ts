@@ -630,6 +630,19 @@ describe('honesty: a synthetic-only run never touches the real environment', () 
     expect(stored.every((t) => variantIds.has(t.taskId))).toBe(true);
     expect(counted.calls).toEqual({ create: 0, reset: 0, step: 0 });
 
+    // Resumed from behaviour cloning's snapshot (as an experiment's warm arms are), the synthetic phase still gets them.
+    const cloningRun = await prepareRun(config({ mode: 'sft', ...over }));
+    const cloned = await runTraining(config({ mode: 'sft', ...over }), cloningRun.deps);
+    cloned.trainer.dispose();
+    cloningRun.dispose();
+    const again = await prepareRun(c);
+    const resumedStored: Trajectory[] = [];
+    const resumed = await runTraining(c, { ...again.deps, storeRollouts: async (t) => void resumedStored.push(...t) }, { resume: cloned.snapshot });
+    resumed.trainer.dispose();
+    again.dispose();
+    expect(resumedStored.length).toBe(stored.length);
+    expect(resumedStored.every((t) => variantIds.has(t.taskId))).toBe(true);
+
     const s = config({ mode: 's2r', ...over, iterations: 1, s2r: { realBudget: 40 } });
     const s2r = await prepareRun(s);
     expect((s2r.deps.offline.variantTasks ?? []).length).toBeGreaterThan(0);

@@ -415,7 +415,7 @@ function setUpRun(config: TrainingConfig, deps: TrainingDeps, options: TrainingO
     criterion: recorded.length > 0 ? config.validation.criterion : 'simulator',
     trainer,
     agent: new PolicyAgent(trainer, deps.featurizer, deps.prior ?? null),
-    pool: snap ? snap.pool.slice() : [...(deps.offline.poolTasks?.slice() ?? [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])]), ...(synthetic ? (deps.offline.variantTasks ?? []) : [])],
+    pool: snap ? snap.pool.slice() : (deps.offline.poolTasks?.slice() ?? [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])]),
     syntheticOnly: new Set((deps.offline.variantTasks ?? []).map((t) => t.id)),
     lastSeen: new Map<string, TaskSeen>(Object.entries(snap?.lastSeen ?? {})),
     metrics: snap ? snap.metrics.slice() : [],
@@ -649,6 +649,12 @@ async function rlIteration(run: Run, phase: 'synthetic' | 'real'): Promise<Itera
   const rate = phase === 'real' && config.mode === 's2r' ? config.s2r.learningRate : config.rl.learningRate;
   trainer.setLearningRate(rate * (warmup > 0 ? Math.min(1, (run.iteration - run.schedule.rlStart + 1) / warmup) : 1));
 
+  // 0. Instruction variants join when the synthetic phase starts: also where it resumes from a
+  // snapshot of behaviour cloning alone (an experiment's runs share that beginning).
+  if (phase === 'synthetic' && run.iteration === run.schedule.rlStart && run.syntheticOnly.size > 0) {
+    const present = new Set(run.pool.map((t) => t.id));
+    for (const task of run.deps.offline.variantTasks ?? []) if (!present.has(task.id)) run.pool.push(task);
+  }
   // 1. Tasks: B from the pool, a share lambda generated once any exist.
   const lambda = config.curriculum.enabled ? config.curriculum.generatedShare : 0;
   // A task without a goal is played by the experience model only.
