@@ -26,7 +26,7 @@ import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { PolicyAgent } from '../train/agent.ts';
 import { chatLine, trajectoryToChat } from '../train/chat.ts';
-import { CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, RECORDED_VARIANTS, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
@@ -1179,7 +1179,7 @@ async function experimentOnEnv(opts: ExperimentCliOptions, commandEnv: CommandEn
 
 const RECORDED_HELP =
   "seed data of a user's kind: N episodes of the environment's goal-blind demonstrator with noise (a random admissible action at half the steps), successes and failures both kept, instead of the preset's demonstrations; behaviour cloning, the simulator's grounding and RL's first tasks come from them alone";
-const TASK_VARIANTS_HELP = `instruction variants in a synthetic phase's task pool: recorded instructions with attribute words swapped for others seen in the same place of other recorded instructions, no goal, so no real phase trains on them (default ${RECORDED_VARIANTS} with --recorded, else 0)`;
+const TASK_VARIANTS_HELP = "instruction variants in a synthetic phase's task pool: recorded instructions with attribute words swapped for others seen in the same place of other recorded instructions, no goal, so no real phase trains on them (default 0)";
 const CLONING_HELP = `what behaviour cloning learns from: ${CLONING_MODES.join(' | ')} (the successful episodes alike, or every episode weighted by its reward; default successes)`;
 
 /** Adds `train`, `eval`, `runs`, `export` and `experiment` to the program. */

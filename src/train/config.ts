@@ -37,8 +37,6 @@ export type CloningMode = (typeof CLONING_MODES)[number];
 
 /** Most recorded episodes (`offline.recorded`): the bound of the other episode counts. */
 export const MAX_RECORDED = 1_000_000;
-/** Instruction variants in a synthetic phase's pool by default with recorded episodes (see `curriculum.variants`). */
-export const RECORDED_VARIANTS = 0;
 
 /** Noise of the recorded episodes' demonstrator by default (see `offline.recordedNoise`). */
 export const RECORDED_NOISE = 0.5;
@@ -194,10 +192,10 @@ export const TrainingConfigSchema = z
          * Instruction variants that join a synthetic phase's pool at its start (see
          * `src/curriculum/variants.ts`): recorded instructions with attribute words swapped for
          * others seen in the same place of other recorded instructions. From the data alone, with no
-         * goal, so no real phase trains on them. Default: {@link RECORDED_VARIANTS} with recorded
-         * episodes (`offline.recorded`), where the pool is otherwise the few recorded tasks; else 0.
+         * goal, so no real phase trains on them. Default 0: with a few recorded episodes they did not
+         * raise held-out success (BENCHMARKS.md, "Data scaling").
          */
-        variants: z.number().int().min(0).max(100_000).optional(),
+        variants: z.number().int().min(0).max(100_000).default(0),
       })
       .strict()
       .prefault({}),
@@ -311,7 +309,6 @@ export const TrainingConfigSchema = z
       rl: { ...c.rl, learningRate: rlRate },
       s2r: { ...c.s2r, learningRate: c.s2r.learningRate ?? Math.min(rlRate, RL_LEARNING_RATE.warm) },
       policy: { ...c.policy, initScale: c.policy.initScale ?? (warm ? 1 : SCRATCH_INIT_SCALE) },
-      curriculum: { ...c.curriculum, variants: c.curriculum.variants ?? (c.offline.recorded > 0 ? RECORDED_VARIANTS : 0) },
       validation: { ...c.validation, tasks: c.validation.tasks ?? (c.sim === 'retrieval' && c.offline.recorded === 0 ? VALIDATION_TASKS : 0) },
     };
   });
