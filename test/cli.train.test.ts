@@ -322,6 +322,18 @@ describe('dreamgym train, other modes', () => {
     expect(summary.config.sft.cloning).toBe('reward-weighted');
   });
 
+  it('--task-variants N puts N instruction variants in the synthetic pool, with --no-curriculum too, and the run records it', async () => {
+    const s = join(dir, 'variants-store');
+    const out = join(dir, 'variants.json');
+    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--recorded', '12', '--task-variants', '7', '--no-curriculum', '--iterations', '1', ...TINY, '--store', s, '--out', out);
+    expect(res.code, res.err).toBe(0);
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { curriculum: { variants: number; enabled: boolean } } };
+    expect(summary.config.curriculum).toMatchObject({ variants: 7, enabled: false });
+    const bad = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--task-variants', '-2', '--store', s);
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toMatch(/--task-variants/);
+  });
+
   it('--validation-tasks 0 trains dreamgym without validating its synthetic phase, and the config says so', async () => {
     const s = join(dir, 'validation-store');
     const out = join(dir, 'no-validation.json');

@@ -608,6 +608,60 @@ describe('honesty: a synthetic-only run never touches the real environment', () 
     expect(res.realResets).toBe(0);
   });
 
+  it('instruction variants of recorded tasks join a synthetic pool only: dreamgym trains on them with 0 real steps, an s2r real phase never chooses one', async () => {
+    const over = { warmStart: 'sft', iterations: 3, tasksPerIteration: 4, offline: { recorded: 16 }, curriculum: { variants: 12, generatedShare: 1, perIteration: 0 } } as const;
+    const c = config({ mode: 'dreamgym', ...over });
+    const run = await prepareRun(c);
+    const variants = run.deps.offline.variantTasks ?? [];
+    expect(variants.length).toBeGreaterThan(0);
+    const pooled = new Set(run.deps.offline.tasks.map((t) => t.id));
+    for (const v of variants) {
+      expect(v.goal).toBeNull();
+      expect(pooled.has(v.rootId as string)).toBe(true);
+    }
+    const counted = spy(run.deps.spec);
+    const stored: Trajectory[] = [];
+    const res = await runTraining(c, { ...run.deps, spec: counted.spec, storeRollouts: async (t) => void stored.push(...t) });
+    res.trainer.dispose();
+    run.dispose();
+    const variantIds = new Set(variants.map((v) => v.id));
+    // generatedShare 1: every task of every iteration is a variant.
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.every((t) => variantIds.has(t.taskId))).toBe(true);
+    expect(counted.calls).toEqual({ create: 0, reset: 0, step: 0 });
+
+    // Resumed from behaviour cloning's snapshot (as an experiment's warm arms are), the synthetic phase still gets them.
+    const cloningRun = await prepareRun(config({ mode: 'sft', ...over }));
+    const cloned = await runTraining(config({ mode: 'sft', ...over }), cloningRun.deps);
+    cloned.trainer.dispose();
+    cloningRun.dispose();
+    const again = await prepareRun(c);
+    const resumedStored: Trajectory[] = [];
+    const resumed = await runTraining(c, { ...again.deps, storeRollouts: async (t) => void resumedStored.push(...t) }, { resume: cloned.snapshot });
+    resumed.trainer.dispose();
+    again.dispose();
+    expect(resumedStored.length).toBe(stored.length);
+    expect(resumedStored.every((t) => variantIds.has(t.taskId))).toBe(true);
+
+    const s = config({ mode: 's2r', ...over, iterations: 1, s2r: { realBudget: 40 } });
+    const s2r = await prepareRun(s);
+    expect((s2r.deps.offline.variantTasks ?? []).length).toBeGreaterThan(0);
+    const resetGoals: unknown[] = [];
+    const real = spy(s2r.deps.spec);
+    const create = real.spec.create;
+    const watched: AnyEnvSpec = { ...real.spec, create: () => { const env = create(); return { ...env, reset: (task: Task) => (resetGoals.push(task.goal), env.reset(task)) }; } };
+    const out = await runTraining(s, { ...s2r.deps, spec: watched });
+    out.trainer.dispose();
+    s2r.dispose();
+    expect(resetGoals.length).toBeGreaterThan(0);
+    expect(resetGoals.every((g) => g !== null)).toBe(true);
+    // Not for a real-only run, nor by default without recorded episodes.
+    expect(config({ mode: 'dreamgym' }).curriculum.variants).toBe(0);
+    const realRun = await prepareRun(config({ mode: 'real', ...over }));
+    expect(realRun.deps.offline.variantTasks).toBeUndefined();
+    realRun.dispose();
+  });
+
   it('a real run counts every real step it takes', async () => {
     const c = config({ mode: 'real' });
     const run = await prepareRun(c);

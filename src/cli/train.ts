@@ -230,11 +230,12 @@ interface SizeOptions {
   recorded?: number;
   recordedNoise?: number;
   cloning?: CloningMode;
+  taskVariants?: number;
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0, recorded: 0, recordedNoise: 0, cloning: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0, recorded: 0, recordedNoise: 0, cloning: 0, taskVariants: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /** The configuration layers the size options give (defaults and presets fill the rest). */
@@ -249,6 +250,7 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
   if (opts.sftEpochs !== undefined || opts.cloning !== undefined) o.sft = { ...(opts.sftEpochs !== undefined ? { epochs: opts.sftEpochs } : {}), ...(opts.cloning !== undefined ? { cloning: opts.cloning } : {}) };
   if (opts.embeddingScale !== undefined) o.policy = { embeddingScale: opts.embeddingScale };
+  if (opts.taskVariants !== undefined) o.curriculum = { variants: opts.taskVariants };
   if (opts.repeatPenalty !== undefined) o.repeatPenalty = opts.repeatPenalty;
   if (opts.evalEpisodes !== undefined) o.evalEpisodes = opts.evalEpisodes;
   if (opts.grounding !== undefined) o.grounding = opts.grounding;
@@ -348,7 +350,7 @@ function configFromOptions(opts: TrainOptions, env: DomainName): TrainingConfig 
   }
   if (opts.prior !== undefined) input.prior = opts.prior;
   if (opts.seed !== undefined) input.seed = opts.seed;
-  if (!opts.curriculum) input.curriculum = { enabled: false };
+  if (!opts.curriculum) input.curriculum = { ...input.curriculum, enabled: false };
   if (opts.realBudget !== undefined) {
     if (opts.mode === 's2r') input.s2r = { realBudget: opts.realBudget };
     else if (opts.mode === 'real') input.budgets = { realTransitions: opts.realBudget };
@@ -1177,6 +1179,7 @@ async function experimentOnEnv(opts: ExperimentCliOptions, commandEnv: CommandEn
 
 const RECORDED_HELP =
   "seed data of a user's kind: N episodes of the environment's goal-blind demonstrator with noise (a random admissible action at half the steps), successes and failures both kept, instead of the preset's demonstrations; behaviour cloning, the simulator's grounding and RL's first tasks come from them alone";
+const TASK_VARIANTS_HELP = "instruction variants in a synthetic phase's task pool: recorded instructions with attribute words swapped for others seen in the same place of other recorded instructions, no goal, so no real phase trains on them (default 0)";
 const CLONING_HELP = `what behaviour cloning learns from: ${CLONING_MODES.join(' | ')} (the successful episodes alike, or every episode weighted by its reward; default successes)`;
 
 /** Adds `train`, `eval`, `runs`, `export` and `experiment` to the program. */
@@ -1230,6 +1233,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
     .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
     .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
+    .option('--task-variants <n>', TASK_VARIANTS_HELP, countArg(0, 100_000))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
   program
@@ -1312,5 +1316,6 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
     .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
     .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
+    .option('--task-variants <n>', TASK_VARIANTS_HELP, countArg(0, 100_000))
     .action(async (opts: ExperimentCliOptions) => experimentCommand(opts, out, err));
 }

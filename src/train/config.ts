@@ -37,6 +37,7 @@ export type CloningMode = (typeof CLONING_MODES)[number];
 
 /** Most recorded episodes (`offline.recorded`): the bound of the other episode counts. */
 export const MAX_RECORDED = 1_000_000;
+
 /** Noise of the recorded episodes' demonstrator by default (see `offline.recordedNoise`). */
 export const RECORDED_NOISE = 0.5;
 
@@ -187,6 +188,14 @@ export const TrainingConfigSchema = z
          * variance 0 goes first, then the oldest.
          */
         maxGenerated: z.number().int().min(1).default(200),
+        /**
+         * Instruction variants that join a synthetic phase's pool at its start (see
+         * `src/curriculum/variants.ts`): recorded instructions with attribute words swapped for
+         * others seen in the same place of other recorded instructions. From the data alone, with no
+         * goal, so no real phase trains on them. Default 0: with a few recorded episodes they did not
+         * raise held-out success (BENCHMARKS.md, "Data scaling").
+         */
+        variants: z.number().int().min(0).max(100_000).default(0),
       })
       .strict()
       .prefault({}),

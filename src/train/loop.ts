@@ -44,6 +44,11 @@ export interface OfflineData {
   /** RL's first task pool, when it is not all of `tasks` and `extraTasks` (see `offline.poolDemonstrations`). */
   poolTasks?: Task[];
   /**
+   * Tasks without a goal that only a synthetic phase trains on (see `curriculum.variants`): they
+   * join a synthetic run's pool, and a real phase never chooses them.
+   */
+  variantTasks?: Task[];
+  /**
    * Recorded episodes held out for model selection (see `validation.recorded`): on tasks of their
    * own, seen neither by behaviour cloning nor by the simulator.
    */
@@ -331,6 +336,8 @@ interface Run {
   trainer: Trainer;
   agent: PolicyAgent;
   pool: Task[];
+  /** Ids of the pool's tasks a real phase leaves out (`offline.variantTasks`). */
+  syntheticOnly: ReadonlySet<string>;
   lastSeen: Map<string, TaskSeen>;
   metrics: IterationMetrics[];
   iteration: number;
@@ -409,6 +416,7 @@ function setUpRun(config: TrainingConfig, deps: TrainingDeps, options: TrainingO
     trainer,
     agent: new PolicyAgent(trainer, deps.featurizer, deps.prior ?? null),
     pool: snap ? snap.pool.slice() : (deps.offline.poolTasks?.slice() ?? [...deps.offline.tasks, ...(deps.offline.extraTasks ?? [])]),
+    syntheticOnly: new Set((deps.offline.variantTasks ?? []).map((t) => t.id)),
     lastSeen: new Map<string, TaskSeen>(Object.entries(snap?.lastSeen ?? {})),
     metrics: snap ? snap.metrics.slice() : [],
     iteration: snap?.iteration ?? 0,
@@ -641,9 +649,17 @@ async function rlIteration(run: Run, phase: 'synthetic' | 'real'): Promise<Itera
   const rate = phase === 'real' && config.mode === 's2r' ? config.s2r.learningRate : config.rl.learningRate;
   trainer.setLearningRate(rate * (warmup > 0 ? Math.min(1, (run.iteration - run.schedule.rlStart + 1) / warmup) : 1));
 
+  // 0. Instruction variants join when the synthetic phase starts: also where it resumes from a
+  // snapshot of behaviour cloning alone (an experiment's runs share that beginning).
+  if (phase === 'synthetic' && run.iteration === run.schedule.rlStart && run.syntheticOnly.size > 0) {
+    const present = new Set(run.pool.map((t) => t.id));
+    for (const task of run.deps.offline.variantTasks ?? []) if (!present.has(task.id)) run.pool.push(task);
+  }
   // 1. Tasks: B from the pool, a share lambda generated once any exist.
   const lambda = config.curriculum.enabled ? config.curriculum.generatedShare : 0;
-  const { tasks: chosen, generated: nGenerated } = chooseTasks(run.pool, config.tasksPerIteration, lambda, streamOf(config.seed, run.iteration, 'tasks'));
+  // A task without a goal is played by the experience model only.
+  const pool = phase === 'real' && run.syntheticOnly.size > 0 ? run.pool.filter((t) => !run.syntheticOnly.has(t.id)) : run.pool;
+  const { tasks: chosen, generated: nGenerated } = chooseTasks(pool, config.tasksPerIteration, lambda, streamOf(config.seed, run.iteration, 'tasks'));
   m.generatedShare = nGenerated / config.tasksPerIteration;
   m.generatedTasks = run.pool.filter((t) => t.origin === 'generated').length;
 

@@ -10,6 +10,7 @@
  */
 import type { Task, Trajectory } from '../core/types.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../curriculum/generator.ts';
+import { InstructionVariantGenerator } from '../curriculum/variants.ts';
 import { DEMONSTRATOR, generateOfflineData } from '../envs/offline.ts';
 import { getEnvSpec } from '../envs/registry.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
@@ -126,6 +127,16 @@ export interface PreparedRun {
   dispose(): void;
 }
 
+/**
+ * `offline` with `count` instruction variants of its pool's tasks (see `curriculum.variants`),
+ * from a stream of their own so that the other seed data does not change with them.
+ */
+export function withVariants(offline: OfflineData, count: number, seed: number): OfflineData {
+  const parents = offline.poolTasks ?? [...offline.tasks, ...(offline.extraTasks ?? [])];
+  const variantTasks = new InstructionVariantGenerator({ seed: seed * 7919 + 11 }).variants(parents, count).tasks;
+  return { ...offline, variantTasks };
+}
+
 /** An LLM for a run's LLM parts: `sim: 'llm'`, `prior: 'llm'` and the curriculum's task generator. */
 export interface RunLLM {
   engine: ChatEngine;
@@ -177,8 +188,9 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   if (cloning && data === null && !spec.demonstrator && spec.hasExpert === false) {
     throw new TrainingSetupError(`behaviour cloning (mode sft, --warm-start sft) needs demonstrations: the environment ${spec.name} has neither demonstratorAction() nor expertAction(); add one, or use zero-shot, real or dreamgym from scratch`);
   }
-  const offline = data?.offline ?? offlineSeedData(spec, config, { selection: options.selection === true });
+  const seeded = data?.offline ?? offlineSeedData(spec, config, { selection: options.selection === true });
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
+  const offline = synthetic && config.curriculum.variants > 0 ? withVariants(seeded, config.curriculum.variants, config.seed) : seeded;
   const model = llm?.model !== undefined ? { model: llm.model } : {};
   const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: config.grounding === 'calibrated', freeTextActions: spec.freeTextActions ?? [] }) : null;
   // The LLM experience model is grounded by the offline data's real transitions, retrieved per step.
