@@ -41,8 +41,8 @@ export const MAX_RECORDED = 1_000_000;
 /** Noise of the recorded episodes' demonstrator by default (see `offline.recordedNoise`). */
 export const RECORDED_NOISE = 0.5;
 
-/** Share of the recorded successes set aside for model selection by default (see `offline.recordedSelection`). */
-export const RECORDED_SELECTION = 0.2;
+/** Share of the recorded successes set aside for model selection by default (see `offline.recordedSelection`): none, as measured. */
+export const RECORDED_SELECTION = 0;
 /** Fewest recorded successes set aside for model selection, when any are. */
 export const MIN_RECORDED_SELECTION = 2;
 
@@ -136,7 +136,9 @@ export const TrainingConfigSchema = z
          * by a hash of the task) set aside for model selection: neither behaviour cloning nor the
          * simulator sees them, and a synthetic phase keeps the policy that follows them best
          * (`validation.criterion` defaults to `recorded` then). Without them a recorded-log run
-         * has no selection: its other successes are the cloning data. 0: none set aside.
+         * has no selection: its other successes are the cloning data. 0 (the default): none set
+         * aside; at 0.2 the data they take from cloning and grounding cost more than the selection
+         * gave (BENCHMARKS.md, recorded logs), and a 50%-noisy success is a poor yardstick.
          */
         recordedSelection: z.number().min(0).max(0.5).default(RECORDED_SELECTION),
       })
