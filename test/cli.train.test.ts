@@ -334,6 +334,22 @@ describe('dreamgym train, other modes', () => {
     expect(bad.err).toMatch(/--task-variants/);
   });
 
+  it('--recorded-selection X sets that share of the recorded successes aside and selects by them; refused without --recorded or above 0.5', async () => {
+    const s = join(dir, 'recorded-selection-store');
+    const out = join(dir, 'recorded-selection.json');
+    const res = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--warm-start', 'sft', '--recorded', '30', '--recorded-selection', '0.3', '--iterations', '1', ...TINY, '--store', s, '--out', out);
+    expect(res.code, res.err).toBe(0);
+    const summary = JSON.parse(await readFile(out, 'utf8')) as Summary & { config: { offline: { recordedSelection: number }; validation: { criterion: string } } };
+    expect(summary.config.offline.recordedSelection).toBe(0.3);
+    expect(summary.config.validation.criterion).toBe('recorded');
+    const alone = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--recorded-selection', '0.2', '--store', s);
+    expect(alone.code).not.toBe(0);
+    expect(alone.err).toMatch(/--recorded-selection.*--recorded N/);
+    const big = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--recorded', '30', '--recorded-selection', '0.8', '--store', s);
+    expect(big.code).not.toBe(0);
+    expect(big.err).toMatch(/--recorded-selection/);
+  });
+
   it('--validation-tasks 0 trains dreamgym without validating its synthetic phase, and the config says so', async () => {
     const s = join(dir, 'validation-store');
     const out = join(dir, 'no-validation.json');

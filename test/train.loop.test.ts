@@ -608,6 +608,25 @@ describe('honesty: a synthetic-only run never touches the real environment', () 
     expect(res.realResets).toBe(0);
   });
 
+  it('a recorded log with successes set aside: the synthetic phase is scored on them by the recorded criterion, trains on none of them and never steps the environment', async () => {
+    const c = config({ mode: 'dreamgym', warmStart: 'sft', iterations: 2, tasksPerIteration: 4, offline: { recorded: 30, recordedSelection: 0.2 }, validation: { tasks: 4, every: 1 } });
+    const run = await prepareRun(c);
+    const aside = run.deps.offline.selection?.trajectories ?? [];
+    expect(aside.length).toBeGreaterThanOrEqual(2);
+    const asideTasks = new Set(aside.map((t) => t.taskId));
+    const counted = spy(run.deps.spec);
+    const stored: Trajectory[] = [];
+    const res = await runTraining(c, { ...run.deps, spec: counted.spec, storeRollouts: async (t) => void stored.push(...t) });
+    res.trainer.dispose();
+    run.dispose();
+    expect(res.validation?.criterion).toBe('recorded');
+    expect(res.validation?.recorded).toBe(aside.length);
+    expect((res.validation?.checks ?? []).every((k) => k.agreement !== undefined && k.prefix !== undefined) && (res.validation?.checks ?? []).length > 0).toBe(true);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.some((t) => asideTasks.has(t.taskId))).toBe(false);
+    expect(counted.calls).toEqual({ create: 0, reset: 0, step: 0 });
+  });
+
   it('instruction variants of recorded tasks join a synthetic pool only: dreamgym trains on them with 0 real steps, an s2r real phase never chooses one', async () => {
     const over = { warmStart: 'sft', iterations: 3, tasksPerIteration: 4, offline: { recorded: 16 }, curriculum: { variants: 12, generatedShare: 1, perIteration: 0 } } as const;
     const c = config({ mode: 'dreamgym', ...over });

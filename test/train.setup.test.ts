@@ -271,6 +271,50 @@ describe('recorded seed data (a log of mixed quality)', () => {
   });
 });
 
+describe('recorded successes set aside for model selection', () => {
+  it('leave the cloning data, the grounding and the pool, and a synthetic phase validates on them with the recorded criterion', async () => {
+    for (const env of ['shop', 'household'] as const) {
+      const spec = getEnvSpec(env);
+      const all = offlineSeedData(spec, parseTrainingConfig({ env, mode: 'sft', seed: 1, offline: { recorded: 30, recordedSelection: 0 } }));
+      expect(all.selection).toBeUndefined();
+      const config = parseTrainingConfig({ env, mode: 'dreamgym', warmStart: 'sft', seed: 1, offline: { recorded: 30, recordedSelection: 0.2 } });
+      const data = offlineSeedData(spec, config);
+      const wins = all.trajectories.filter((t) => t.success).length;
+      const aside = data.selection?.trajectories ?? [];
+      expect(aside, env).toHaveLength(Math.max(2, Math.round(0.2 * wins)));
+      expect(aside.every((t) => t.success)).toBe(true);
+      // The same log, split: nothing set aside is cloned, grounds the simulator or joins RL's pool.
+      const asideTasks = new Set(aside.map((t) => t.taskId));
+      expect(data.trajectories.length + aside.length).toBe(30);
+      expect(data.trajectories.some((t) => asideTasks.has(t.taskId))).toBe(false);
+      expect([...data.expertIds].some((id) => aside.some((t) => t.id === id))).toBe(false);
+      expect(data.poolTasks?.some((t) => asideTasks.has(t.id))).toBe(false);
+      expect(data.tasks.some((t) => asideTasks.has(t.id))).toBe(false);
+      // Selection runs where they are: validated, and by the recorded criterion.
+      expect(config.validation.tasks).toBeGreaterThan(0);
+      expect(config.validation.criterion).toBe('recorded');
+      // The same split in every mode (an experiment's warm arms resume from cloning's snapshot).
+      expect(offlineSeedData(spec, parseTrainingConfig({ env, mode: 'sft', seed: 1, offline: { recorded: 30, recordedSelection: 0.2 } })).trajectories).toEqual(data.trajectories);
+    }
+    const run = await prepareRun(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft', seed: 1, offline: { recorded: 30, recordedSelection: 0.2 }, evalEpisodes: 2, policy: { embeddingDim: 32 } }));
+    try {
+      expect(run.experience?.size).toBe(run.deps.offline.trajectories.reduce((n, t) => n + t.steps.length, 0));
+      expect(run.deps.offline.selection?.trajectories.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('are none where the log has too few successes to spare, and none with a share of 0', () => {
+    const spec = getEnvSpec('shop');
+    expect(offlineSeedData(spec, parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 3, recordedNoise: 1, recordedSelection: 0.5 } })).selection).toBeUndefined();
+    const off = parseTrainingConfig({ env: 'shop', mode: 'dreamgym', warmStart: 'sft', offline: { recorded: 25, recordedSelection: 0 } });
+    expect(off.validation.tasks).toBe(0);
+    expect(off.validation.criterion).toBe('simulator');
+    expect(() => parseTrainingConfig({ env: 'shop', mode: 'sft', offline: { recorded: 5, recordedSelection: 0.9 } })).toThrow(/recordedSelection/);
+  });
+});
+
 describe('held-out demonstrations for model selection', () => {
   const withValidation = { ...TINY, validation: { tasks: 4, recorded: 6 } } as const;
 

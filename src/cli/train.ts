@@ -26,7 +26,7 @@ import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { PolicyAgent } from '../train/agent.ts';
 import { chatLine, trajectoryToChat } from '../train/chat.ts';
-import { CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, RECORDED_SELECTION, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
@@ -229,13 +229,14 @@ interface SizeOptions {
   grounding?: 'calibrated' | 'off';
   recorded?: number;
   recordedNoise?: number;
+  recordedSelection?: number;
   cloning?: CloningMode;
   taskVariants?: number;
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0, recorded: 0, recordedNoise: 0, cloning: 0, taskVariants: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0, recorded: 0, recordedNoise: 0, recordedSelection: 0, cloning: 0, taskVariants: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /** The configuration layers the size options give (defaults and presets fill the rest). */
@@ -244,7 +245,10 @@ function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
   if (opts.iterations !== undefined) o.iterations = opts.iterations;
   if (opts.offlineEpisodes !== undefined) o.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
   if (opts.recordedNoise !== undefined && opts.recorded === undefined) throw new CliUsageError(`--recorded-noise ${opts.recordedNoise} is the noise of --recorded N's episodes: give --recorded N too`);
-  if (opts.recorded !== undefined) o.offline = { ...o.offline, recorded: opts.recorded, ...(opts.recordedNoise !== undefined ? { recordedNoise: opts.recordedNoise } : {}) };
+  if (opts.recordedSelection !== undefined && opts.recorded === undefined) throw new CliUsageError(`--recorded-selection ${opts.recordedSelection} sets aside --recorded N's successes: give --recorded N too`);
+  if (opts.recorded !== undefined) {
+    o.offline = { ...o.offline, recorded: opts.recorded, ...(opts.recordedNoise !== undefined ? { recordedNoise: opts.recordedNoise } : {}), ...(opts.recordedSelection !== undefined ? { recordedSelection: opts.recordedSelection } : {}) };
+  }
   if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
   if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
   if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
@@ -1232,6 +1236,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
     .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
+    .addOption(hidden('--recorded-selection <x>', `share of the --recorded successes set aside for model selection, unseen by cloning and the simulator (0: none; default ${RECORDED_SELECTION})`, decimalArg(0, 0.5)))
     .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
     .option('--task-variants <n>', TASK_VARIANTS_HELP, countArg(0, 100_000))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
@@ -1315,6 +1320,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--train-eval-episodes <n>', 'training tasks evaluated per run', countArg(1, 100_000)))
     .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
     .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
+    .addOption(hidden('--recorded-selection <x>', `share of the --recorded successes set aside for model selection, unseen by cloning and the simulator (0: none; default ${RECORDED_SELECTION})`, decimalArg(0, 0.5)))
     .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
     .option('--task-variants <n>', TASK_VARIANTS_HELP, countArg(0, 100_000))
     .action(async (opts: ExperimentCliOptions) => experimentCommand(opts, out, err));

@@ -41,6 +41,11 @@ export const MAX_RECORDED = 1_000_000;
 /** Noise of the recorded episodes' demonstrator by default (see `offline.recordedNoise`). */
 export const RECORDED_NOISE = 0.5;
 
+/** Share of the recorded successes set aside for model selection by default (see `offline.recordedSelection`): none, as measured. */
+export const RECORDED_SELECTION = 0;
+/** Fewest recorded successes set aside for model selection, when any are. */
+export const MIN_RECORDED_SELECTION = 2;
+
 const EMBEDDING_SCALE_DEFAULT = 1;
 /** Initial scale of the head's output weights from scratch (see `policy.initScale`). */
 export const SCRATCH_INIT_SCALE = 0.01;
@@ -126,6 +131,16 @@ export const TrainingConfigSchema = z
         recorded: z.number().int().min(0).max(MAX_RECORDED).default(0),
         /** The recorded episodes' chance of a random admissible action at each step (see `recorded`). */
         recordedNoise: z.number().min(0).max(1).default(RECORDED_NOISE),
+        /**
+         * Share of the recorded episodes' successes (at least {@link MIN_RECORDED_SELECTION}, chosen
+         * by a hash of the task) set aside for model selection: neither behaviour cloning nor the
+         * simulator sees them, and a synthetic phase keeps the policy that follows them best
+         * (`validation.criterion` defaults to `recorded` then). Without them a recorded-log run
+         * has no selection: its other successes are the cloning data. 0 (the default): none set
+         * aside; at 0.2 the data they take from cloning and grounding cost more than the selection
+         * gave (BENCHMARKS.md, recorded logs), and a 50%-noisy success is a poor yardstick.
+         */
+        recordedSelection: z.number().min(0).max(0.5).default(RECORDED_SELECTION),
       })
       .strict()
       .prefault({}),
@@ -251,7 +266,7 @@ export const TrainingConfigSchema = z
          * run with no held-out recorded success falls back to `simulator`. `simulator` by default:
          * on household from scratch `recorded` keeps worse policies (BENCHMARKS.md, "Model selection").
          */
-        criterion: z.enum(SELECTION_CRITERIA).default('simulator'),
+        criterion: z.enum(SELECTION_CRITERIA).optional(),
         /**
          * Recorded demonstrations held out for selection, with a built-in environment or a module
          * (recorded like the others, on train tasks none of them uses; neither behaviour cloning
@@ -303,13 +318,19 @@ export const TrainingConfigSchema = z
   .strict()
   .transform((c) => {
     const warm = c.warmStart === 'sft' || c.mode === 'sft';
+    const heldOut = c.offline.recorded > 0 && c.offline.recordedSelection > 0;
     const rlRate = c.rl.learningRate ?? (c.warmStart === 'sft' ? RL_LEARNING_RATE.warm : RL_LEARNING_RATE.scratch);
     return {
       ...c,
       rl: { ...c.rl, learningRate: rlRate },
       s2r: { ...c.s2r, learningRate: c.s2r.learningRate ?? Math.min(rlRate, RL_LEARNING_RATE.warm) },
       policy: { ...c.policy, initScale: c.policy.initScale ?? (warm ? 1 : SCRATCH_INIT_SCALE) },
-      validation: { ...c.validation, tasks: c.validation.tasks ?? (c.sim === 'retrieval' && c.offline.recorded === 0 ? VALIDATION_TASKS : 0) },
+      validation: {
+        ...c.validation,
+        // A recorded log validates only where some of its successes are set aside (see `offline.recordedSelection`).
+        tasks: c.validation.tasks ?? (c.sim === 'retrieval' && (c.offline.recorded === 0 || heldOut) ? VALIDATION_TASKS : 0),
+        criterion: c.validation.criterion ?? (heldOut ? ('recorded' as const) : ('simulator' as const)),
+      },
     };
   });
 

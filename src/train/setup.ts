@@ -23,7 +23,8 @@ import type { LabelLogitSource } from '../llm/logits.ts';
 import { LexicalPrior, LLMPrior } from '../llm/prior.ts';
 import { Featurizer } from '../policy/features.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
-import type { TrainingConfig } from './config.ts';
+import { hashString } from '../core/rng.ts';
+import { MIN_RECORDED_SELECTION, type TrainingConfig } from './config.ts';
 import { TrainingSetupError, validationTasks, type OfflineData, type TrainingDeps } from './loop.ts';
 
 /** The held-out tasks every run of an environment is evaluated on (the same for all seeds and modes, so comparisons are paired). */
@@ -115,7 +116,26 @@ export function recordedSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 
     tasks.push(task);
     trajectories.push(trajectory);
   }
-  return { tasks, trajectories, expertIds: new Set(trajectories.map((t) => t.id)), extraTasks: [], poolTasks: tasks.slice() };
+  // Successes set aside for model selection leave the cloning data, the simulator's grounding and RL's pool alike.
+  const aside = recordedSelectionTasks(tasks, trajectories, config.offline.recordedSelection, config.seed);
+  if (aside.size === 0) return { tasks, trajectories, expertIds: new Set(trajectories.map((t) => t.id)), extraTasks: [], poolTasks: tasks.slice() };
+  const kept = tasks.filter((t) => !aside.has(t.id));
+  const keptTrajectories = trajectories.filter((t) => !aside.has(t.taskId));
+  const selection = { tasks: tasks.filter((t) => aside.has(t.id)), trajectories: trajectories.filter((t) => aside.has(t.taskId)) };
+  return { tasks: kept, trajectories: keptTrajectories, expertIds: new Set(keptTrajectories.map((t) => t.id)), extraTasks: [], poolTasks: kept.slice(), selection };
+}
+
+/**
+ * The tasks whose recorded successes are set aside for model selection: `share` of the successful
+ * ones (at least {@link MIN_RECORDED_SELECTION}), ordered by a hash of (seed, task id), taken only
+ * where as many successes remain for cloning.
+ */
+export function recordedSelectionTasks(tasks: readonly Task[], trajectories: readonly Trajectory[], share: number, seed: number): Set<string> {
+  if (share <= 0) return new Set();
+  const succeeded = new Set(trajectories.filter((t) => t.success).map((t) => t.taskId));
+  const order = tasks.filter((t) => succeeded.has(t.id)).sort((a, b) => hashString(`${seed}:${a.id}`) - hashString(`${seed}:${b.id}`) || (a.id < b.id ? -1 : 1));
+  const n = Math.max(MIN_RECORDED_SELECTION, Math.round(share * order.length));
+  return order.length - n >= n ? new Set(order.slice(0, n).map((t) => t.id)) : new Set();
 }
 
 /** A run's dependencies, and how to free them. */
