@@ -48,6 +48,19 @@ export interface TaskGenerator {
   restoreState?(state: JsonValue): void;
 }
 
+/** A seeded generator's saved state: its random stream's words. */
+export function rngGeneratorState(rng: Rng): JsonValue {
+  return { rng: rng.state() };
+}
+
+/** Restores {@link rngGeneratorState}'s `state` into `rng`; `bad` makes the error for a state of another shape. */
+export function restoreRngGeneratorState(rng: Rng, state: JsonValue, bad: (state: JsonValue) => Error): void {
+  const words = state !== null && typeof state === 'object' && !Array.isArray(state) ? state.rng : undefined;
+  if (!Array.isArray(words)) throw bad(state);
+  // setState checks the words themselves.
+  rng.setState(words as number[]);
+}
+
 function checkArgs(seedTasks: readonly Task[], n: number): void {
   if (!Array.isArray(seedTasks)) throw new LLMConfigError(`seedTasks must be an array of tasks, got ${typeof seedTasks}`);
   if (!(Number.isInteger(n) && n >= 0)) throw new LLMConfigError(`n must be an integer >= 0, got ${n}`);
@@ -291,14 +304,11 @@ export class RecombinationTaskGenerator implements TaskGenerator {
   }
 
   saveState(): JsonValue {
-    return { rng: this.rng.state() };
+    return rngGeneratorState(this.rng);
   }
 
   restoreState(state: JsonValue): void {
-    const words = state !== null && typeof state === 'object' && !Array.isArray(state) ? state.rng : undefined;
-    if (!Array.isArray(words)) throw new LLMConfigError(`not a recombination generator state: ${JSON.stringify(state)}`);
-    // setState checks the words themselves.
-    this.rng.setState(words as number[]);
+    restoreRngGeneratorState(this.rng, state, (s) => new LLMConfigError(`not a recombination generator state: ${JSON.stringify(s)}`));
   }
 
   async generate(seedTasks: readonly Task[], n: number): Promise<Task[]> {

@@ -12,7 +12,7 @@
  */
 import { hashString, Rng } from '../core/rng.ts';
 import type { JsonValue, Task } from '../core/types.ts';
-import type { GenerationReport, TaskGenerator } from './generator.ts';
+import { restoreRngGeneratorState, rngGeneratorState, type GenerationReport, type TaskGenerator } from './generator.ts';
 
 /** Settings of {@link InstructionVariantGenerator}. */
 export interface VariantConfig {
@@ -148,13 +148,11 @@ export class InstructionVariantGenerator implements TaskGenerator {
   }
 
   saveState(): JsonValue {
-    return { rng: this.rng.state() };
+    return rngGeneratorState(this.rng);
   }
 
   restoreState(state: JsonValue): void {
-    const words = state !== null && typeof state === 'object' && !Array.isArray(state) ? state.rng : undefined;
-    if (!Array.isArray(words)) throw new RangeError(`not a variant generator state: ${JSON.stringify(state)}`);
-    this.rng.setState(words as number[]);
+    restoreRngGeneratorState(this.rng, state, (s) => new RangeError(`not a variant generator state: ${JSON.stringify(s)}`));
   }
 
   async generate(seedTasks: readonly Task[], n: number): Promise<Task[]> {
