@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cli } from './fixtures/cli.ts';
+import { CHAT_REPLY_FORMAT, parseChatJsonl } from '../src/train/chat.ts';
 
 const MODULE = 'src/envs/example/library.ts';
 let dir: string;
@@ -100,6 +101,30 @@ describe('--env-module: the example module serves like a built-in environment', 
     const again = await cli('train', '--store', store, '--resume', runId, '--env-module', MODULE);
     expect(again.code, again.err).toBe(0);
     expect(again.out).toMatch(/^library real: success/);
+  });
+
+  it('export --format chat opens each conversation with the module\'s description given --env-module, else names the domain', async () => {
+    const store = join(dir, 'export');
+    const trained = await cli('train', '--env-module', MODULE, '--mode', 'real', '--iterations', '1', '--offline-episodes', '4', '--group-size', '2', '--tasks-per-iteration', '2', '--eval-episodes', '2', '--store', store);
+    expect(trained.code, trained.err).toBe(0);
+    const runId = /run (\S+)\s*$/.exec(trained.out.trim())?.[1] ?? '';
+    const described = await cli('export', '--store', store, '--run', runId, '--format', 'chat', '--out', '-', '--env-module', MODULE);
+    expect(described.code, described.err).toBe(0);
+    const records = parseChatJsonl(described.out);
+    expect(records.length).toBeGreaterThan(0);
+    const system = `You are acting in the text environment "library": a small library: find the book asked for on its shelf and check it out at the front desk. Complete the task the instruction describes. ${CHAT_REPLY_FORMAT}`;
+    for (const r of records) expect(r.messages[0]).toEqual({ role: 'system', content: system });
+    const plain = await cli('export', '--store', store, '--run', runId, '--format', 'chat', '--out', '-');
+    expect(plain.code, plain.err).toBe(0);
+    expect(parseChatJsonl(plain.out)[0]!.messages[0]!.content).toBe(`You are acting in the text environment "library" to complete the task the instruction describes. ${CHAT_REPLY_FORMAT}`);
+    const other = join(dir, 'presser-export.mjs');
+    await writeFile(other, UNQUOTED);
+    const mismatched = await cli('export', '--store', store, '--run', runId, '--format', 'chat', '--out', '-', '--env-module', other);
+    expect(mismatched.code).toBe(1);
+    expect(mismatched.err).toContain(`run ${runId} trained on "library", but --env-module ${other} is "presser"`);
+    const jsonl = await cli('export', '--store', store, '--run', runId, '--format', 'jsonl', '--out', '-', '--env-module', MODULE);
+    expect(jsonl.code).toBe(1);
+    expect(jsonl.err).toMatch(/--env-module is for --format chat only/);
   });
 });
 

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonl } from '../src/core/jsonl.ts';
 import { cli, tree } from './fixtures/cli.ts';
 import { closedPort, scriptedModel, startLlmServer } from './fixtures/llm-server.ts';
-import { parseChatJsonl } from '../src/train/chat.ts';
+import { chatSystemPrompt, parseChatJsonl } from '../src/train/chat.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { parseCheckpoint } from '../src/policy/checkpoint.ts';
@@ -135,7 +135,13 @@ describe('dreamgym train', () => {
       const t = trajectories[i]!;
       expect(r.messages.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(t.steps.map((s) => s.action));
       expect(r.messages[1]!.content).toContain(tasks.find((x) => x.id === t.taskId)!.instruction);
+      // The run's environment introduced by its declared description.
+      expect(r.messages[0]!.content).toBe(chatSystemPrompt('shop', getEnvSpec('shop').description));
     });
+    // --env-module belongs to a run trained on a module.
+    const withModule = await cli('export', '--store', store, '--run', runId, '--format', 'chat', '--out', '-', '--env-module', 'src/envs/example/library.ts');
+    expect(withModule.code).toBe(1);
+    expect(withModule.err).toContain(`run ${runId} trained on the built-in shop: drop --env-module`);
     // Straight to stdout too, with the summary line on stderr.
     const piped = await cli('export', '--store', store, '--run', runId, '--format', 'chat', '--out', '-');
     expect(piped.out).toBe(await readFile(chatFile, 'utf8'));

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Task, Trajectory } from '../src/core/types.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { generateOfflineData } from '../src/envs/offline.ts';
-import { ChatFormatError, chatLine, chatSystemPrompt, parseChatJsonl, parseChatLine, trajectoryToChat } from '../src/train/chat.ts';
+import { CHAT_REPLY_FORMAT, ChatFormatError, chatLine, chatSystemPrompt, parseChatJsonl, parseChatLine, trajectoryToChat } from '../src/train/chat.ts';
 
 function sample(env: 'shop' | 'household', episodes: number, policy = 'noisy:0.5'): { task: Task; trajectory: Trajectory }[] {
   return [...generateOfflineData(getEnvSpec(env), { episodes, seed: 5, policy, split: 'train' })];
@@ -12,8 +12,8 @@ describe('chat export', () => {
   it('one conversation per trajectory: system, then a user turn per observation and an assistant turn per action', () => {
     for (const env of ['shop', 'household'] as const) {
       for (const { task, trajectory } of sample(env, 4)) {
-        const chat = trajectoryToChat(task, trajectory);
-        expect(chat.messages[0]).toEqual({ role: 'system', content: chatSystemPrompt(env) });
+        const chat = trajectoryToChat(task, trajectory, { description: getEnvSpec(env).description });
+        expect(chat.messages[0]).toEqual({ role: 'system', content: chatSystemPrompt(env, getEnvSpec(env).description) });
         expect(chat.messages).toHaveLength(1 + 2 * trajectory.steps.length);
         trajectory.steps.forEach((step, i) => {
           const user = chat.messages[1 + 2 * i]!;
@@ -30,6 +30,25 @@ describe('chat export', () => {
         expect(chat).toMatchObject({ reward: trajectory.reward, success: trajectory.success, source: 'offline', task_id: task.id, trajectory_id: trajectory.id, env });
       }
     }
+  });
+
+  it('the system message introduces the environment with its declared description, else names the domain', () => {
+    for (const env of ['shop', 'household'] as const) {
+      const { description } = getEnvSpec(env);
+      expect(chatSystemPrompt(env, description)).toBe(`You are acting in the text environment "${env}": ${description}. Complete the task the instruction describes. ${CHAT_REPLY_FORMAT}`);
+      const { task, trajectory } = sample(env, 1)[0]!;
+      expect(trajectoryToChat(task, trajectory, { description }).messages[0]!.content).toBe(chatSystemPrompt(env, description));
+    }
+    // A module's description reaches the system message as declared (trimmed, one final period).
+    const { task, trajectory } = sample('shop', 1)[0]!;
+    const library = { ...trajectory, env: 'library' };
+    const system = trajectoryToChat({ ...task, env: 'library' }, library, { description: '  a small library: find the book and check it out.  ' }).messages[0]!.content;
+    expect(system).toBe(`You are acting in the text environment "library": a small library: find the book and check it out. Complete the task the instruction describes. ${CHAT_REPLY_FORMAT}`);
+    // No description (or a blank one): the domain is named, and nothing of another domain's text goes in.
+    const generic = `You are acting in the text environment "library" to complete the task the instruction describes. ${CHAT_REPLY_FORMAT}`;
+    expect(trajectoryToChat({ ...task, env: 'library' }, library).messages[0]!.content).toBe(generic);
+    expect(chatSystemPrompt('library', '   ')).toBe(generic);
+    expect(chatSystemPrompt('shop')).toBe(`You are acting in the text environment "shop" to complete the task the instruction describes. ${CHAT_REPLY_FORMAT}`);
   });
 
   it('round-trips through JSONL: roles, contents, rewards and success', () => {

@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { userEvent } from 'vitest/browser';
 import { parseJsonl } from '../src/core/jsonl.ts';
 import { parseCheckpoint } from '../src/policy/checkpoint.ts';
-import { parseChatJsonl } from '../src/train/chat.ts';
+import { chatSystemPrompt, parseChatJsonl } from '../src/train/chat.ts';
+import { getEnvSpec } from '../src/envs/registry.ts';
 import type { RunReport } from '../src/ui/data/run-data.ts';
 import { editRecord } from './fixtures/replay-corrupt.ts';
 import { freshStorage, mountPage, setUpTinyRun, unmountPage, type MountedPage } from './fixtures/training-page.ts';
@@ -51,6 +52,8 @@ describe('data panel (browser)', () => {
     const chat = parseChatJsonl(await (chatFile?.data as Blob).text());
     expect(chat).toHaveLength(stored.length);
     expect(new Set(chat.map((c) => c.source))).toEqual(new Set(['offline', 'synthetic']));
+    // Each conversation opens with the run's environment as it declares itself.
+    for (const c of chat) expect(c.messages[0]!.content).toBe(chatSystemPrompt(c.env, getEnvSpec(c.env).description));
     const report = JSON.parse(await (reportFile?.data as Blob).text()) as RunReport;
     expect(report.run.id).toBe(runId);
     expect(report.run.config.iterations).toBe(3);

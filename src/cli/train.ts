@@ -898,10 +898,38 @@ export function dataOnlyRanking(records: readonly RunRecord[]): string {
 // ---------------------------------------------------------------------------------------------
 // export
 
-async function exportCommand(opts: { store: string; run: string; format: 'jsonl' | 'chat'; out: string; skipBad?: boolean }, out: Out, err: Out): Promise<void> {
+interface ExportOptions {
+  store: string;
+  run: string;
+  format: 'jsonl' | 'chat';
+  out: string;
+  skipBad?: boolean;
+  envModule?: string;
+  envTimeout?: number;
+}
+
+/**
+ * The declared description of a run's environment `env`, for the chat system message: a built-in
+ * one's, or that of the module `--env-module` loads (whose name must be `env`); none otherwise.
+ */
+async function exportDescription(opts: ExportOptions, runId: string, env: DomainName): Promise<string | undefined> {
+  if (opts.envModule === undefined) return isBuiltinEnv(env) ? getEnvSpec(env).description : undefined;
+  if (opts.format !== 'chat') throw new CliUsageError('--env-module is for --format chat only (its description opens each conversation)');
+  if (isBuiltinEnv(env)) throw new CliUsageError(`run ${runId} trained on the built-in ${env}: drop --env-module`);
+  const loaded = chooseEnv({ envModule: opts.envModule, envTimeout: opts.envTimeout });
+  try {
+    if (loaded.spec.name !== env) throw new CliUsageError(`run ${runId} trained on ${JSON.stringify(env)}, but --env-module ${opts.envModule} is ${JSON.stringify(loaded.spec.name)}`);
+    return loaded.spec.description;
+  } finally {
+    await loaded.dispose();
+  }
+}
+
+async function exportCommand(opts: ExportOptions, out: Out, err: Out): Promise<void> {
   const store = new RunStore(opts.store);
-  await store.readRecord(opts.run);
+  const record = await store.readRecord(opts.run);
   await store.readSnapshot(opts.run);
+  const description = await exportDescription(opts, record.id, record.config.env);
   const target: OutputTarget = await resolveOutput(opts.out, { forbiddenDir: storeRuns(store) });
   const writer = await openOutput(target);
   const tasks = new Map<string, Parameters<typeof trajectoryToChat>[0]>();
@@ -930,7 +958,7 @@ async function exportCommand(opts: { store: string; run: string; format: 'jsonl'
           continue;
         }
         if (opts.format === 'jsonl') chunk += `${JSON.stringify(record)}\n`;
-        else chunk += `${chatLine(trajectoryToChat(tasks.get(record.trajectory.taskId)!, record.trajectory))}\n`;
+        else chunk += `${chatLine(trajectoryToChat(tasks.get(record.trajectory.taskId)!, record.trajectory, { description }))}\n`;
         nTrajectories++;
       }
       if (chunk.length >= 1 << 16) await flush();
@@ -1281,7 +1309,9 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(new Option('--format <format>', 'output format').choices(['jsonl', 'chat']).makeOptionMandatory())
     .requiredOption('--out <file>', 'output file (- for stdout)')
     .option('--skip-bad', 'leave out committed lines of rollouts.jsonl that do not read back (and trajectories of a task left out), listing each on stderr, instead of refusing the export')
-    .action(async (opts: { store: string; run: string; format: 'jsonl' | 'chat'; out: string; skipBad?: boolean }) => exportCommand(opts, out, err));
+    .option('--env-module <path>', 'with --format chat, the environment module of a run trained on one (or on its seed data): its description opens each conversation')
+    .addOption(new Option('--env-timeout <ms>', 'most milliseconds one call into --env-module may take (default 10000)').argParser(timeoutArg).hideHelp())
+    .action(async (opts: ExportOptions) => exportCommand(opts, out, err));
 
   program
     .command('experiment')

@@ -11,7 +11,7 @@
  *      {"role": "assistant", "content": <the next action>},
  *      ...],
  *    "reward": R, "success": bool, "source": "offline"|"synthetic"|"real",
- *    "task_id": ..., "trajectory_id": ..., "env": "shop"|"household"}
+ *    "task_id": ..., "trajectory_id": ..., "env": <the domain's name>}
  *
  * `messages` is the conversational format that TRL's SFT trainer reads as it is (and that chat
  * templates apply to); `reward` and `success` let a script keep the successful episodes for SFT
@@ -19,9 +19,13 @@
  * the observation after it is not part of a trajectory. Only what the agent saw goes in (the
  * instruction, never the task's goal), and not the experience model's `reasoning` either, which
  * is the simulator's text, not the agent's.
+ *
+ * The system message introduces the environment with the one line it declares of itself
+ * (`EnvSpec.description`, a module's `description` export), which the caller passes in; without
+ * one it names the domain only.
  */
 import { z } from 'zod';
-import { DomainNameSchema, TrajectorySourceSchema, type DomainName, type EnvName, type Observation, type Task, type Trajectory } from '../core/types.ts';
+import { DomainNameSchema, TrajectorySourceSchema, type DomainName, type Observation, type Task, type Trajectory } from '../core/types.ts';
 
 const CHAT_ROLES = ['system', 'user', 'assistant'] as const;
 export type ChatRole = (typeof CHAT_ROLES)[number];
@@ -43,22 +47,30 @@ const ChatRecordSchema = z
   .strict();
 export type ChatRecord = z.infer<typeof ChatRecordSchema>;
 
-const ENV_DESCRIPTIONS: Record<EnvName, string> = {
-  shop:
-    'You are shopping in a web store to buy the product the instruction asks for. Each page is shown as text. ' +
-    'Actions are search[query] and click[label]: search for the product, open a result, choose the options the ' +
-    'instruction names, and click[buy now].',
-  household:
-    'You are in a house with receptacles (countertop, drawer, cabinet, fridge, microwave, sinkbasin, shelf, desk, ...) ' +
-    'and objects in them. Complete the household task the instruction describes by moving around and acting on ' +
-    'objects and receptacles.',
-};
+/** The last sentence of every system message: how the assistant replies. */
+export const CHAT_REPLY_FORMAT = 'After each observation, reply with exactly one of the admissible actions listed, and nothing else.';
 
-/** The system message of an environment's conversations. */
-export function chatSystemPrompt(env: DomainName): string {
-  // Another domain (an environment module, seed data) has no description here: a generic one.
-  const described = Object.hasOwn(ENV_DESCRIPTIONS, env) ? ENV_DESCRIPTIONS[env as EnvName] : `You are acting in the text environment "${env}" to complete the task the instruction describes.`;
-  return `${described} After each observation, reply with exactly one of the admissible actions listed, and nothing else.`;
+/** What a conversation may say of its environment beyond the domain name. */
+export interface ChatOptions {
+  /**
+   * The environment's declared one-line description (`getEnvSpec(name).description`, or a loaded
+   * module's spec); absent or blank, the system message names the domain only.
+   */
+  description?: string | undefined;
+}
+
+/**
+ * The system message of an environment's conversations: the domain `env` introduced by its
+ * declared `description` (trimmed, without a final period) where one is given, then
+ * {@link CHAT_REPLY_FORMAT}.
+ */
+export function chatSystemPrompt(env: DomainName, description?: string): string {
+  const described = description?.trim().replace(/\.$/, '') ?? '';
+  const intro =
+    described === ''
+      ? `You are acting in the text environment "${env}" to complete the task the instruction describes.`
+      : `You are acting in the text environment "${env}": ${described}. Complete the task the instruction describes.`;
+  return `${intro} ${CHAT_REPLY_FORMAT}`;
 }
 
 function observationContent(observation: Observation): string {
@@ -66,11 +78,14 @@ function observationContent(observation: Observation): string {
   return `Observation:\n${observation.text}\n\nAdmissible actions:\n${actions}`;
 }
 
-/** The conversation of one trajectory (`task` must be the trajectory's task). */
-export function trajectoryToChat(task: Pick<Task, 'id' | 'instruction' | 'env'>, trajectory: Trajectory): ChatRecord {
+/**
+ * The conversation of one trajectory (`task` must be the trajectory's task); `options.description`
+ * is the trajectory's environment's declared description, for the system message.
+ */
+export function trajectoryToChat(task: Pick<Task, 'id' | 'instruction' | 'env'>, trajectory: Trajectory, options: ChatOptions = {}): ChatRecord {
   if (task.id !== trajectory.taskId) throw new RangeError(`trajectory ${trajectory.id} belongs to task ${trajectory.taskId}, not ${task.id}`);
   if (trajectory.steps.length === 0) throw new RangeError(`trajectory ${trajectory.id} has no steps: a conversation needs at least one action`);
-  const messages: ChatMessage[] = [{ role: 'system', content: chatSystemPrompt(trajectory.env) }];
+  const messages: ChatMessage[] = [{ role: 'system', content: chatSystemPrompt(trajectory.env, options.description) }];
   trajectory.steps.forEach((step, i) => {
     const observation = observationContent(step.observation);
     messages.push({ role: 'user', content: i === 0 ? `Instruction: ${task.instruction}\n\n${observation}` : observation });

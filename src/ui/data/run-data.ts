@@ -23,6 +23,7 @@ import {
   type TrajectoryRecord,
 } from '../../replay/index.ts';
 import { chatLine, trajectoryToChat } from '../../train/chat.ts';
+import { ENVIRONMENTS, isBuiltinEnv } from '../../envs/registry.ts';
 import type { IterationMetrics } from '../../train/loop.ts';
 import type { StorageNames } from '../../../workers/training.protocol.ts';
 import { DEFAULT_RUN_INDEX_NAME, RunIndex, type PageRunRecord } from '../../train/runs/records.ts';
@@ -203,7 +204,9 @@ export class RunData {
         for (const t of await store.getTrajectories({ runId, ids })) {
           const task = tasks.get(t.taskId);
           if (!task || t.steps.length === 0) continue;
-          parts.push(`${chatLine(trajectoryToChat(task, t))}\n`);
+          // A built-in environment's declared description; another domain (seed data) is named only.
+          const description = isBuiltinEnv(t.env) ? ENVIRONMENTS[t.env].description : undefined;
+          parts.push(`${chatLine(trajectoryToChat(task, t, { description }))}\n`);
         }
       }
       return { name: `${fileStem(runId)}.chat.jsonl`, type: 'application/x-ndjson', data: new Blob(parts, { type: 'application/x-ndjson' }) };
