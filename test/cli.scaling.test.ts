@@ -70,6 +70,16 @@ describe('experiment --scaling (tiny settings)', () => {
     expect(svg).toContain('recorded episodes (log scale)');
   });
 
+  it('records every size at the --recorded-noise given', async () => {
+    const out = join(dir, 'scaling-clean');
+    const res = await cli('experiment', '--scaling', '--domains', 'counter', '--env-module', counter, '--recorded-sizes', '6', '--recorded-noise', '0', '--jobs', '1', ...TINY, '--out', out);
+    expect(res.code, res.err).toBe(0);
+    const result = JSON.parse(await readFile(join(out, 'scaling.json'), 'utf8')) as ScalingResult;
+    // The demonstrator without noise completes every counter task; at the default half it does not.
+    expect(result.domains[0]?.points[0]?.log.successRate).toBe(1);
+    expect(await readFile(join(out, 'scaling.md'), 'utf8')).toMatch(/Command: `npx dreamgym experiment --scaling .*--recorded-noise 0\b/);
+  });
+
   it('refuses what cannot run, in one line, before any work', async () => {
     const out = join(dir, 'bad');
     const both = await cli('experiment', '--scaling', '--suite', '--out', out);

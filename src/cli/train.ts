@@ -239,15 +239,21 @@ const SIZE_OPTION_NAMES = Object.keys({
   iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0, recorded: 0, recordedNoise: 0, recordedSelection: 0, cloning: 0, taskVariants: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
-/** The configuration layers the size options give (defaults and presets fill the rest). */
-function sizeOverrides(opts: SizeOptions): Partial<TrainingConfigInput> {
+/**
+ * The configuration layers the size options give (defaults and presets fill the rest).
+ * `sizedElsewhere`: the recorded log's size comes from elsewhere (the scaling experiment's sizes), so
+ * its noise and selection share apply without `--recorded N`.
+ */
+function sizeOverrides(opts: SizeOptions, sizedElsewhere = false): Partial<TrainingConfigInput> {
   const o: Partial<TrainingConfigInput> = {};
   if (opts.iterations !== undefined) o.iterations = opts.iterations;
   if (opts.offlineEpisodes !== undefined) o.offline = { expertEpisodes: opts.offlineEpisodes, noisyEpisodes: opts.offlineEpisodes };
-  if (opts.recordedNoise !== undefined && opts.recorded === undefined) throw new CliUsageError(`--recorded-noise ${opts.recordedNoise} is the noise of --recorded N's episodes: give --recorded N too`);
-  if (opts.recordedSelection !== undefined && opts.recorded === undefined) throw new CliUsageError(`--recorded-selection ${opts.recordedSelection} sets aside --recorded N's successes: give --recorded N too`);
-  if (opts.recorded !== undefined) {
-    o.offline = { ...o.offline, recorded: opts.recorded, ...(opts.recordedNoise !== undefined ? { recordedNoise: opts.recordedNoise } : {}), ...(opts.recordedSelection !== undefined ? { recordedSelection: opts.recordedSelection } : {}) };
+  const logged = opts.recorded !== undefined || sizedElsewhere;
+  if (opts.recordedNoise !== undefined && !logged) throw new CliUsageError(`--recorded-noise ${opts.recordedNoise} is the noise of --recorded N's episodes: give --recorded N too`);
+  if (opts.recordedSelection !== undefined && !logged) throw new CliUsageError(`--recorded-selection ${opts.recordedSelection} sets aside --recorded N's successes: give --recorded N too`);
+  if (logged) {
+    const log = { ...(opts.recordedNoise !== undefined ? { recordedNoise: opts.recordedNoise } : {}), ...(opts.recordedSelection !== undefined ? { recordedSelection: opts.recordedSelection } : {}) };
+    if (opts.recorded !== undefined || Object.keys(log).length > 0) o.offline = { ...o.offline, ...(opts.recorded !== undefined ? { recorded: opts.recorded } : {}), ...log };
   }
   if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
   if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
@@ -1038,7 +1044,7 @@ async function experimentCommand(opts: ExperimentCliOptions, out: Out, err: Out)
     if (opts.fidelityEpisodes !== undefined) throw new CliUsageError('--fidelity-episodes applies to --suite');
     await ensureOutputDir(opts.out);
     await resolveOutput(join(opts.out, 'scaling.json'));
-    await runScalingCommand({ ...opts, sizes: sizeOverrides(opts), sizeFlags: sizeFlags(opts) }, out, err);
+    await runScalingCommand({ ...opts, sizes: sizeOverrides(opts, true), sizeFlags: sizeFlags(opts) }, out, err);
     return;
   }
   if (opts.recordedSizes !== undefined) throw new CliUsageError('--recorded-sizes applies to --scaling: add --scaling (or give one size with --recorded N)');
