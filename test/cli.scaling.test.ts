@@ -36,6 +36,7 @@ describe('experiment --scaling (tiny settings)', () => {
     const table = await readFile(join(out, 'scaling.md'), 'utf8');
     expect(table).toMatch(/Command: `npx dreamgym experiment --scaling --domains counter --env-module \S+counter\.mjs --recorded-sizes 12,6 --seeds 1 --preset quick --iterations 2 /);
     expect(table).toContain(`| recorded episodes | log success % | log transitions | ${SCALING_ARMS.join(' | ')} |`);
+    expect(table).toContain('taking a random admissible action at half the steps');
     const result = JSON.parse(await readFile(join(out, 'scaling.json'), 'utf8')) as ScalingResult;
     const d = result.domains[0];
     expect(d?.name).toBe('counter');
@@ -77,7 +78,10 @@ describe('experiment --scaling (tiny settings)', () => {
     const result = JSON.parse(await readFile(join(out, 'scaling.json'), 'utf8')) as ScalingResult;
     // The demonstrator without noise completes every counter task; at the default half it does not.
     expect(result.domains[0]?.points[0]?.log.successRate).toBe(1);
-    expect(await readFile(join(out, 'scaling.md'), 'utf8')).toMatch(/Command: `npx dreamgym experiment --scaling .*--recorded-noise 0\b/);
+    expect(result.recordedNoise).toBe(0);
+    const table = await readFile(join(out, 'scaling.md'), 'utf8');
+    expect(table).toMatch(/Command: `npx dreamgym experiment --scaling .*--recorded-noise 0\b/);
+    expect(table).toContain('taking a random admissible action at 0% of the steps');
   });
 
   it('refuses what cannot run, in one line, before any work', async () => {

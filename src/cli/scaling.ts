@@ -12,7 +12,7 @@ import { defaultMaxListeners, setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import type { DomainName } from '../core/types.ts';
 import type { AnyEnvSpec } from '../envs/spec.ts';
-import { parseTrainingConfig, type PresetName, type TrainingConfigInput } from '../train/config.ts';
+import { parseTrainingConfig, RECORDED_NOISE, type PresetName, type TrainingConfigInput } from '../train/config.ts';
 import type { Interval } from '../train/evaluate.ts';
 import { pairedDifference, pairedRatio, runExperiment, type ArmResult, type ExperimentResult } from '../train/experiment.ts';
 import { cloningWeight } from '../train/loop.ts';
@@ -78,6 +78,8 @@ export interface ScalingResult {
   seeds: number;
   jobs: number;
   sizes: readonly number[];
+  /** The chance of a random admissible action at each step of the recorded episodes. */
+  recordedNoise: number;
   arms: readonly string[];
   domains: ScalingDomainResult[];
   wallMs: number;
@@ -193,7 +195,7 @@ export async function runScaling(options: ScalingOptions): Promise<ScalingResult
       results = [];
       for (const d of domains) results.push(await oneDomain(d));
     }
-    return { format: 'dreamgym-scaling', version: 1, command: options.command, preset: options.preset, seeds: options.seeds, jobs: options.jobs, sizes, arms: SCALING_ARMS, domains: results, wallMs: performance.now() - started };
+    return { format: 'dreamgym-scaling', version: 1, command: options.command, preset: options.preset, seeds: options.seeds, jobs: options.jobs, sizes, recordedNoise: options.overrides?.offline?.recordedNoise ?? RECORDED_NOISE, arms: SCALING_ARMS, domains: results, wallMs: performance.now() - started };
   } finally {
     await releaseDomains(pool, loaded);
   }
@@ -288,6 +290,11 @@ export function scalingSvg(d: ScalingDomainResult, seeds: number): string {
   return parts.join('\n');
 }
 
+/** A share of the steps in words: "half", "20% of". */
+function noiseText(noise: number): string {
+  return noise === 0.5 ? 'half' : `${+(100 * noise).toFixed(1)}% of`;
+}
+
 /** The files: scaling.md (a table per domain), scaling.json (every figure) and a plot per domain. */
 export function scalingFiles(r: ScalingResult): Record<string, string> {
   const evalEpisodes = r.domains.flatMap((d) => d.points).find((p) => p.experiment)?.experiment?.evalEpisodes ?? 0;
@@ -295,7 +302,7 @@ export function scalingFiles(r: ScalingResult): Record<string, string> {
     `# Data scaling: held-out success % against recorded episodes, greedy, ${evalEpisodes} test tasks per seed in the real environment, ${r.seeds} seed${r.seeds === 1 ? '' : 's'} (95% intervals)`,
     '',
     `Command: \`${r.command}\` (preset ${r.preset}, ${r.jobs} job${r.jobs === 1 ? '' : 's'}); ${(r.wallMs / 60000).toFixed(1)} min in all.`,
-    "The offline data at each size is that many episodes of the domain's goal-blind demonstrator taking a random admissible action at half the steps, successes and failures both kept (nothing from the goal-reading expert): behaviour cloning learns from it, the simulator is grounded on it alone and RL's tasks start from its tasks. dreamgym (warm sft) uses 0 real transitions; real (warm sft) the same number of updates in the real environment; s2r (warm sft) 10% of real's real transitions.",
+    `The offline data at each size is that many episodes of the domain's goal-blind demonstrator taking a random admissible action at ${noiseText(r.recordedNoise)} the steps, successes and failures both kept (nothing from the goal-reading expert): behaviour cloning learns from it, the simulator is grounded on it alone and RL's tasks start from its tasks. dreamgym (warm sft) uses 0 real transitions; real (warm sft) the same number of updates in the real environment; s2r (warm sft) 10% of real's real transitions.`,
     '',
   ];
   for (const d of r.domains) lines.push(...domainLines(d));
