@@ -251,10 +251,9 @@ function sizeOverrides(opts: SizeOptions, sizedElsewhere = false): Partial<Train
   const logged = opts.recorded !== undefined || sizedElsewhere;
   if (opts.recordedNoise !== undefined && !logged) throw new CliUsageError(`--recorded-noise ${opts.recordedNoise} is the noise of --recorded N's episodes: give --recorded N too`);
   if (opts.recordedSelection !== undefined && !logged) throw new CliUsageError(`--recorded-selection ${opts.recordedSelection} sets aside --recorded N's successes: give --recorded N too`);
-  if (logged) {
-    const log = { ...(opts.recordedNoise !== undefined ? { recordedNoise: opts.recordedNoise } : {}), ...(opts.recordedSelection !== undefined ? { recordedSelection: opts.recordedSelection } : {}) };
-    if (opts.recorded !== undefined || Object.keys(log).length > 0) o.offline = { ...o.offline, ...(opts.recorded !== undefined ? { recorded: opts.recorded } : {}), ...log };
-  }
+  if (opts.recorded !== undefined) o.offline = { ...o.offline, recorded: opts.recorded };
+  if (opts.recordedNoise !== undefined) o.offline = { ...o.offline, recordedNoise: opts.recordedNoise };
+  if (opts.recordedSelection !== undefined) o.offline = { ...o.offline, recordedSelection: opts.recordedSelection };
   if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
   if (opts.tasksPerIteration !== undefined) o.tasksPerIteration = opts.tasksPerIteration;
   if (opts.maxSteps !== undefined) o.maxSteps = opts.maxSteps;
