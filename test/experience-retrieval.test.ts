@@ -408,6 +408,33 @@ describe('RetrievalExperienceModel', () => {
     }
   });
 
+  it("a form reached from an item's page names that item, not the neighbour's", async () => {
+    // Each recorded episode opens one fare and selects it; the form quotes the fare's fields.
+    const fares = [['F-11', 'Oslo', '230'], ['F-12', 'Rome', '310'], ['F-13', 'Lima', '99'], ['F-14', 'Nice', '145'], ['F-15', 'Bern', '480']] as const;
+    const farePage = (id: string, city: string, price: string): Observation => ({ text: `Fare ${id}: to ${city}, ${price} EUR.`, actions: ['select this fare', 'back'] });
+    const task = (i: number): Task => ({ id: `fare-${i}`, env: 'fares', instruction: `book a fare to ${fares[i]![1]}`, goal: null, split: 'train', origin: 'seed' });
+    const recorded = fares.map(([id, city, price], i): Trajectory => ({
+      id: `r${i}`,
+      taskId: `fare-${i}`,
+      env: 'fares',
+      source: 'offline',
+      steps: [
+        { observation: farePage(id, city, price), action: 'select this fare', reward: 0, done: false, valid: true },
+        { observation: { text: `Booking form for fare ${id} (${city}, ${price} EUR).`, actions: ['confirm'] }, action: 'confirm', reward: 1, done: true, valid: true },
+      ],
+      success: true,
+      reward: 1,
+    }));
+    const sim = await RetrievalExperienceModel.fromTrajectories(fares.map((_, i) => task(i)), recorded, new HashedEmbedder({ dim: 64 }), { ...PREDICTOR, useRewardModel: false });
+    try {
+      const ours: Task = { id: 'fare-new', env: 'fares', instruction: 'book a fare to Cork', goal: null, split: 'train', origin: 'seed' };
+      const step = await sim.step({ task: ours, history: [], observation: farePage('F-77', 'Cork', '612'), action: 'select this fare', demos: [] });
+      expect(step.observation.text).toBe('Booking form for fare F-77 (Cork, 612 EUR).');
+    } finally {
+      sim.dispose();
+    }
+  });
+
   it('free text: accepted where the environment declares it or its data shows it taken, refused otherwise', async () => {
     const spec = getEnvSpec('shop');
     const task = spec.tasks({ split: 'train', count: 1, seed: 21 })[0] as Task;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Task } from '../src/core/types.ts';
-import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, requote, requoteState, withSwaps } from '../src/experience/retrieval/substitution.ts';
+import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, carriedAlignment, instructionAlignment, listingAlignment, requote, requoteState, withSwaps } from '../src/experience/retrieval/substitution.ts';
 
 const task = (id: string, instruction: string, goal: Task['goal']): Task => ({ id, env: 'household', instruction, goal, split: 'train', origin: 'seed' });
 
@@ -206,5 +206,32 @@ describe('listing alignment', () => {
     // Nothing to align without a listing line for both, or for actions of different kinds.
     expect(listingAlignment(theirs, 'click[B0IRAZE5M3]', 'Page: search', 'click[B0PYHJQUHE]')).toEqual([]);
     expect(listingAlignment(theirs, 'click[B0IRAZE5M3]', ours, 'search[art set]')).toEqual([]);
+  });
+});
+
+describe('carried alignment', () => {
+  it("rewrites a form that quotes the neighbour's item with the fields of ours", () => {
+    const theirs = 'Fare F-12: Oslo to Rome on 2024-05-01, 230 EUR, 1 stop.';
+    const ours = 'Fare F-40: Paris to Lima on 2024-06-03, 410 EUR, 1 stop.';
+    const next = 'Booking form for fare F-12 (Oslo to Rome, 2024-05-01). Total 230 EUR.';
+    const sub = carriedAlignment(theirs, 'select this fare', ours, 'select this fare', next);
+    expect(applySubstitution(next, sub)).toBe('Booking form for fare F-40 (Paris to Lima, 2024-06-03). Total 410 EUR.');
+    // Only words the next state shows are paired.
+    expect(carriedAlignment(theirs, 'select this fare', ours, 'select this fare', 'Booking form.')).toEqual([]);
+  });
+
+  it('reads the clause the action names when an item is opened from a list', () => {
+    const theirs = 'Results: F-1 Oslo 230 EUR; F-2 Rome 310 EUR; F-3 Lima 99 EUR.';
+    const ours = 'Results: F-7 Paris 120 EUR; F-8 Cairo 450 EUR.';
+    const next = 'Fare F-2: Rome, 310 EUR.';
+    const sub = carriedAlignment(theirs, 'open F-2', ours, 'open F-8', next);
+    expect(applySubstitution(next, sub)).toBe('Fare F-8: Cairo, 450 EUR.');
+    // Clauses of different lengths say nothing about which word stands for which.
+    expect(carriedAlignment(theirs, 'open F-2', 'Results: F-8 Cairo 450 EUR extra fee; F-9 Nice 1 EUR.', 'open F-8', next).map((p) => p[0])).not.toContain('Rome');
+  });
+
+  it('pairs nothing between identical states or stretches of different lengths', () => {
+    expect(carriedAlignment('a b c', 'go', 'a b c', 'go', 'a b c')).toEqual([]);
+    expect(carriedAlignment('Room: red lamp here.', 'look', 'Room: big blue chair here.', 'look', 'You see a red lamp.')).toEqual([]);
   });
 });

@@ -41,7 +41,7 @@ import { isAdmissible, learnFreeTextActions, type FreeTextActions } from '../adm
 import { abstractText, actionSignature, actionsOnPage, choiceLists, evidenceFeatures, EVIDENCE_DIM, instructionWords, namedChoices, openedRank, uncoveredWords, unofferedChoices, withoutInstruction } from './evidence.ts';
 import { tokenize } from '../../policy/hashed-embedder.ts';
 import { RewardModel, type RewardExample, type RewardModelConfig } from './reward-model.ts';
-import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, instructionAlignment, listingAlignment, requoteState, withSwaps, type Substitution } from './substitution.ts';
+import { actionTemplate, actionVerb, alignEntities, applySubstitution, buildSubstitution, carriedAlignment, instructionAlignment, listingAlignment, requoteState, withSwaps, type Substitution } from './substitution.ts';
 import type { Demonstration, ExperienceModel, ExperienceStep, ExperienceStepRequest, HistoryStep } from '../types.ts';
 import { calibrateSuccessGate, calibrationFolds, groundedStep, HALT_SHARE, haltPenalty, type GroundedStep, SupportCalibrator, type EvidenceSource, type SuccessExample, type SuccessGate, type SupportExample, type SupportFeatures } from './grounding.ts';
 
@@ -1138,7 +1138,13 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const carried = new Set<string>();
     for (const a of next.actions) for (const e of actionTemplate(a).entities) if (beforeEntities.has(e)) carried.add(applySubstitution(e, sub));
     const foreign = (a: string): boolean => actionTemplate(a).entities.some((e) => carried.has(e) && !here.has(e) && !own.has(e));
-    if (!editTransfers(t.state, next)) return { text: mergeText(observation.text, t.state.text, next.text, sub), actions: next.actions.map((a) => applySubstitution(a, sub)).filter((a) => !foreign(a)) };
+    if (!editTransfers(t.state, next)) {
+      // A page of its own (not an edit of this one) quotes the neighbour's state where it
+      // carries words over; those words are read from this state in the same places (the
+      // instruction's lines are left to the instruction alignment).
+      const whole = [...sub, ...carriedAlignment(withoutInstruction(t.state.text, t.task.instruction), t.action, withoutInstruction(observation.text, task.instruction), action, next.text).filter(([from]) => !mapped.has(from))];
+      return { text: mergeText(observation.text, t.state.text, next.text, whole), actions: next.actions.map((a) => applySubstitution(a, whole)).filter((a) => !foreign(a)) };
+    }
     // A move to a place (one that is no longer offered once there) changes the place, and a
     // sentence about the place changes with it as a whole: edited word by word, a move kept what
     // the place left showed ("you see nothing"), so the new place was never opened. (An option

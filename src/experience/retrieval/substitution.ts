@@ -108,6 +108,118 @@ export function listingAlignment(fromState: string, fromAction: string, toState:
   return pairs;
 }
 
+/** A word of a state as {@link carriedAlignment} reads it, and whether a clause ends after it. */
+interface Token {
+  text: string;
+  end: boolean;
+}
+
+/** Words split at spaces and list punctuation, a sentence's closing stop trimmed; `;`, a line break or a sentence's end closes a clause. */
+function tokens(text: string): Token[] {
+  const out: Token[] = [];
+  for (const m of text.matchAll(/[^\s,;()]+/g)) {
+    const raw = m[0];
+    const word = raw.replace(/[.:!?]+$/, '');
+    const after = text.slice(m.index + raw.length, m.index + raw.length + 2);
+    const end = /^[.!?]?(;|\n|$)/.test(after) || (/[.!?]$/.test(raw) && /^(\s|$)/.test(after)) || /^[.!?](\s|$)/.test(after);
+    if (word !== '') out.push({ text: word, end });
+    else if (end && out.length > 0) (out[out.length - 1] as Token).end = true;
+  }
+  return out;
+}
+
+/** Longest stretch of differing words that {@link carriedAlignment} pairs word by word. */
+const MAX_CARRIED_RUN = 8;
+/** Largest product of the two states' differing middles it aligns (a longest common subsequence's table). */
+const MAX_CARRIED_CELLS = 40_000;
+
+/**
+ * Replacements for what a neighbour's next state carries over from its own state: each word of
+ * `fromNext` that `fromState` shows in a place where `toState` shows another word becomes that
+ * word. Places line up in two ways: the clause each action names (the words after the action's
+ * argument in its state, up to `;`, a line break or a sentence's end), when the two clauses have
+ * as many words; and the stretches where the two states differ between the words they share (on
+ * a longest common subsequence), when the stretches have as many words. An item's page opened
+ * from a list then shows the opened item's fields, and a form reached from an item's page names
+ * that item, instead of the neighbour's. A word both states show is left alone (the next state
+ * may quote it from either place). Nothing here knows a domain: only the texts are read.
+ */
+export function carriedAlignment(fromState: string, fromAction: string, toState: string, toAction: string, fromNext: string): Substitution {
+  const shown = new Set(tokens(fromNext).map((t) => t.text));
+  const a = tokens(fromState);
+  const b = tokens(toState);
+  const inFrom = new Set(a.map((t) => t.text));
+  const inTo = new Set(b.map((t) => t.text));
+  const pairs: Substitution = [];
+  const mapped = new Set<string>();
+  // A word both states show may be quoted from either place: nothing says which.
+  const add = (from: string, to: string): void => {
+    if (from === to || mapped.has(from) || !shown.has(from) || inTo.has(from) || inFrom.has(to)) return;
+    mapped.add(from);
+    pairs.push([from, to]);
+  };
+  // The clause each action names: where its argument (what follows the words the two actions share at their start) stands.
+  const x = tokens(fromAction).map((t) => t.text);
+  const y = tokens(toAction).map((t) => t.text);
+  let shared = 0;
+  while (shared < x.length && shared < y.length && x[shared] === y[shared]) shared++;
+  const argFrom = x.slice(shared);
+  const argTo = y.slice(shared);
+  const at = (words: readonly Token[], arg: readonly string[]): number => {
+    if (arg.length === 0) return -1;
+    for (let i = 0; i + arg.length <= words.length; i++) if (arg.every((w, k) => words[i + k]?.text === w)) return i;
+    return -1;
+  };
+  const i0 = at(a, argFrom);
+  const j0 = at(b, argTo);
+  if (i0 >= 0 && j0 >= 0) {
+    const clause = (words: readonly Token[], start: number): Token[] => {
+      const out: Token[] = [];
+      for (let k = start; k < words.length; k++) {
+        out.push(words[k] as Token);
+        if ((words[k] as Token).end) break;
+      }
+      return out;
+    };
+    const ca = clause(a, i0);
+    const cb = clause(b, j0);
+    if (ca.length === cb.length) ca.forEach((t, k) => add(t.text, (cb[k] as Token).text));
+  }
+  // The stretches where the two states differ, between what they share.
+  let pre = 0;
+  while (pre < a.length && pre < b.length && a[pre]?.text === b[pre]?.text) pre++;
+  let post = 0;
+  while (post < a.length - pre && post < b.length - pre && a[a.length - 1 - post]?.text === b[b.length - 1 - post]?.text) post++;
+  const midA = a.slice(pre, a.length - post).map((t) => t.text);
+  const midB = b.slice(pre, b.length - post).map((t) => t.text);
+  if (midA.length === 0 || midB.length === 0 || midA.length * midB.length > MAX_CARRIED_CELLS) return pairs;
+  const n = midA.length;
+  const m = midB.length;
+  const dp: Int32Array[] = Array.from({ length: n + 1 }, () => new Int32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) dp[i]![j] = midA[i] === midB[j] ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
+  }
+  let i = 0;
+  let j = 0;
+  let runA: string[] = [];
+  let runB: string[] = [];
+  const flush = (): void => {
+    if (runA.length === runB.length && runA.length <= MAX_CARRIED_RUN) runA.forEach((w, k) => add(w, runB[k] as string));
+    runA = [];
+    runB = [];
+  };
+  while (i < n || j < m) {
+    if (i < n && j < m && midA[i] === midB[j]) {
+      flush();
+      i++;
+      j++;
+    } else if (j >= m || (i < n && dp[i + 1]![j]! >= dp[i]![j + 1]!)) runA.push(midA[i++] as string);
+    else runB.push(midB[j++] as string);
+  }
+  flush();
+  return pairs;
+}
+
 /** Each entity named by a state's admissible actions, with the slots it fills (`move {} to {}#1`). */
 function entityRoles(actions: readonly string[]): Map<string, string> {
   const roles = new Map<string, Set<string>>();
