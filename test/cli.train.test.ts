@@ -12,6 +12,7 @@ import { generateOfflineData } from '../src/envs/offline.ts';
 import { parseCheckpoint } from '../src/policy/checkpoint.ts';
 import { RunStore } from '../src/cli/run-store.ts';
 import { parseTrainingConfig } from '../src/train/config.ts';
+import { autoGroundingLine } from '../src/cli/train.ts';
 
 let dir: string;
 let store: string;
@@ -386,7 +387,7 @@ describe('dreamgym train, other modes', () => {
     expect(badCriterion.code).not.toBe(0);
     expect(badCriterion.err).toMatch(/--validation-criterion <c>' argument 'luck' is invalid\. Allowed choices are recorded, simulator/);
     const badGrounding = await cli('train', '--env', 'shop', '--mode', 'dreamgym', '--grounding', 'maybe', '--store', s);
-    expect(badGrounding.err).toMatch(/--grounding <mode>' argument 'maybe' is invalid\. Allowed choices are calibrated, off/);
+    expect(badGrounding.err).toMatch(/--grounding <mode>' argument 'maybe' is invalid\. Allowed choices are calibrated, auto, off/);
   });
 });
 
@@ -649,5 +650,14 @@ describe('dreamgym export on the run store', () => {
     expect(res.err).toMatch(/^dreamgym: export: skipped line 5, field type: /);
     expect(res.out).toMatch(/3 tasks, 2 trajectories as jsonl to .*; left out 1 bad line of rollouts\.jsonl \(--skip-bad\)/);
     expect((await cli('validate', out)).out).toMatch(/valid, 3 tasks, 2 trajectories/);
+  });
+});
+
+describe("the run header's note on automatic grounding", () => {
+  it('says whether the simulator is grounded and on what share of held-out recorded steps', () => {
+    expect(autoGroundingLine(null)).toBe('');
+    expect(autoGroundingLine({ grounded: true, heldOutRight: 0.031 })).toBe('; simulator grounded (3% of held-out recorded steps predicted right, under 10%: unknown steps halt)');
+    expect(autoGroundingLine({ grounded: false, heldOutRight: 0.45 })).toBe('; simulator not grounded (45% of held-out recorded steps predicted right)');
+    expect(autoGroundingLine({ grounded: true, heldOutRight: Number.NaN })).toMatch(/grounded \(no recorded episode could be held out/);
   });
 });

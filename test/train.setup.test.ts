@@ -9,11 +9,11 @@ import { LLMExperienceModel } from '../src/experience/llm.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval/model.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
 import { LexicalPrior, LLMPrior } from '../src/llm/prior.ts';
-import { parseTrainingConfig, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
+import { AUTO_GROUNDING_RIGHT, parseTrainingConfig, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
 import { TrainingSetupError, validationTasks } from '../src/train/loop.ts';
 import type { Task } from '../src/core/types.ts';
 import type { HistoryStep } from '../src/experience/types.ts';
-import { offlineSeedData, prepareRun, recordedSeedData } from '../src/train/setup.ts';
+import { offlineSeedData, prepareRun, recordedSeedData, retrievalSimulator } from '../src/train/setup.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
 import { echoScript, ScriptedEngine } from './fixtures/scripted-engine.ts';
@@ -252,6 +252,39 @@ describe('recorded seed data (a log of mixed quality)', () => {
       expect(run.experience?.size).toBe(run.deps.offline.trajectories.reduce((n, t) => n + t.steps.length, 0));
     } finally {
       run.dispose();
+    }
+  });
+
+  it("grounds it automatically only where it predicts few held-out recorded steps right (grounding: 'auto', the default for recorded logs)", async () => {
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', offline: { recorded: 25 } }).grounding).toBe('auto');
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym' }).grounding).toBe('off');
+    expect(parseTrainingConfig({ env: 'shop', mode: 'dreamgym', offline: { recorded: 25 }, grounding: 'off' }).grounding).toBe('off');
+    // A shop log: its simulator predicts a good share of held-out steps right and answers every step.
+    const shop = recordedSeedData(getEnvSpec('shop'), parseTrainingConfig({ env: 'shop', mode: 'dreamgym', offline: { recorded: 16 } }));
+    const { model: calibrated, auto: none } = await retrievalSimulator(shop, getEnvSpec('shop'), 'calibrated');
+    const { model: taught, auto: taughtAuto } = await retrievalSimulator(shop, getEnvSpec('shop'), 'auto');
+    // A maze the log never walked twice: every next state is one no other episode shows.
+    const tasks: Task[] = Array.from({ length: 12 }, (_, i) => ({ id: `m${i}`, env: 'maze', instruction: `reach the exit of maze ${i}`, goal: null, split: 'train', origin: 'seed' }));
+    const trajectories = tasks.map((task, i) => ({
+      id: `r${i}`,
+      taskId: task.id,
+      env: 'maze',
+      source: 'offline' as const,
+      steps: Array.from({ length: 20 }, (_, k) => ({ observation: { text: `Maze ${i}: you stand in room ${(i * 31 + k * 17) % 101} with doors ${['north', 'east', 'west'].slice(0, 1 + ((i + k) % 3)).join(' and ')}.`, actions: ['north', 'east', 'west'] }, action: ['north', 'east', 'west'][(i * k) % 3] as string, reward: 0, done: k === 19, valid: true })),
+      success: false,
+      reward: 0,
+    }));
+    const { model: misled, auto: misledAuto } = await retrievalSimulator({ tasks, trajectories }, {}, 'auto');
+    try {
+      expect(calibrated.grounding?.heldOutRight).toBeGreaterThanOrEqual(AUTO_GROUNDING_RIGHT);
+      expect(none).toBeNull();
+      expect(taught.grounding).toBeNull();
+      expect(taughtAuto).toEqual({ grounded: false, heldOutRight: calibrated.grounding?.heldOutRight });
+      expect(misledAuto?.grounded).toBe(true);
+      expect(misled.grounding).not.toBeNull();
+      expect(misled.grounding?.heldOutRight).toBeLessThan(AUTO_GROUNDING_RIGHT);
+    } finally {
+      for (const m of [calibrated, taught, misled]) m.dispose();
     }
   });
 

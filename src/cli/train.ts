@@ -26,7 +26,7 @@ import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { PolicyAgent } from '../train/agent.ts';
 import { chatLine, trajectoryToChat } from '../train/chat.ts';
-import { CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, RECORDED_SELECTION, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { AUTO_GROUNDING_RIGHT, CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, RECORDED_SELECTION, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
@@ -34,7 +34,7 @@ import { runScaling, SCALING_ARMS, SCALING_BUDGET, SCALING_DOMAINS, SCALING_SIZE
 import { runSuite, SUITE_ARMS, SUITE_DOMAINS, SUITE_FIDELITY, suiteBudgetText, SuiteError, writeSuiteFiles, type SuiteResult } from './suite.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, TrainingSetupError, type RunSnapshot, type TrainingResult } from '../train/loop.ts';
 import { keptPhrase } from '../train/validation.ts';
-import { evaluationTasks, prepareRun, type RunLLM } from '../train/setup.ts';
+import { evaluationTasks, prepareRun, type AutoGrounding, type RunLLM } from '../train/setup.ts';
 import { dataOnlySpec, evaluateSynthetic, planSeedData, rankSynthetic, SeedDataError, syntheticTrust, trustPhrase, type SeedDataPlan } from '../train/seed-data.ts';
 import { recordedAgreement } from '../train/selection.ts';
 import { RetrievalExperienceModel } from '../experience/retrieval/model.ts';
@@ -226,7 +226,7 @@ interface SizeOptions {
   validationTasks?: number;
   validationEvery?: number;
   validationCriterion?: 'recorded' | 'simulator';
-  grounding?: 'calibrated' | 'off';
+  grounding?: 'calibrated' | 'auto' | 'off';
   recorded?: number;
   recordedNoise?: number;
   recordedSelection?: number;
@@ -534,6 +534,7 @@ async function trainOnEnv(
     err(
       `dreamgym: run ${w.id}: ${config.env} ${config.mode}${dataRun ? ' on seed data alone (evaluated in the synthetic environment)' : ''}, ${resume ? `resuming at iteration ${resume.iteration} of ${total}` : `${total} iterations`} (store ${opts.store})` +
         (llm ? `; LLM server ${llm.engine.server}${llm.model !== undefined ? `, model ${llm.model}` : ''}` : '') +
+        autoGroundingLine(prepared.autoGrounding) +
         '\n',
     );
     await w.update({ status: 'running', totalIterations: total, error: undefined, ...(llm ? { llm: { model: llm.model ?? null } } : {}) });
@@ -622,6 +623,16 @@ function shellWord(word: string): string {
 
 function isAbortError(e: unknown): boolean {
   return (e instanceof Error || e instanceof DOMException) && e.name === 'AbortError';
+}
+
+
+/** The header's note on what `grounding: 'auto'` decided (empty for another mode). */
+export function autoGroundingLine(auto: AutoGrounding | null): string {
+  if (auto === null) return '';
+  const right = Number.isFinite(auto.heldOutRight) ? `${(auto.heldOutRight * 100).toFixed(0)}% of held-out recorded steps predicted right` : 'no recorded episode could be held out';
+  return auto.grounded
+    ? `; simulator grounded (${right}, under ${AUTO_GROUNDING_RIGHT * 100}%: unknown steps halt)`
+    : `; simulator not grounded (${right})`;
 }
 
 /** The record fields that follow a snapshot. */
@@ -1264,7 +1275,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
-    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: off (default) or calibrated (halt at steps the recorded data does not support; see the README)").choices(['calibrated', 'off']))
+    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: calibrated (halt at steps the recorded data does not support; see the README), off, or auto (calibrated only where it predicts under 10% of held-out recorded steps right; the default with --recorded, off otherwise)").choices(['calibrated', 'auto', 'off']))
     .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: simulator (default: its success inside the simulator) or recorded (how well the greedy policy follows held-out recorded successes)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
@@ -1348,7 +1359,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
-    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: off (default) or calibrated (halt at steps the recorded data does not support; see the README)").choices(['calibrated', 'off']))
+    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: calibrated (halt at steps the recorded data does not support; see the README), off, or auto (calibrated only where it predicts under 10% of held-out recorded steps right; the default with --recorded, off otherwise)").choices(['calibrated', 'auto', 'off']))
     .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: simulator (default: its success inside the simulator) or recorded (how well the greedy policy follows held-out recorded successes)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))

@@ -24,7 +24,7 @@ import { LexicalPrior, LLMPrior } from '../llm/prior.ts';
 import { Featurizer } from '../policy/features.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { hashString } from '../core/rng.ts';
-import { MIN_RECORDED_SELECTION, type TrainingConfig } from './config.ts';
+import { AUTO_GROUNDING_RIGHT, MIN_RECORDED_SELECTION, type GroundingMode, type TrainingConfig } from './config.ts';
 import { TrainingSetupError, validationTasks, type OfflineData, type TrainingDeps } from './loop.ts';
 
 /** The held-out tasks every run of an environment is evaluated on (the same for all seeds and modes, so comparisons are paired). */
@@ -144,6 +144,8 @@ export interface PreparedRun {
   evalTasks: Task[];
   /** The retrieval experience model, when the run uses it. */
   experience: RetrievalExperienceModel | null;
+  /** What `grounding: 'auto'` decided for it; null for another mode or no retrieval model. */
+  autoGrounding: AutoGrounding | null;
   dispose(): void;
 }
 
@@ -197,6 +199,29 @@ export interface PrepareRunOptions {
   selection?: boolean;
 }
 
+/** What `grounding: 'auto'` decided, and on what. */
+export interface AutoGrounding {
+  /** Whether the simulator is grounded. */
+  grounded: boolean;
+  /** Share of held-out recorded steps the cross-fitted simulator predicted right (NaN when none could be held out). */
+  heldOutRight: number;
+}
+
+/**
+ * The retrieval simulator of a run: grounded with `calibrated`; with `auto`, calibrated and kept
+ * grounded only when it predicts fewer than {@link AUTO_GROUNDING_RIGHT} of its held-out recorded
+ * steps right (or could hold none out), else built again without grounding.
+ */
+export async function retrievalSimulator(offline: Pick<OfflineData, 'tasks' | 'trajectories'>, spec: Pick<AnyEnvSpec, 'freeTextActions'>, mode: GroundingMode): Promise<{ model: RetrievalExperienceModel; auto: AutoGrounding | null }> {
+  const build = (grounding: boolean) => RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding, freeTextActions: spec.freeTextActions ?? [] });
+  if (mode !== 'auto') return { model: await build(mode === 'calibrated'), auto: null };
+  const calibrated = await build(true);
+  const heldOutRight = calibrated.grounding?.heldOutRight ?? Number.NaN;
+  if (!(heldOutRight >= AUTO_GROUNDING_RIGHT)) return { model: calibrated, auto: { grounded: true, heldOutRight } };
+  calibrated.dispose();
+  return { model: await build(false), auto: { grounded: false, heldOutRight } };
+}
+
 /** Builds the dependencies of `config` (Node and page alike; `sim: 'llm'` and `prior: 'llm'` need `options.llm`). */
 export async function prepareRun(config: TrainingConfig, options: PrepareRunOptions = {}): Promise<PreparedRun> {
   const llm = options.llm ?? null;
@@ -212,13 +237,15 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
   const synthetic = config.mode === 'dreamgym' || config.mode === 's2r';
   const offline = synthetic && config.curriculum.variants > 0 ? withVariants(seeded, config.curriculum.variants, config.seed) : seeded;
   const model = llm?.model !== undefined ? { model: llm.model } : {};
-  const experience = synthetic && config.sim === 'retrieval' ? await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: config.grounding === 'calibrated', freeTextActions: spec.freeTextActions ?? [] }) : null;
+  const simulator = synthetic && config.sim === 'retrieval' ? await retrievalSimulator(offline, spec, config.grounding) : null;
+  const experience = simulator?.model ?? null;
+  const grounded = experience?.grounding != null;
   // The LLM experience model is grounded by the offline data's real transitions, retrieved per step.
   const demoIndex = synthetic && config.sim === 'llm' ? await DemonstrationIndex.fromTrajectories(offline.trajectories, new HashedEmbedder({ dim: 256 })) : null;
   // The grounded simulator replays a recorded task's own episode as fact: validated on those
   // tasks, a cloned policy reads 100% whatever it does elsewhere. Its validation runs in the same
   // simulator without the validation tasks' episodes.
-  const validating = experience && config.grounding === 'calibrated' ? validationTasks(offline, config.validation.tasks) : [];
+  const validating = experience && grounded ? validationTasks(offline, config.validation.tasks) : [];
   const validationExperience = experience && validating.length > 0 ? await experience.withholding(new Set(validating.map((t) => t.id))) : null;
   const deps: TrainingDeps = {
     spec,
@@ -240,6 +267,7 @@ export async function prepareRun(config: TrainingConfig, options: PrepareRunOpti
     deps,
     evalTasks: data?.evalTasks ?? evaluationTasks(spec, config.evalEpisodes),
     experience,
+    autoGrounding: simulator?.auto ?? null,
     dispose: () => {
       experience?.dispose();
       validationExperience?.dispose();
