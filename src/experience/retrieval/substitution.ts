@@ -130,7 +130,7 @@ function tokens(text: string): Token[] {
 
 /** Longest stretch of differing words that {@link carriedAlignment} pairs word by word. */
 const MAX_CARRIED_RUN = 8;
-/** Largest product of the two states' differing middles it aligns (a longest common subsequence's table). */
+/** Most cells of the longest-common-subsequence table it fills for the two states' differing middles. */
 const MAX_CARRIED_CELLS = 40_000;
 
 /**
