@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { calibrateSuccessGate, calibrationFolds, groundedStep, HALT_SHARE, haltPenalty, separatingThreshold, SupportCalibrator, type SupportExample, type SupportFeatures } from '../src/experience/retrieval/grounding.ts';
+import { calibrateSuccessGate, calibrationFolds, groundedStep, HALT_SHARE, haltPenalty, MIN_SUCCESS_PRECISION, separatingThreshold, SupportCalibrator, type SupportExample, type SupportFeatures } from '../src/experience/retrieval/grounding.ts';
 
 const features = (source: SupportFeatures['source'], similarity: number, agreement: number): SupportFeatures => ({ source, similarity, agreement, actionSeen: true, templateSeen: true });
 
@@ -61,10 +61,23 @@ describe('calibrateSuccessGate', () => {
     expect(gate.recall).toBe(0.75);
     expect(gate.granted).toBe(3);
     expect(gate.successes).toBe(4);
-    // No gain from gating: the threshold stays 0 and precision is the verdict's own.
-    const open = calibrateSuccessGate([{ similarity: 0.3, real: true }, { similarity: 0.9, real: false }, { similarity: 0.6, real: true }], 2);
+    // Every verdict right: nothing to gate, the threshold stays 0.
+    const open = calibrateSuccessGate([{ similarity: 0.3, real: true }, { similarity: 0.6, real: true }], 3);
     expect(open.threshold).toBe(0);
-    expect(open.precision).toBeCloseTo(2 / 3, 10);
+    expect(open.precision).toBe(1);
+    expect(open.recall).toBeCloseTo(2 / 3, 10);
+    // No threshold reaches the precision floor (success hangs on what the recordings do not show):
+    // the gate grants nothing rather than a success that is real two times in three.
+    const closed = calibrateSuccessGate([{ similarity: 0.3, real: true }, { similarity: 0.9, real: false }, { similarity: 0.6, real: true }], 2);
+    expect(closed.threshold).toBe(Number.POSITIVE_INFINITY);
+    expect(closed.granted).toBe(0);
+    expect(closed.recall).toBe(0);
+    // At the floor a threshold is kept: 9 of 10 real.
+    const atFloor = calibrateSuccessGate([...Array.from({ length: 9 }, () => ({ similarity: 0.8, real: true })), { similarity: 0.8, real: false }], 9);
+    expect(atFloor.threshold).toBe(0);
+    expect(atFloor.precision).toBeCloseTo(MIN_SUCCESS_PRECISION, 10);
+    // No verdict at all: nothing to calibrate on.
+    expect(calibrateSuccessGate([], 3).threshold).toBe(0);
     expect(() => calibrateSuccessGate([], -1)).toThrow(/-1/);
   });
 });

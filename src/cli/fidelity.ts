@@ -2,6 +2,7 @@ import type { AnyEnvSpec } from '../envs/spec.ts';
 import { useFastestNodeBackend } from './tf-node.ts';
 import { FIDELITY_MEASURES, fidelityMargin, measureFidelityTable, type FidelityTable } from '../train/fidelity.ts';
 import type { RunLLM } from '../train/setup.ts';
+import { MIN_SUCCESS_PRECISION } from '../experience/retrieval/grounding.ts';
 
 /** Runs a fidelity measurement for the CLI on the fastest tfjs backend Node has (`llm`: the LLM experience model on that server). */
 export async function runFidelity(
@@ -52,7 +53,9 @@ export function formatFidelity(t: FidelityTable & { backend: string }): string {
     lines.push(
       '',
       `grounding (cross-fitted on ${g.folds} folds of the train episodes, ${g.heldOutSteps} held-out steps, ${pct(g.heldOutRight)} predicted right): doubtful below support ${g.threshold.toFixed(3)} (${pct(g.heldOutDoubtful)} of held-out steps go on with a penalty), unknown (halting) below ${g.haltThreshold.toFixed(3)} (${pct(g.heldOutUnknown)}), halting reward ${g.haltPenalty.toFixed(3)}`,
-      `evidence-bound success (similarity to recorded successes >= ${g.success.threshold.toFixed(3)}): precision ${pct(g.success.precision)} on ${g.success.granted} granted, recall ${pct(g.success.recall)} of ${g.success.successes} held-out recorded successes`,
+      Number.isFinite(g.success.threshold)
+        ? `evidence-bound success (similarity to recorded successes >= ${g.success.threshold.toFixed(3)}): precision ${pct(g.success.precision)} on ${g.success.granted} granted, recall ${pct(g.success.recall)} of ${g.success.successes} held-out recorded successes`
+        : `evidence-bound success: none granted (no similarity to recorded successes made ${pct(MIN_SUCCESS_PRECISION)} of the granted ones real; ${g.success.successes} held-out recorded successes)`,
       `${'evidence used'.padEnd(14)} ${'steps'.padStart(6)} ${'right'.padStart(7)} ${'unknown'.padStart(8)}`,
       ...g.bySource.map((b) => `${b.source.padEnd(14)} ${String(b.steps).padStart(6)} ${pct(b.right).padStart(7)} ${pct(b.unknown).padStart(8)}`),
     );

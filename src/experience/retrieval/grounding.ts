@@ -192,7 +192,7 @@ export interface SuccessExample {
 
 /** The evidence-bound reward's calibration and its measured quality on held-out recorded episodes. */
 export interface SuccessGate {
-  /** A success is granted only when its similarity to recorded successes reaches this. */
+  /** A success is granted only when its similarity to recorded successes reaches this; `Infinity` (null in JSON) when none is (see {@link calibrateSuccessGate}). */
   threshold: number;
   /** Of the held-out steps the simulator granted success (after the gate), the share that really succeeded; NaN when it granted none. */
   precision: number;
@@ -205,8 +205,17 @@ export interface SuccessGate {
 }
 
 /**
+ * Least precision the evidence-bound reward must reach on held-out recorded episodes: a synthetic
+ * success is then a real one at least this often where the recordings can tell.
+ */
+export const MIN_SUCCESS_PRECISION = 0.9;
+
+/**
  * The similarity threshold that maximises F1 of granted successes against the held-out recorded
- * successes (`successes`: how many there were, granted or not), ties to the lowest threshold.
+ * successes (`successes`: how many there were, granted or not) among the thresholds whose granted
+ * successes are real at least {@link MIN_SUCCESS_PRECISION} of the time, ties to the lowest. Where
+ * no threshold is that precise (the recordings do not show what makes a success, as when it hangs
+ * on facts the agent never sees) the gate grants nothing: threshold `Infinity`.
  */
 export function calibrateSuccessGate(verdicts: readonly SuccessExample[], successes: number): SuccessGate {
   if (!(Number.isInteger(successes) && successes >= 0)) throw new RangeError(`successes must be a non-negative integer, got ${successes}`);
@@ -218,13 +227,17 @@ export function calibrateSuccessGate(verdicts: readonly SuccessExample[], succes
     const tp = granted.filter((v) => v.real).length;
     const precision = granted.length === 0 ? Number.NaN : tp / granted.length;
     const recall = successes === 0 ? Number.NaN : tp / successes;
+    if (granted.length > 0 && !(precision >= MIN_SUCCESS_PRECISION)) continue;
     const f1 = tp === 0 ? 0 : (2 * precision * recall) / (precision + recall);
     if (f1 > bestF1) {
       bestF1 = f1;
       best = { threshold: t, precision, recall, granted: granted.length, successes };
     }
   }
-  return best ?? { threshold: 0, precision: Number.NaN, recall: Number.NaN, granted: 0, successes };
+  if (best !== undefined) return best;
+  return verdicts.length === 0
+    ? { threshold: 0, precision: Number.NaN, recall: Number.NaN, granted: 0, successes }
+    : { threshold: Number.POSITIVE_INFINITY, precision: Number.NaN, recall: successes === 0 ? Number.NaN : 0, granted: 0, successes };
 }
 
 /**
