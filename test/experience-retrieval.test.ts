@@ -408,6 +408,38 @@ describe('RetrievalExperienceModel', () => {
     }
   });
 
+  it('going back twice goes back two pages, not to the page just left', async () => {
+    // Each recorded episode goes search -> list -> item, back to the list, back to the search page.
+    const pages = (i: number) => ({
+      search: { text: `Search page ${i}: type a query.`, actions: ['search', 'help'] },
+      list: { text: `Results ${i}: item ${i}a, item ${i}b.`, actions: ['open', 'back'] },
+      item: { text: `Item ${i}a: price ${10 + i}.`, actions: ['buy', 'back'] },
+    });
+    const tasks: Task[] = Array.from({ length: 8 }, (_, i) => ({ id: `p${i}`, env: 'pages', instruction: `find item ${i}a`, goal: null, split: 'train', origin: 'seed' }));
+    const trajectories: Trajectory[] = tasks.map((task, i) => {
+      const p = pages(i);
+      const walk: [Observation, string][] = [[p.search, 'search'], [p.list, 'open'], [p.item, 'back'], [p.list, 'back'], [p.search, 'help']];
+      return { id: `r${i}`, taskId: task.id, env: 'pages', source: 'offline', steps: walk.map(([observation, action], k) => ({ observation, action, reward: 0, done: k === walk.length - 1, valid: true })), success: false, reward: 0 };
+    });
+    const sim = await RetrievalExperienceModel.fromTrajectories(tasks, trajectories, new HashedEmbedder({ dim: 64 }), { ...PREDICTOR, useRewardModel: false });
+    try {
+      const p = pages(42);
+      const task: Task = { id: 'p42', env: 'pages', instruction: 'find item 42a', goal: null, split: 'train', origin: 'seed' };
+      const history = [
+        { observation: p.search, action: 'search' },
+        { observation: p.list, action: 'open' },
+        { observation: p.item, action: 'back' },
+      ];
+      const step = await sim.step({ task, history, observation: p.list, action: 'back', demos: [] });
+      expect(step.observation).toEqual(p.search);
+      // One page back from the item is the list.
+      const once = await sim.step({ task, history: history.slice(0, 2), observation: p.item, action: 'back', demos: [] });
+      expect(once.observation).toEqual(p.list);
+    } finally {
+      sim.dispose();
+    }
+  });
+
   it("a form reached from an item's page names that item, not the neighbour's", async () => {
     // Each recorded episode opens one fare and selects it; the form quotes the fare's fields.
     const fares = [['F-11', 'Oslo', '230'], ['F-12', 'Rome', '310'], ['F-13', 'Lima', '99'], ['F-14', 'Nice', '145'], ['F-15', 'Bern', '480']] as const;

@@ -232,12 +232,26 @@ const sameScreen = (a: Observation, b: Observation, instruction: string): boolea
   sameActions(a, b) &&
   withoutInstruction(a.text, instruction) === withoutInstruction(b.text, instruction);
 
-/** Index of the latest state before `at` whose admissible actions differ from those at `at` (the page before this one). */
+/**
+ * Index of the page before the one at `at`, on the episode's stack of pages: a state with the
+ * actions of the page on top replaces it (the same page, changed), one with the actions of a page
+ * lower down goes back to it (the pages above it are left), any other opens a new page. Read as
+ * the latest state with other actions instead, going back twice returned to the page just left.
+ */
 function previousPage(states: readonly Observation[], at: number): number | undefined {
-  const here = states[at];
-  if (!here) return undefined;
-  for (let j = at - 1; j >= 0; j--) if (!sameActions(states[j] as Observation, here)) return j;
-  return undefined;
+  const stack: number[] = [];
+  for (let i = 0; i <= at && i < states.length; i++) {
+    const state = states[i] as Observation;
+    let k = stack.length - 1;
+    while (k >= 0 && !sameActions(states[stack[k] as number] as Observation, state)) k--;
+    if (k < 0) {
+      stack.push(i);
+      continue;
+    }
+    stack.length = k + 1;
+    stack[k] = i;
+  }
+  return stack.length >= 2 ? stack[stack.length - 2] : undefined;
 }
 
 /** Flattens trajectories into real transitions, pairing each with its task's visible part. Unknown tasks are an error. */
