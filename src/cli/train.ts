@@ -625,7 +625,6 @@ function isAbortError(e: unknown): boolean {
   return (e instanceof Error || e instanceof DOMException) && e.name === 'AbortError';
 }
 
-
 /** The header's note on what `grounding: 'auto'` decided (empty for another mode). */
 export function autoGroundingLine(auto: AutoGrounding | null): string {
   if (auto === null) return '';

@@ -14,8 +14,7 @@ export const GROUNDING_MODES = ['calibrated', 'auto', 'off'] as const;
 /**
  * `grounding: 'auto'` grounds a simulator that predicts fewer than this share of its held-out
  * recorded steps right: there most synthetic steps are made up. One bound for every domain, set
- * between the recorded logs measured (25 episodes at 20% noise: dungeon 2-3%, calendar 3-7%; files
- * 19-21%, shop 23-37% at 50% noise, tickets 48-56%, household 61-63%, travel 64-72%).
+ * between the recorded logs measured (BENCHMARKS.md, "Data scaling").
  */
 export const AUTO_GROUNDING_RIGHT = 0.1;
 

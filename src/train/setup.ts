@@ -210,16 +210,15 @@ export interface AutoGrounding {
 /**
  * The retrieval simulator of a run: grounded with `calibrated`; with `auto`, calibrated and kept
  * grounded only when it predicts fewer than {@link AUTO_GROUNDING_RIGHT} of its held-out recorded
- * steps right (or could hold none out), else built again without grounding.
+ * steps right (or could hold none out), else with its grounding dropped.
  */
 export async function retrievalSimulator(offline: Pick<OfflineData, 'tasks' | 'trajectories'>, spec: Pick<AnyEnvSpec, 'freeTextActions'>, mode: GroundingMode): Promise<{ model: RetrievalExperienceModel; auto: AutoGrounding | null }> {
-  const build = (grounding: boolean) => RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding, freeTextActions: spec.freeTextActions ?? [] });
-  if (mode !== 'auto') return { model: await build(mode === 'calibrated'), auto: null };
-  const calibrated = await build(true);
-  const heldOutRight = calibrated.grounding?.heldOutRight ?? Number.NaN;
-  if (!(heldOutRight >= AUTO_GROUNDING_RIGHT)) return { model: calibrated, auto: { grounded: true, heldOutRight } };
-  calibrated.dispose();
-  return { model: await build(false), auto: { grounded: false, heldOutRight } };
+  const model = await RetrievalExperienceModel.fromTrajectories(offline.tasks, offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: mode !== 'off', freeTextActions: spec.freeTextActions ?? [] });
+  if (mode !== 'auto') return { model, auto: null };
+  const heldOutRight = model.grounding?.heldOutRight ?? Number.NaN;
+  const grounded = !(heldOutRight >= AUTO_GROUNDING_RIGHT);
+  if (!grounded) model.dropGrounding();
+  return { model, auto: { grounded, heldOutRight } };
 }
 
 /** Builds the dependencies of `config` (Node and page alike; `sim: 'llm'` and `prior: 'llm'` need `options.llm`). */

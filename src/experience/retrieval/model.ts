@@ -679,6 +679,14 @@ export class RetrievalExperienceModel implements ExperienceModel {
     };
   }
 
+  /**
+   * Answers every step from now on, as a model built without grounding does: what `auto`
+   * grounding does with a calibration that found the simulator mostly right (see `src/train/setup.ts`).
+   */
+  dropGrounding(): void {
+    this.ground = null;
+  }
+
   /** What the grounding was calibrated on and how it does on held-out recorded episodes; null when grounding is off. */
   get grounding(): GroundingReport | null {
     return this.ground?.report ?? null;

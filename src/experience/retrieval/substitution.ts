@@ -190,33 +190,23 @@ export function carriedAlignment(fromState: string, fromAction: string, toState:
   while (pre < a.length && pre < b.length && a[pre]?.text === b[pre]?.text) pre++;
   let post = 0;
   while (post < a.length - pre && post < b.length - pre && a[a.length - 1 - post]?.text === b[b.length - 1 - post]?.text) post++;
-  const midA = a.slice(pre, a.length - post).map((t) => t.text);
-  const midB = b.slice(pre, b.length - post).map((t) => t.text);
+  const midA = a.slice(pre, a.length - post);
+  const midB = b.slice(pre, b.length - post);
   if (midA.length === 0 || midB.length === 0 || midA.length * midB.length > MAX_CARRIED_CELLS) return pairs;
-  const n = midA.length;
-  const m = midB.length;
-  const dp: Int32Array[] = Array.from({ length: n + 1 }, () => new Int32Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) {
-    for (let j = m - 1; j >= 0; j--) dp[i]![j] = midA[i] === midB[j] ? dp[i + 1]![j + 1]! + 1 : Math.max(dp[i + 1]![j]!, dp[i]![j + 1]!);
-  }
-  let i = 0;
-  let j = 0;
-  let runA: string[] = [];
-  let runB: string[] = [];
-  const flush = (): void => {
-    if (runA.length === runB.length && runA.length <= MAX_CARRIED_RUN) runA.forEach((w, k) => add(w, runB[k] as string));
-    runA = [];
-    runB = [];
+  let lastA = -1;
+  let lastB = -1;
+  const stretch = (endA: number, endB: number): void => {
+    const runA = midA.slice(lastA + 1, endA);
+    const runB = midB.slice(lastB + 1, endB);
+    if (runA.length === runB.length && runA.length <= MAX_CARRIED_RUN) runA.forEach((w, k) => add(w.text, (runB[k] as Token).text));
   };
-  while (i < n || j < m) {
-    if (i < n && j < m && midA[i] === midB[j]) {
-      flush();
-      i++;
-      j++;
-    } else if (j >= m || (i < n && dp[i + 1]![j]! >= dp[i]![j + 1]!)) runA.push(midA[i++] as string);
-    else runB.push(midB[j++] as string);
-  }
-  flush();
+  commonWords(midA, midB).forEach((j, i) => {
+    if (j < 0) return;
+    stretch(i, j);
+    lastA = i;
+    lastB = j;
+  });
+  stretch(midA.length, midB.length);
   return pairs;
 }
 
@@ -405,7 +395,7 @@ function words(text: string): Word[] {
 }
 
 /** Longest-common-subsequence lengths over words: `[i][j]` for `a` from word i and `b` from word j. */
-function commonLengths(a: readonly Word[], b: readonly Word[]): number[][] {
+function commonLengths(a: readonly { text: string }[], b: readonly { text: string }[]): number[][] {
   const dp: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
   for (let i = a.length - 1; i >= 0; i--) {
     for (let j = b.length - 1; j >= 0; j--) {
@@ -416,7 +406,7 @@ function commonLengths(a: readonly Word[], b: readonly Word[]): number[][] {
 }
 
 /** For each word of `a`, the index of the word of `b` it is matched to on a longest common subsequence, or -1. */
-function commonWords(a: readonly Word[], b: readonly Word[]): Int32Array {
+function commonWords(a: readonly { text: string }[], b: readonly { text: string }[]): Int32Array {
   const n = a.length;
   const m = b.length;
   const dp = commonLengths(a, b);
