@@ -530,7 +530,10 @@ describe('dreamgym train --data: seed data alone, no environment', () => {
     expect(res.code, res.err).toBe(0);
     expect(res.out).toMatch(/^shop dreamgym on seed data alone \(no environment\): SYNTHETIC success .* on 4 held-out seed tasks in the synthetic environment \(not a real success rate\)/);
     expect(res.out).toMatch(/grounded on 24 tasks \(24 trajectories, \d+ transitions\) of .*seeds\.jsonl, 6 tasks \(6 trajectories\) held out, real transitions 0/);
-    const summary = JSON.parse(await readFile(out, 'utf8')) as { realTransitions: number; evaluation: { environment: string; realSteps: number }; seedData: { heldOutTasks: number }; config: { curriculum: { enabled: boolean } } };
+    const summary = JSON.parse(await readFile(out, 'utf8')) as { realTransitions: number; evaluation: { environment: string; realSteps: number }; seedData: { heldOutTasks: number }; config: { curriculum: { enabled: boolean }; grounding: string } };
+    // A file is a user's own log: its simulator is grounded when it mostly mispredicts (auto), and the header says which.
+    expect(summary.config.grounding).toBe('auto');
+    expect(res.err).toMatch(/; simulator (not )?grounded \(\d+% of held-out recorded steps predicted right/);
     expect(summary.realTransitions).toBe(0);
     expect(summary.evaluation).toMatchObject({ environment: 'synthetic', realSteps: 0 });
     expect(summary.seedData.heldOutTasks).toBe(6);

@@ -431,7 +431,8 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
     const plan = await readSeedData(opts.data, seed);
     if (config === undefined) {
       // Generated tasks cannot be checked without an environment: no curriculum.
-      config = configFromOptions({ ...opts, curriculum: false }, plan.domain);
+      // A file is a user's own log, of unknown quality: grounded as a recorded log is (`auto`).
+      config = configFromOptions({ ...opts, curriculum: false, grounding: opts.grounding ?? 'auto' }, plan.domain);
     } else if (plan.domain !== config.env) {
       throw new CliUsageError(`run ${opts.resume} trained on ${JSON.stringify(config.env)} data, but ${opts.data} holds ${JSON.stringify(plan.domain)} data`);
     }
@@ -1274,7 +1275,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
-    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: calibrated (halt at steps the recorded data does not support; see the README), off, or auto (calibrated only where it predicts under 10% of held-out recorded steps right; the default with --recorded, off otherwise)").choices(['calibrated', 'auto', 'off']))
+    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: calibrated (halt at steps the recorded data does not support; see the README), off, or auto (calibrated only where it predicts under 10% of held-out recorded steps right; the default with --recorded or --data, off otherwise)").choices(['calibrated', 'auto', 'off']))
     .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: simulator (default: its success inside the simulator) or recorded (how well the greedy policy follows held-out recorded successes)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .option('--recorded <n>', RECORDED_HELP, countArg(1, MAX_RECORDED))
@@ -1358,7 +1359,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .option('--repeat-penalty <x>', "the lexical prior's log-odds off an action per earlier time the episode took it (default 2; see the README)", decimalArg(0, 100))
     .option('--validation-tasks <n>', 'recorded tasks a synthetic phase is validated on inside the simulator, ending with the policy that validated best (0: none; default 50 with --sim retrieval; see the README)', countArg(0, 100_000))
     .option('--validation-every <n>', 'synthetic iterations between validations (0: at the start and the end only; default 5)', countArg(0, 100_000))
-    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: calibrated (halt at steps the recorded data does not support; see the README), off, or auto (calibrated only where it predicts under 10% of held-out recorded steps right; the default with --recorded, off otherwise)").choices(['calibrated', 'auto', 'off']))
+    .addOption(new Option('--grounding <mode>', "the retrieval simulator's grounding: calibrated (halt at steps the recorded data does not support; see the README), off, or auto (calibrated only where it predicts under 10% of held-out recorded steps right; the default with --recorded or --data, off otherwise)").choices(['calibrated', 'auto', 'off']))
     .addOption(new Option('--validation-criterion <c>', 'what picks the policy a synthetic phase keeps: simulator (default: its success inside the simulator) or recorded (how well the greedy policy follows held-out recorded successes)').choices(['recorded', 'simulator']))
     .addOption(hidden('--sft-epochs <n>', 'behaviour-cloning epochs', countArg(1, 100_000)))
     .addOption(hidden('--eval-episodes <n>', 'held-out test tasks per run', countArg(1, 100_000)))
