@@ -81,7 +81,7 @@ describe('experiment --suite (tiny settings)', () => {
     expect(domains.err).toMatch(/--domains applies to --suite: add --suite/);
   });
 
-  it("without --probe-validation: no policy is evaluated at its validation points and no held-out demonstration is recorded; the suite's sizes hold under the size options", async () => {
+  it("without --probe-validation: no policy is evaluated at its validation points and held-out demonstrations are recorded only for the warm start's criterion; the suite's sizes hold under the size options", async () => {
     const r = await runSuite({
       domains: ['counter'],
       extraModules: [counter],
@@ -99,9 +99,16 @@ describe('experiment --suite (tiny settings)', () => {
       for (const s of a.seeds) {
         expect(s.probes).toBeUndefined();
         expect(s.validation?.checks?.length).toBeGreaterThan(0);
-        // Nothing scored the policy on recorded successes: none were recorded.
-        expect(s.validation?.checks?.every((c) => c.replayed === undefined && c.prefix === undefined)).toBe(true);
-        expect(s.validation?.recorded).toBeUndefined();
+        if (a.config?.warmStart === 'sft') {
+          // After cloning the recorded criterion picks the kept policy (the default), scored on demonstrations recorded for it.
+          expect(s.validation?.criterion).toBe('recorded');
+          expect(s.validation?.recorded).toBeGreaterThan(0);
+          expect(s.validation?.checks?.every((c) => c.prefix !== undefined && c.perEpisode?.length === s.validation?.recorded)).toBe(true);
+        } else {
+          // From scratch nothing scored the policy on recorded successes: none were recorded.
+          expect(s.validation?.checks?.every((c) => c.replayed === undefined && c.prefix === undefined)).toBe(true);
+          expect(s.validation?.recorded).toBeUndefined();
+        }
       }
     }
     // The suite's validation tasks stay under --validation-every (a merge field by field), and its other sizes apply.

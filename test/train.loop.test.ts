@@ -379,14 +379,15 @@ describe('selection by held-out recorded successes', () => {
   it('keeps the policy that replays held-out recorded successes, not a wrecked one the simulator praises; the simulator criterion keeps the wrecked one', async () => {
     const before = tf.memory().numTensors;
     // Behaviour cloning, then a learning rate far too high; the simulator calls every end-of-phase episode a success.
-    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40, poolDemonstrations: 20 }, sft: { epochs: 20 }, validation: { tasks: 10, recorded: 20, criterion: 'recorded' } } as const;
+    // 60 held-out successes: enough for the recorded figure's drop to stand beyond its paired noise (see replacesKept).
+    const wrecking = { mode: 'dreamgym', warmStart: 'sft', iterations: 3, maxSteps: 10, rl: { learningRate: 3 }, offline: { ...TINY.offline, expertEpisodes: 40, poolDemonstrations: 20 }, sft: { epochs: 20 }, validation: { tasks: 10, recorded: 60, criterion: 'recorded' } } as const;
     const c = config(wrecking);
     const run = await prepareRun(c);
     // The predictor alone: the grounded simulator halts these few recorded tasks' episodes alike, so the update would not move the policy.
     const predictor = await RetrievalExperienceModel.fromTrajectories(run.deps.offline.tasks, run.deps.offline.trajectories, new HashedEmbedder({ dim: 256 }), { grounding: false });
     try {
       const selection = run.deps.offline.selection;
-      expect(selection?.trajectories.length).toBe(20);
+      expect(selection?.trajectories.length).toBe(60);
       // Held out: neither behaviour cloning's data nor the simulator's holds a selection task.
       const seen = new Set([...run.deps.offline.tasks, ...(run.deps.offline.extraTasks ?? [])].map((t) => t.id));
       expect(selection?.tasks.some((t) => seen.has(t.id))).toBe(false);

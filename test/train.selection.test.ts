@@ -3,7 +3,7 @@ import type { Observation, Task, Trajectory } from '../src/core/types.ts';
 import type { EvalActor, EvalContext } from '../src/train/evaluate.ts';
 import type { ExperienceModel, ExperienceStepRequest } from '../src/experience/types.ts';
 import { evaluateSynthetic } from '../src/train/seed-data.ts';
-import { recordedAgreement, recordedEpisodes, SelectionError, selectionScore, spearman, type SelectionCriterion, type ValidationFigures } from '../src/train/selection.ts';
+import { RECORDED_DECISIVE_SE, recordedAgreement, recordedEpisodes, replacesKept, SelectionError, selectionScore, spearman, type SelectionCriterion, type ValidationFigures } from '../src/train/selection.ts';
 
 /**
  * A tiny domain of another shape: six items in a list, the task names one to delete. The right
@@ -84,6 +84,11 @@ describe('selection: the criterion ranks by what held-out recorded successes say
     expect(good).toEqual({ success: 0.5, replayed: 1, agreement: 1, prefix: 1 });
     // The shortcut agrees on "delete" and "finish" (2 of 3 steps) given the recorded history, but leaves every recorded route at its first step.
     expect(bad).toEqual({ success: 1, replayed: 0, agreement: 2 / 3, prefix: 0 });
+    // Each episode's own figure: the faithful policy follows and agrees on all of each; the shortcut follows none and agrees on 2 of 3 steps.
+    expect((await recordedAgreement(faithful, held)).perEpisode).toEqual([1, 1, 1, 1]);
+    const shortcutEpisodes = (await recordedAgreement(shortcut, held)).perEpisode;
+    expect(shortcutEpisodes).toHaveLength(4);
+    for (const x of shortcutEpisodes) expect(x).toBeCloseTo(1 / 3, 12);
   });
 
   it('the recorded criterion ranks the faithful policy above the shortcut; the simulator criterion fails that floor', async () => {
@@ -98,6 +103,45 @@ describe('selection: the criterion ranks by what held-out recorded successes say
     // A broken policy that matches the first steps the prior gets right anyway, and little else, does not beat the one it broke.
     expect(selectionScore({ success: 0.8, replayed: 0.05, prefix: 0.34, agreement: 0.49 }, 'recorded')).toBeGreaterThan(selectionScore({ success: 0, replayed: 0, prefix: 0.38, agreement: 0.38 }, 'recorded'));
     expect(selectionScore({ success: 0.7 }, 'recorded')).toBe(0.7);
+  });
+});
+
+describe('replacesKept: the recorded figure decides only where the held-out episodes tell two policies apart', () => {
+  /** Per-episode figures around `mean`: a fixed spread whose paired differences cancel when two share it. */
+  const around = (mean: number, spread: number): number[] => Array.from({ length: 40 }, (_, i) => mean + (i % 2 === 0 ? spread : -spread));
+  const figures = (success: number, perEpisode: number[]): ValidationFigures => {
+    const m = perEpisode.reduce((s, x) => s + x, 0) / perEpisode.length;
+    return { success, prefix: m, agreement: m, perEpisode };
+  };
+
+  it('a policy decisively better on the recorded successes replaces the kept one, and one decisively worse never does, whatever the simulator says', () => {
+    expect(replacesKept(figures(0.5, around(0.7, 0.1)), figures(0.9, around(0.5, 0.1)), 'recorded')).toBe(true);
+    // The warm start's failure: the simulator praises a policy that left the demonstrations (100% against 96%).
+    expect(replacesKept(figures(1, around(0.5, 0.1)), figures(0.96, around(0.77, 0.1)), 'recorded')).toBe(false);
+  });
+
+  it('closer than the paired noise allows, the simulator decides; comparing the means alone (the broken variant) swaps on noise', () => {
+    // Candidate 1 point higher on average, but its episodes differ from the kept one's by +-0.3: indistinguishable.
+    const kept = around(0.5, 0);
+    const noisy = kept.map((x, i) => x + 0.01 + (i % 2 === 0 ? 0.3 : -0.3));
+    expect(replacesKept(figures(0.4, noisy), figures(0.6, kept), 'recorded')).toBe(false);
+    expect(replacesKept(figures(0.8, noisy), figures(0.6, kept), 'recorded')).toBe(true);
+    expect(selectionScore(figures(0.4, noisy), 'recorded') > selectionScore(figures(0.6, kept), 'recorded')).toBe(true);
+    // The same 1-point gain on every episode is beyond any noise: decisive.
+    expect(replacesKept(figures(0.4, kept.map((x) => x + 0.01)), figures(0.6, kept), 'recorded')).toBe(true);
+    // The margin is the documented number of standard errors: a gain just under it is not decisive, just over it is.
+    // Paired differences of +-0.3 around their mean: sample deviation 0.3 * sqrt(40 / 39), standard error that over sqrt(40).
+    const se = 0.3 / Math.sqrt(39);
+    const shifted = (k: number): number[] => noisy.map((x) => x - 0.01 + k * se);
+    expect(replacesKept(figures(0.4, shifted(RECORDED_DECISIVE_SE * 0.95)), figures(0.6, kept), 'recorded')).toBe(false);
+    expect(replacesKept(figures(0.4, shifted(RECORDED_DECISIVE_SE * 1.05)), figures(0.6, kept), 'recorded')).toBe(true);
+  });
+
+  it('without per-episode figures (or on other episodes) it compares the recorded figures; the simulator criterion compares successes', () => {
+    expect(replacesKept({ success: 0, prefix: 0.6, agreement: 0.6 }, { success: 1, prefix: 0.5, agreement: 0.5 }, 'recorded')).toBe(true);
+    expect(replacesKept(figures(0, around(0.6, 0)), figures(1, around(0.5, 0).slice(1)), 'recorded')).toBe(true);
+    expect(replacesKept(figures(0.6, around(0.1, 0)), figures(0.5, around(0.9, 0)), 'simulator')).toBe(true);
+    expect(replacesKept(figures(0.5, around(0.9, 0)), figures(0.5, around(0.1, 0)), 'simulator')).toBe(false);
   });
 });
 

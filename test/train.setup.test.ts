@@ -351,9 +351,14 @@ describe('recorded successes set aside for model selection', () => {
 describe('held-out demonstrations for model selection', () => {
   const withValidation = { ...TINY, validation: { tasks: 4, recorded: 6 } } as const;
 
-  it('are not recorded with the simulator criterion (the default), so no validation scores them', async () => {
+  it('are not recorded with the simulator criterion (the default from scratch), so no validation scores them', async () => {
     const config = parseTrainingConfig(withValidation);
     expect(config.validation.criterion).toBe('simulator');
+    // After behaviour cloning the recorded criterion is the default, and its demonstrations are recorded; an explicit choice wins.
+    const warm = parseTrainingConfig({ ...withValidation, warmStart: 'sft' });
+    expect(warm.validation.criterion).toBe('recorded');
+    expect(offlineSeedData(getEnvSpec('shop'), warm).selection?.trajectories.length).toBeGreaterThan(0);
+    expect(parseTrainingConfig({ ...withValidation, warmStart: 'sft', validation: { ...withValidation.validation, criterion: 'simulator' } }).validation.criterion).toBe('simulator');
     expect(offlineSeedData(getEnvSpec('shop'), config).selection).toBeUndefined();
     const run = await prepareRun(config);
     try {

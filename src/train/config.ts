@@ -273,11 +273,14 @@ export const TrainingConfigSchema = z
         every: z.number().int().min(0).default(VALIDATION_EVERY),
         /**
          * What picks the kept policy: `recorded`, how well the greedy policy follows held-out
-         * recorded successes (see `selectionScore`), or `simulator`, greedy success inside the
-         * simulator. On domains the simulator was not built for, its own
-         * figure ranked policies against their real success (see BENCHMARKS.md, "selection"). A
-         * run with no held-out recorded success falls back to `simulator`. `simulator` by default:
-         * on household from scratch `recorded` keeps worse policies (BENCHMARKS.md, "Model selection").
+         * recorded successes (see `selectionScore`; where they cannot tell two policies apart the
+         * simulator's success decides, see `replacesKept`), or `simulator`, greedy success inside
+         * the simulator. A run with no held-out recorded success falls back to `simulator`.
+         * Default `recorded` after behaviour cloning (`warmStart: 'sft'`; a recorded log validates
+         * only with successes set aside, `offline.recordedSelection`), `simulator` from scratch: over a cloned start's
+         * validated policies the recorded figure follows real success and the simulator's does
+         * not; from scratch neither does, and the simulator kept better shop policies
+         * (BENCHMARKS.md, "Model selection").
          */
         criterion: z.enum(SELECTION_CRITERIA).optional(),
         /**
@@ -343,7 +346,8 @@ export const TrainingConfigSchema = z
         ...c.validation,
         // A recorded log validates only where some of its successes are set aside (see `offline.recordedSelection`).
         tasks: c.validation.tasks ?? (c.sim === 'retrieval' && (c.offline.recorded === 0 || heldOut) ? VALIDATION_TASKS : 0),
-        criterion: c.validation.criterion ?? (heldOut ? ('recorded' as const) : ('simulator' as const)),
+        // A cloned start is what held-out demonstrations measure best (see `validation.criterion`).
+        criterion: c.validation.criterion ?? (heldOut || (c.warmStart === 'sft' && c.offline.recorded === 0) ? ('recorded' as const) : ('simulator' as const)),
       },
     };
   });

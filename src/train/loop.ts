@@ -29,7 +29,7 @@ import type { SftExample } from '../rl/sft.ts';
 import { Trainer, type UpdateMetrics } from '../rl/trainer.ts';
 import { PolicyAgent, type AgentChoice, type AgentContext } from './agent.ts';
 import { evaluateSynthetic } from './seed-data.ts';
-import { recordedAgreement, recordedEpisodes, selectionScore, type RecordedEpisode, type SelectionCriterion } from './selection.ts';
+import { recordedAgreement, recordedEpisodes, replacesKept, type RecordedEpisode, type SelectionCriterion } from './selection.ts';
 import type { SyntheticValidation, ValidationCheck } from './validation.ts';
 import type { CloningMode, TrainingConfig } from './config.ts';
 
@@ -602,6 +602,7 @@ async function validatePolicy(run: Run, done: number): Promise<ValidationCheck> 
     check.replayed = a.replayed;
     check.agreement = a.agreement;
     check.prefix = a.prefix;
+    check.perEpisode = a.perEpisode;
   }
   if (options.onValidation) await options.onValidation(check, agent);
   return check;
@@ -620,7 +621,7 @@ async function checkSynthetic(run: Run, done: number): Promise<void> {
   if (!run.validation) return;
   const check = await validatePolicy(run, done);
   const validation = run.validation;
-  const best = selectionScore(check, run.criterion) > selectionScore(validation.best ?? validation.checks?.[0] ?? { success: validation.start }, run.criterion);
+  const best = replacesKept(check, validation.best ?? validation.checks?.[0] ?? { success: validation.start }, run.criterion);
   if (best) run.trainer.keepWeights();
   run.validation = { ...withCheck(validation, check), between: [...(validation.between ?? []), check], ...(best ? { best: check } : {}) };
 }
@@ -631,7 +632,7 @@ async function selectSynthetic(run: Run): Promise<void> {
   const end = await validatePolicy(run, Math.min(run.iteration, run.schedule.realStart) - run.schedule.rlStart);
   const validation = run.validation;
   const best = validation.best ?? validation.checks?.[0] ?? { success: validation.start };
-  const kept = selectionScore(end, run.criterion) > selectionScore(best, run.criterion) ? 'end' : validation.best ? 'between' : 'start';
+  const kept = replacesKept(end, best, run.criterion) ? 'end' : validation.best ? 'between' : 'start';
   if (kept === 'start') run.trainer.restoreReference();
   if (kept === 'between') run.trainer.restoreKept();
   run.trainer.dropKept();

@@ -25,7 +25,7 @@ export const StoredMetricsSchema = z.object({ iteration: z.number().int().min(0)
 
 /** A run's synthetic-phase validation (the loop's `SyntheticValidation`). */
 const share = z.number().min(0).max(1);
-const ValidationCheckSchema = z.object({ iteration: z.number().int().min(0), success: share, replayed: share.optional(), agreement: share.optional(), prefix: share.optional(), unknownShare: share.optional() }).strict();
+const ValidationCheckSchema = z.object({ iteration: z.number().int().min(0), success: share, replayed: share.optional(), agreement: share.optional(), prefix: share.optional(), perEpisode: z.array(share).optional(), unknownShare: share.optional() }).strict();
 export const SyntheticValidationSchema = z
   .object({
     tasks: z.number().int().min(0),

@@ -35,6 +35,12 @@ export interface RecordedAgreement {
    * step scores 0 however many later steps it would agree on).
    */
   prefix: number;
+  /**
+   * Each episode's own figure, in order: the mean of the share of its steps followed before the
+   * first departure and the share of its steps agreed on. Their paired differences between two
+   * policies say whether the recorded figures can tell the two apart (see {@link replacesKept}).
+   */
+  perEpisode: number[];
 }
 
 /** Thrown when recorded episodes cannot be scored (none given, or a step whose action was not offered). */
@@ -86,17 +92,20 @@ export async function recordedAgreement(actor: EvalActor, episodes: readonly Rec
   for (let i = 0; i < contexts.length; i += CHUNK) chosen.push(...(await actor.choose(contexts.slice(i, i + CHUNK))));
   const whole = episodes.map(() => 1);
   const followed = episodes.map(() => 0);
+  const agreedIn = episodes.map(() => 0);
   let agreed = 0;
   chosen.forEach((a, k) => {
     const owner = owners[k] as number;
     if (a === wanted[k]) {
       agreed++;
+      agreedIn[owner] = (agreedIn[owner] as number) + 1;
       if (whole[owner] === 1) followed[owner] = (followed[owner] as number) + 1;
     } else whole[owner] = 0;
   });
   const replayedInterval = bootstrapInterval(whole);
   const prefix = episodes.reduce((sum, e, i) => sum + (followed[i] as number) / e.steps.length, 0) / episodes.length;
-  return { episodes: episodes.length, replayed: replayedInterval.mean, replayedInterval, agreement: contexts.length === 0 ? 0 : agreed / contexts.length, prefix };
+  const perEpisode = episodes.map((e, i) => ((followed[i] as number) + (agreedIn[i] as number)) / (2 * e.steps.length));
+  return { episodes: episodes.length, replayed: replayedInterval.mean, replayedInterval, agreement: contexts.length === 0 ? 0 : agreed / contexts.length, prefix, perEpisode };
 }
 
 /**
@@ -114,6 +123,37 @@ export interface ValidationFigures {
   replayed?: number;
   agreement?: number;
   prefix?: number;
+  /** Each held-out recorded success's own figure (see {@link RecordedAgreement.perEpisode}). */
+  perEpisode?: readonly number[];
+}
+
+/**
+ * How many standard errors of the paired difference a policy's `recorded` figure must beat the
+ * kept policy's by before it is called better (or fall below it before it is called worse).
+ */
+export const RECORDED_DECISIVE_SE = 2;
+
+/**
+ * Whether `candidate` replaces `kept` as the policy a synthetic phase keeps under `criterion`.
+ * `simulator`: a higher success inside the simulator. `recorded`: where both carry per-episode
+ * figures on the same held-out successes, the recorded figure decides when the paired difference
+ * is beyond {@link RECORDED_DECISIVE_SE} standard errors; closer than that the held-out episodes
+ * cannot tell the two apart and the simulator's success decides, so noise in a few episodes does
+ * not swap a policy for a worse one. Without per-episode figures, a higher recorded figure.
+ */
+export function replacesKept(candidate: ValidationFigures, kept: ValidationFigures, criterion: SelectionCriterion): boolean {
+  const a = candidate.perEpisode;
+  const b = kept.perEpisode;
+  if (criterion === 'recorded' && a !== undefined && b !== undefined && a.length === b.length && a.length > 1) {
+    const diffs = a.map((x, i) => x - (b[i] as number));
+    const mean = diffs.reduce((s, d) => s + d, 0) / diffs.length;
+    const variance = diffs.reduce((s, d) => s + (d - mean) ** 2, 0) / (diffs.length - 1);
+    const margin = RECORDED_DECISIVE_SE * Math.sqrt(variance / diffs.length);
+    if (mean > margin) return true;
+    if (mean < -margin) return false;
+    return candidate.success > kept.success;
+  }
+  return selectionScore(candidate, criterion) > selectionScore(kept, criterion);
 }
 
 /**
@@ -191,6 +231,8 @@ export interface SelectionPoint {
   /** The `recorded` criterion's figure (null where the run held no recorded success out). */
   recorded: number | null;
   real: number;
+  /** What the validation measured, for the recorded criterion's decision (see {@link replacesKept}). */
+  figures: ValidationFigures;
 }
 
 /** Spearman rank correlations of the two criteria with real success, over the suite's validated policies. */
@@ -219,9 +261,10 @@ export function selectionPoints(domains: readonly ExperimentOfDomain[]): { basis
     for (const a of d.experiment.arms) {
       for (const s of a.seeds) {
         if (s.probes && s.probes.length > 0) {
-          runs.push(s.probes.map((p) => ({ domain: d.name, arm: a.name, seed: s.seed, iteration: p.iteration, simulator: p.success, recorded: p.prefix === undefined || p.agreement === undefined ? null : selectionScore(p, 'recorded'), real: p.real })));
+          runs.push(s.probes.map((p) => ({ domain: d.name, arm: a.name, seed: s.seed, iteration: p.iteration, simulator: p.success, recorded: p.prefix === undefined || p.agreement === undefined ? null : selectionScore(p, 'recorded'), real: p.real, figures: p })));
         } else if (s.validation?.end !== undefined && a.config?.mode !== 's2r') {
-          kept.push({ domain: d.name, arm: a.name, seed: s.seed, iteration: -1, simulator: keptValidation(s.validation), recorded: null, real: s.heldOut.successRate });
+          const simulator = keptValidation(s.validation);
+          kept.push({ domain: d.name, arm: a.name, seed: s.seed, iteration: -1, simulator, recorded: null, real: s.heldOut.successRate, figures: { success: simulator } });
         }
       }
     }
@@ -229,10 +272,10 @@ export function selectionPoints(domains: readonly ExperimentOfDomain[]): { basis
   return runs.length > 0 ? { basis: 'validation points', points: runs.flat(), runs } : { basis: 'kept policies', points: kept, runs: [] };
 }
 
-/** What each criterion would keep in a run of validation points: the first point no later one beats. */
-function keptBy(run: readonly SelectionPoint[], score: (p: SelectionPoint) => number): SelectionPoint {
+/** What a run of validation points keeps when `replaces` decides, as the loop keeps it: the first point no later one replaces. */
+function keptBy(run: readonly SelectionPoint[], replaces: (candidate: SelectionPoint, kept: SelectionPoint) => boolean): SelectionPoint {
   let best = run[0] as SelectionPoint;
-  for (const p of run.slice(1)) if (score(p) > score(best)) best = p;
+  for (const p of run.slice(1)) if (replaces(p, best)) best = p;
   return best;
 }
 
@@ -262,9 +305,9 @@ export function selectionCorrelation(domains: readonly ExperimentOfDomain[]): Se
         ? null
         : {
             runs: scored.length,
-            simulator: meanReal((r) => keptBy(r, (p) => p.simulator)),
-            recorded: meanReal((r) => keptBy(r, (p) => p.recorded as number)),
-            best: meanReal((r) => keptBy(r, (p) => p.real)),
+            simulator: meanReal((r) => keptBy(r, (p, k) => p.simulator > k.simulator)),
+            recorded: meanReal((r) => keptBy(r, (p, k) => replacesKept(p.figures, k.figures, 'recorded'))),
+            best: meanReal((r) => keptBy(r, (p, k) => p.real > k.real)),
           },
   };
 }

@@ -18,6 +18,8 @@ export interface ValidationCheck {
   agreement?: number;
   /** Mean share of a held-out recorded success the greedy policy follows before it first leaves it. */
   prefix?: number;
+  /** Each held-out recorded success's own figure, in order: what tells two policies' recorded figures apart (see `replacesKept`). */
+  perEpisode?: number[];
   /** Share of the validation's simulator steps the simulator reported as unknown (when it reports grounding). */
   unknownShare?: number;
 }
