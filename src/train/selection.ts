@@ -323,7 +323,7 @@ export function selectionLines(c: SelectionCorrelation): string[] {
       : `the policy each synthetic phase kept (${c.policies}), against the run's final held-out success (no validation point was measured in the real environment)`;
   const lines = [
     '',
-    `Model selection: Spearman rank correlation with real success over ${what}. "simulator": greedy success inside the simulator on recorded tasks; "recorded": the mean of how far the greedy policy follows held-out recorded successes before it first leaves them and the share of their steps on which it takes the recorded action, which picks the kept policy.`,
+    `Model selection: Spearman rank correlation with real success over ${what}. "simulator": greedy success inside the simulator on recorded tasks; "recorded": the mean of how far the greedy policy follows held-out recorded successes before it first leaves them and the share of their steps on which it takes the recorded action. By default the recorded figure picks a cloned start's kept policy (the simulator's deciding where the held-out successes cannot tell two policies apart) and the simulator's picks it from scratch; "keeps" below applies each criterion to every phase.`,
     '',
     '| domain | policies | simulator | recorded |',
     '| --- | ---: | ---: | ---: |',
