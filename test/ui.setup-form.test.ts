@@ -127,8 +127,9 @@ describe('setup form', () => {
     expect(presetValue('quick', 'validationTasks')).toBe(VALIDATION_TASKS);
     expect(presetValue('quick', 'validationTasks', 'shop', 'llm')).toBe(0);
     expect(presetValue('quick', 'validationEvery')).toBe(VALIDATION_EVERY);
-    // The simulator's figure picks the kept policy unless a run says otherwise; 50 held-out recorded successes are scored beside it.
-    const chosen = { criterion: 'simulator', recorded: VALIDATION_TASKS };
+    // The form starts warm, so the recorded criterion picks the kept policy, on 50 held-out recorded successes; from scratch the simulator's figure does.
+    const chosen = { criterion: 'recorded', recorded: VALIDATION_TASKS };
+    expect(configFromForm({ ...defaultSetupForm(), warmStart: false }).validation).toEqual({ tasks: VALIDATION_TASKS, every: VALIDATION_EVERY, criterion: 'simulator', recorded: VALIDATION_TASKS });
     expect(configFromForm(defaultSetupForm()).validation).toEqual({ tasks: VALIDATION_TASKS, every: VALIDATION_EVERY, ...chosen });
     expect(configFromForm({ ...defaultSetupForm(), advanced: { validationTasks: '0', validationEvery: '2' } }).validation).toEqual({ tasks: 0, every: 2, ...chosen });
     expect(configFromForm({ ...defaultSetupForm(), advanced: { validationEvery: '3' } }).validation).toEqual({ tasks: VALIDATION_TASKS, every: 3, ...chosen });
