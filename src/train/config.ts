@@ -277,10 +277,10 @@ export const TrainingConfigSchema = z
          * simulator's success decides, see `replacesKept`), or `simulator`, greedy success inside
          * the simulator. A run with no held-out recorded success falls back to `simulator`.
          * Default `recorded` after behaviour cloning (`warmStart: 'sft'`; a recorded log validates
-         * only with successes set aside, `offline.recordedSelection`), `simulator` from scratch: over a cloned start's
-         * validated policies the recorded figure follows real success and the simulator's does
-         * not; from scratch neither does, and the simulator kept better shop policies
-         * (BENCHMARKS.md, "Model selection").
+         * only with successes set aside, `offline.recordedSelection`), `simulator` from scratch:
+         * over a cloned start's validated policies the recorded figure follows real success and
+         * the simulator's does not; from scratch neither does, and the simulator kept better shop
+         * policies (BENCHMARKS.md, "Model selection").
          */
         criterion: z.enum(SELECTION_CRITERIA).optional(),
         /**
