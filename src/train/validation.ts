@@ -52,13 +52,15 @@ export interface SyntheticValidation {
 
 /**
  * `kept the start`, `kept iteration 30: 76.0%` (the simulator's figure) or `kept iteration 30:
- * agrees 40.0% with held-out recorded successes` (the recorded criterion's) when a decided phase ended with a policy other than its
- * last; null otherwise. `percent` formats a success rate.
+ * agrees 40.0% with held-out recorded successes, 76.0% inside the simulator` (the recorded
+ * criterion's, with the simulator's figure that decides where the recorded one cannot) when a
+ * decided phase ended with a policy other than its last; null otherwise. `percent` formats a
+ * success rate.
  */
 export function keptPhrase(v: SyntheticValidation, percent: (x: number) => string): string | null {
   if (v.kept === 'start') return 'kept the start';
   if (v.kept === 'between' && v.best) {
-    if (v.criterion === 'recorded' && v.best.prefix !== undefined && v.best.agreement !== undefined) return `kept iteration ${v.best.iteration}: agrees ${percent((v.best.prefix + v.best.agreement) / 2)} with held-out recorded successes`;
+    if (v.criterion === 'recorded' && v.best.prefix !== undefined && v.best.agreement !== undefined) return `kept iteration ${v.best.iteration}: agrees ${percent((v.best.prefix + v.best.agreement) / 2)} with held-out recorded successes, ${percent(v.best.success)} inside the simulator`;
     return `kept iteration ${v.best.iteration}: ${percent(v.best.success)}`;
   }
   return null;
