@@ -136,8 +136,8 @@ export const RECORDED_DECISIVE_SE = 2;
 /**
  * Whether `candidate` replaces `kept` as the policy a synthetic phase keeps under `criterion`.
  * `simulator`: a higher success inside the simulator. `recorded`: where both carry per-episode
- * figures on the same held-out successes, the recorded figure decides when the paired difference
- * is beyond {@link RECORDED_DECISIVE_SE} standard errors; closer than that the held-out episodes
+ * figures on the same held-out successes, their mean paired difference decides when it is beyond
+ * {@link RECORDED_DECISIVE_SE} standard errors; closer than that the held-out episodes
  * cannot tell the two apart and the simulator's success decides, so noise in a few episodes does
  * not swap a policy for a worse one. Without per-episode figures, a higher recorded figure.
  */
