@@ -300,15 +300,15 @@ export interface RankedEvaluation {
 
 /**
  * Orders data-only runs by their replay estimates, or says why it cannot: a run without an
- * estimate or with thin grounding cannot be placed, and neighbours whose intervals overlap cannot
- * be told apart. Returns the order (best first) and, one per pair or run, what cannot be ranked.
+ * estimate cannot be placed, and neighbours whose intervals overlap cannot be told apart. The
+ * replay runs no simulator, so thin grounding (which disqualifies the synthetic figure) does not
+ * keep a run out. Returns the order (best first) and, one per pair or run, what cannot be ranked.
  */
 export function rankSynthetic(runs: readonly RankedEvaluation[]): { order: string[]; cannot: string[] } {
   const cannot: string[] = [];
   const placed: RankedEvaluation[] = [];
   for (const r of runs) {
     if (r.trust.recorded === null) cannot.push(`${r.id}: no replay estimate (fewer than ${MIN_RECORDED} held-out recorded successes)`);
-    else if (r.trust.flags.includes('grounding-thin')) cannot.push(`${r.id}: grounding too thin (${pct(r.trust.unknownShare ?? 0)} of simulator steps unknown)`);
     else placed.push(r);
   }
   const est = (r: RankedEvaluation): Interval => (r.trust.recorded as NonNullable<SyntheticTrust['recorded']>).replayed;
