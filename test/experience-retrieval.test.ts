@@ -2,7 +2,8 @@ import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateOfflineData } from '../src/envs/offline.ts';
 import { getEnvSpec } from '../src/envs/registry.ts';
-import { EPISODE_OVER_TEXT, RetrievalDataError, RetrievalExperienceModel, transitionsFromTrajectories, withoutStaleActions } from '../src/experience/retrieval/model.ts';
+import { EPISODE_OVER_TEXT, RetrievalDataError, RetrievalExperienceModel, transitionsFromTrajectories, withoutStaleActions, type RetrievalModelConfig } from '../src/experience/retrieval/model.ts';
+import { measureFidelity } from '../src/train/fidelity.ts';
 import { HashedEmbedder } from '../src/policy/hashed-embedder.ts';
 import { RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
 import { Rng } from '../src/core/rng.ts';
@@ -315,6 +316,26 @@ describe('RetrievalExperienceModel', () => {
     }
     expect(walks).toBeGreaterThan(100);
     expect(kept).toBe(walks);
+  });
+
+  it('household: each place rule adds next-state matches on held-out episodes, and switching it off loses them', async () => {
+    // The ablation switches of the rules learned from moves (./arrival.ts and what builds on it):
+    // each is worth something here, and a model without it is a broken variant the figure catches.
+    const spec = getEnvSpec('household');
+    const train = [...generateOfflineData(spec, { episodes: 80, seed: 41, policy: 'noisy:0.3', split: 'train' })];
+    const held = [...generateOfflineData(spec, { episodes: 20, seed: 42, policy: 'noisy:0.3', split: 'test' })];
+    const matched = async (switches: Partial<RetrievalModelConfig>): Promise<number> => {
+      const m = await RetrievalExperienceModel.fromTrajectories(train.map((d) => d.task), train.map((d) => d.trajectory), new HashedEmbedder({ dim: 128 }), { ...PREDICTOR, ...switches });
+      try {
+        return (await measureFidelity(m, held)).nextStateMatch;
+      } finally {
+        m.dispose();
+      }
+    };
+    const all = await matched({});
+    for (const off of [{ placeRules: false }, { arrivalTexts: false }, { placeContents: false }]) {
+      expect(await matched(off), JSON.stringify(off)).toBeLessThan(all);
+    }
   });
 
   it("household: `look` lists this episode's room, as its first state did, not the recorded episode's", async () => {

@@ -106,6 +106,16 @@ export interface RetrievalModelConfig {
    */
   namedThings: boolean;
   /**
+   * Whether the place rules learned from moves act (./arrival.ts): the actions a place offers for
+   * what the agent holds, and what builds on them (named things, arrival texts, a place's
+   * contents). Default true; false is the ablation the fidelity figures compare.
+   */
+  placeRules: boolean;
+  /** Whether a return to a place the agent changed opens with what a move says on arrival (./arrival-texts.ts). Default true; false is the ablation. */
+  arrivalTexts: boolean;
+  /** Whether a place's contents follow the episode's pick-ups and put-downs (./carried-things.ts). Default true; false is the ablation. */
+  placeContents: boolean;
+  /**
    * Whether every step is grounded (see ./grounding.ts): its support by the data is calibrated on
    * held-out recorded episodes, an unknown step halts the episode with a penalty, and a success
    * needs recorded successes like it. Default true; false is the ablation.
@@ -135,6 +145,9 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   useRewardModel: true,
   rewardModel: {},
   namedThings: true,
+  placeRules: true,
+  arrivalTexts: true,
+  placeContents: true,
   grounding: true,
   calibrationFolds: 3,
   doubtfulSteps: 'penalize',
@@ -468,16 +481,18 @@ async function initialStates(usable: readonly RealTransition[], embedder: Embedd
 
 /** The world's rules the data shows: arrivals, where named things lie, emptied lists, arrival texts, put-down pick-ups. */
 function learnWorldRules(usable: readonly RealTransition[], cfg: RetrievalModelConfig) {
-  const arrival = learnArrivalRules(
-    usable.map((t) => t.state.actions),
-    usable.flatMap((t) => (t.next && !t.done ? [{ before: t.state.actions, action: t.action, after: t.next.actions }] : [])),
-  );
+  const arrival = cfg.placeRules
+    ? learnArrivalRules(
+        usable.map((t) => t.state.actions),
+        usable.flatMap((t) => (t.next && !t.done ? [{ before: t.state.actions, action: t.action, after: t.next.actions }] : [])),
+      )
+    : null;
   const named = cfg.namedThings
     ? learnNamedThings(arrival, usable.map((t) => ({ taskId: t.task.id, action: t.action, before: t.state.actions, ...(t.next && !t.done ? { after: t.next.actions } : {}) })))
     : null;
-  const emptyListWord = arrival ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
-  const arrivalTexts = arrival ? learnArrivalTexts(arrival.move, usable.flatMap((t) => (t.next && !t.done ? [{ instruction: t.task.instruction, action: t.action, next: t.next }] : []))) : null;
-  const putDownPickUps = arrival ? learnPutDownPickUps(arrival, usable.map((t) => t.state.actions), usable.flatMap((t) => (t.next && !t.done ? [{ action: t.action, before: t.history, after: t.next }] : []))) : undefined;
+  const emptyListWord = arrival && cfg.placeContents ? learnEmptyListWord(arrival, usable.flatMap((t) => (t.next ? [{ action: t.action, before: t.state.text, after: t.next.text }] : []))) : undefined;
+  const arrivalTexts = arrival && cfg.arrivalTexts ? learnArrivalTexts(arrival.move, usable.flatMap((t) => (t.next && !t.done ? [{ instruction: t.task.instruction, action: t.action, next: t.next }] : []))) : null;
+  const putDownPickUps = arrival && cfg.placeContents ? learnPutDownPickUps(arrival, usable.map((t) => t.state.actions), usable.flatMap((t) => (t.next && !t.done ? [{ action: t.action, before: t.history, after: t.next }] : []))) : undefined;
   return { arrival, named, emptyListWord, arrivalTexts, putDownPickUps };
 }
 
@@ -1024,7 +1039,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const rules = this.arrival;
     const { template, entities } = actionTemplate(action);
     const place = entities[0];
-    if (!rules || template !== rules.move || place === undefined) return back;
+    if (!rules || !this.config.placeContents || template !== rules.move || place === undefined) return back;
     const taken = history.map((h) => h.action.trim());
     if (carriedAfter(rules, [...taken, action])?.size !== 0) return back;
     const remaining = remainingPickUps(rules, seen, taken, place);
@@ -1091,7 +1106,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const quotable = (a: string): boolean => a.includes('[') && this.initial.templates.has(actionTemplate(a).template);
     if (t.task.instruction !== task.instruction && predicted.actions.some(quotable)) predicted = requoteState(t.task.instruction, task.instruction, predicted, [], quotable);
     predicted = withFirstStateSentences(t, seen[0] as Observation, predicted);
-    if (!this.arrival || !t.next) return predicted;
+    if (!this.arrival || !t.next || !this.config.placeContents) return predicted;
     return withPlaceContents(this.arrival, this.emptyListWord, seen[seen.length - 1] as Observation, action, { action: t.action, before: t.state.text, after: t.next.text }, predicted);
   }
 
