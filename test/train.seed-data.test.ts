@@ -175,19 +175,24 @@ describe('what a synthetic evaluation can be trusted for', () => {
 
     const sure = { mean: 1, low: 1, high: 1 };
     const none = { mean: 0, low: 0, high: 0 };
-    const trusted = syntheticTrust({ success: sure, grounding: { steps: 100, reported: 100, unknown: 5 } }, replay);
-    expect(trusted).toEqual({ unknownShare: 0.05, recorded: { episodes: replay.episodes, replayed: replay.replayedInterval, agreement: 1 }, flags: [] });
+    const trusted = syntheticTrust({ success: sure, grounding: { steps: 100, reported: 100, unknown: 5, doubtful: 0 } }, replay);
+    expect(trusted).toEqual({ unknownShare: 0.05, doubtfulShare: 0, recorded: { episodes: replay.episodes, replayed: replay.replayedInterval, agreement: 1 }, flags: [] });
     expect(trustPhrase(trusted)).toBe(`grounding: 5.0% of simulator steps unknown; recorded replay 100.0% [100.0%, 100.0%] of ${replay.episodes} held-out recorded successes (an estimate of real success from below)`);
 
     // The shortcut: the simulator says 100%, no recorded success is replayed, and a third of its steps were unknown.
     const zero = { ...replay, replayed: 0, replayedInterval: none, agreement: 0.4 };
-    const shortcut = syntheticTrust({ success: sure, grounding: { steps: 90, reported: 90, unknown: 30 } }, zero);
+    const shortcut = syntheticTrust({ success: sure, grounding: { steps: 90, reported: 90, unknown: 30, doubtful: 0 } }, zero);
     expect(shortcut.flags).toEqual(['grounding-thin', 'claim-above-recorded']);
     expect(trustPhrase(shortcut)).toBe(
       `grounding: 33.3% of simulator steps unknown (too thin to rank by: over ${(100 * THIN_GROUNDING).toFixed(1)}%); recorded replay 0.0% [0.0%, 0.0%] of ${replay.episodes} held-out recorded successes (an estimate of real success from below); the simulator's figure is above what the recorded successes support`,
     );
+    // No step halts, but most are doubtful (answered on weak support): as thin as halting ones.
+    const guessed = syntheticTrust({ success: sure, grounding: { steps: 90, reported: 90, unknown: 0, doubtful: 54 } }, zero);
+    expect(guessed.flags).toEqual(['grounding-thin', 'claim-above-recorded']);
+    expect(trustPhrase(guessed)).toContain(`grounding: 0.0% of simulator steps unknown, 60.0% doubtful (too thin to rank by: over ${(100 * THIN_GROUNDING).toFixed(1)}% unknown or doubtful)`);
+    expect(syntheticTrust({ success: sure, grounding: { steps: 90, reported: 90, unknown: 0, doubtful: 9 } }, zero).flags).toEqual(['claim-above-recorded']);
     // A simulator that reports no grounding, and too few recorded successes for an estimate.
-    const blind = syntheticTrust({ success: sure, grounding: { steps: 10, reported: 0, unknown: 0 } }, { ...replay, episodes: MIN_RECORDED - 1 });
+    const blind = syntheticTrust({ success: sure, grounding: { steps: 10, reported: 0, unknown: 0, doubtful: 0 } }, { ...replay, episodes: MIN_RECORDED - 1 });
     expect(blind).toEqual({ unknownShare: null, recorded: null, flags: ['grounding-unreported', 'few-recorded'] });
     expect(trustPhrase(blind)).toBe(`grounding: not reported by this simulator; recorded replay: fewer than ${MIN_RECORDED} held-out recorded successes, no estimate`);
   });

@@ -126,6 +126,7 @@ const StoredEvaluationSchema = z
     trust: z
       .object({
         unknownShare: z.number().min(0).max(1).nullable(),
+        doubtfulShare: z.number().min(0).max(1).optional(),
         recorded: z.object({ episodes: z.number().int().min(1), replayed: IntervalSchema, agreement: z.number().min(0).max(1) }).strict().nullable(),
         flags: z.array(z.enum(['grounding-unreported', 'grounding-thin', 'few-recorded', 'claim-above-recorded'])),
       })

@@ -177,8 +177,8 @@ export interface SyntheticEvalOptions {
 
 /** {@link evaluateSynthetic}'s result: `evaluate`'s shape, and what the simulator said of its own steps. */
 export interface SyntheticEvalResult extends EvalResult {
-  /** Simulator steps taken, how many of them carried the simulator's grounding, and how many of those it called unknown. */
-  grounding: { steps: number; reported: number; unknown: number };
+  /** Simulator steps taken, how many of them carried the simulator's grounding, and how many of those it called unknown or doubtful. */
+  grounding: { steps: number; reported: number; unknown: number; doubtful: number };
 }
 
 /**
@@ -202,7 +202,7 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
     episodes.push({ task, observation, history: [], reward: 0, done: false, success: false });
   }
   let finished = 0;
-  const grounding = { steps: 0, reported: 0, unknown: 0 };
+  const grounding = { steps: 0, reported: 0, unknown: 0, doubtful: 0 };
   for (let t = 0; t < options.maxSteps; t++) {
     if (options.signal?.aborted) throw options.signal.reason ?? new DOMException('evaluation aborted', 'AbortError');
     const running = episodes.filter((e) => !e.done && e.observation.actions.length > 0);
@@ -218,6 +218,7 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
       if (r.grounding) {
         grounding.reported++;
         if (r.grounding.unknown) grounding.unknown++;
+        else if (r.grounding.doubtful) grounding.doubtful++;
       }
       e.history.push({ observation: e.observation, action });
       e.reward += r.reward;
@@ -242,7 +243,7 @@ export const MIN_RECORDED = 5;
 
 /**
  * Why a synthetic evaluation cannot rank policies: the simulator reports no grounding (its figure
- * may rest on what it made up), reports too many unknown steps, the held-out data holds too few
+ * may rest on what it made up), reports too many unknown or doubtful steps, the held-out data holds too few
  * recorded successes for an estimate, or the simulator's figure is above anything the recorded
  * successes support (its interval lies wholly above the replay estimate's).
  */
@@ -252,6 +253,12 @@ export type TrustFlag = 'grounding-unreported' | 'grounding-thin' | 'few-recorde
 export interface SyntheticTrust {
   /** Share of the evaluation's simulator steps the simulator called unknown; null when it reports no grounding. */
   unknownShare: number | null;
+  /**
+   * Share it called doubtful (answered, at a cost: the data supports them only weakly); absent
+   * when it reports no grounding. Where steps are mostly doubtful, the figure rests on guesses as
+   * surely as where they halt.
+   */
+  doubtfulShare?: number;
   /**
    * The policy's greedy replay of the held-out tasks' recorded successes: the share it reproduces
    * step for step, a real success wherever the environment repeats itself, so an estimate of
@@ -263,14 +270,16 @@ export interface SyntheticTrust {
 
 /** What `result` (a synthetic evaluation) and the policy's replay of held-out recorded successes (`replay`, when there were any) can be trusted for. */
 export function syntheticTrust(result: Pick<SyntheticEvalResult, 'success' | 'grounding'>, replay: RecordedAgreement | null): SyntheticTrust {
-  const unknownShare = result.grounding.reported > 0 ? result.grounding.unknown / result.grounding.reported : null;
+  const { reported, unknown, doubtful } = result.grounding;
+  const unknownShare = reported > 0 ? unknown / reported : null;
+  const doubtfulShare = reported > 0 ? doubtful / reported : undefined;
   const recorded = replay && replay.episodes >= MIN_RECORDED ? { episodes: replay.episodes, replayed: replay.replayedInterval, agreement: replay.agreement } : null;
   const flags: TrustFlag[] = [];
   if (unknownShare === null) flags.push('grounding-unreported');
-  else if (unknownShare > THIN_GROUNDING) flags.push('grounding-thin');
+  else if (unknownShare + (doubtfulShare ?? 0) > THIN_GROUNDING) flags.push('grounding-thin');
   if (recorded === null) flags.push('few-recorded');
   else if (result.success.low > recorded.replayed.high) flags.push('claim-above-recorded');
-  return { unknownShare, recorded, flags };
+  return { unknownShare, ...(doubtfulShare !== undefined ? { doubtfulShare } : {}), recorded, flags };
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
@@ -282,7 +291,9 @@ const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
  * figure is above what the recorded successes support`).
  */
 export function trustPhrase(t: SyntheticTrust): string {
-  const parts = [t.unknownShare === null ? 'grounding: not reported by this simulator' : `grounding: ${pct(t.unknownShare)} of simulator steps unknown${t.flags.includes('grounding-thin') ? ` (too thin to rank by: over ${pct(THIN_GROUNDING)})` : ''}`];
+  const doubtful = t.doubtfulShare !== undefined && t.doubtfulShare > 0 ? `, ${pct(t.doubtfulShare)} doubtful` : '';
+  const thin = t.flags.includes('grounding-thin') ? ` (too thin to rank by: over ${pct(THIN_GROUNDING)}${doubtful ? ' unknown or doubtful' : ''})` : '';
+  const parts = [t.unknownShare === null ? 'grounding: not reported by this simulator' : `grounding: ${pct(t.unknownShare)} of simulator steps unknown${doubtful}${thin}`];
   parts.push(
     t.recorded === null
       ? `recorded replay: fewer than ${MIN_RECORDED} held-out recorded successes, no estimate`
