@@ -236,7 +236,7 @@ export async function evaluateSynthetic(actor: EvalActor, experience: Experience
   return { episodes: perTask.length, successRate: success.mean, meanReward: reward.mean, success, reward, perTask, realSteps: 0, grounding };
 }
 
-/** Above this share of unknown steps the synthetic figure rests on too little data to rank policies by. */
+/** Above this share of unknown or doubtful steps the synthetic figure rests on too little data to rank policies by. */
 export const THIN_GROUNDING = 0.2;
 /** Fewest held-out recorded successes that give a replay estimate. */
 export const MIN_RECORDED = 5;
