@@ -116,6 +116,11 @@ export interface RetrievalModelConfig {
   /** Whether a place's contents follow the episode's pick-ups and put-downs (./carried-things.ts). Default true; false is the ablation. */
   placeContents: boolean;
   /**
+   * Whether a success needs the kinds of action every recorded success of an instruction naming
+   * the same word took (see `learnRequiredKinds`). Default true; false is the ablation.
+   */
+  requiredKinds: boolean;
+  /**
    * Whether every step is grounded (see ./grounding.ts): its support by the data is calibrated on
    * held-out recorded episodes, an unknown step halts the episode with a penalty, and a success
    * needs recorded successes like it. Default true; false is the ablation.
@@ -148,6 +153,7 @@ export const DEFAULT_RETRIEVAL_MODEL_CONFIG: RetrievalModelConfig = {
   placeRules: true,
   arrivalTexts: true,
   placeContents: true,
+  requiredKinds: true,
   grounding: true,
   calibrationFolds: 3,
   doubtfulSteps: 'penalize',
@@ -431,6 +437,36 @@ function learnListValues(usable: readonly RealTransition[]): { known: Set<string
   return { known, reliable: new Set([...namedAt].filter(([, c]) => c.named >= 2 && c.offered === c.named).map(([v]) => v)), alwaysShown };
 }
 
+/** Fewest recorded successes naming a word before the kinds of action they all took are required of it. */
+const MIN_REQUIRING_SUCCESSES = 2;
+/** Most share of the successes not naming the word that took such a kind: more, and the word is not what asks for it. */
+const MAX_ELSEWHERE_SHARE = 0.2;
+
+/**
+ * Kinds of action (templates: an action with its entities blanked) that every recorded success of
+ * an instruction naming a word took, and few successes of other instructions took, by the word's
+ * stem: "urgent" may ask for an escalation that no action spells "urgent". A contrast, so that it
+ * holds on a few successes: a kind common to all successes requires nothing. Only templates with
+ * an entity: an action that names no entity is a kind of its own, and a word's few successes
+ * share one of those by chance too often.
+ */
+function learnRequiredKinds(usable: readonly RealTransition[]): Map<string, Set<string>> {
+  const successes = usable.filter((t) => t.success);
+  const kindsOf = successes.map((t) => new Set([...t.history, t.action].map((a) => actionTemplate(a).template).filter((k) => k.includes('{}'))));
+  const wordsOf = successes.map((t) => instructionWords(t.task.instruction));
+  const required = new Map<string, Set<string>>();
+  for (const word of new Set(wordsOf.flatMap((w) => [...w]))) {
+    const naming = successes.map((_, i) => i).filter((i) => (wordsOf[i] as Set<string>).has(word));
+    const others = successes.length - naming.length;
+    // Without successes of other instructions to contrast with, nothing tells what the word asks for.
+    if (naming.length < MIN_REQUIRING_SUCCESSES || others === 0) continue;
+    const shared = [...(kindsOf[naming[0] as number] as Set<string>)].filter((k) => naming.every((i) => (kindsOf[i] as Set<string>).has(k)));
+    const kinds = shared.filter((k) => kindsOf.filter((ks, i) => ks.has(k) && !(wordsOf[i] as Set<string>).has(word)).length <= MAX_ELSEWHERE_SHARE * others);
+    if (kinds.length > 0) required.set(word, new Set(kinds));
+  }
+  return required;
+}
+
 /** Sets each kind's evidence range and unoffered-choices ceiling from its successful steps. */
 function addSuccessEvidence(usable: readonly RealTransition[], kinds: Map<string, KindStats>, listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string> }): void {
   const successEvidence = new Map<string, Float32Array[]>();
@@ -530,8 +566,8 @@ export class RetrievalExperienceModel implements ExperienceModel {
     /** Stored first states, by instruction; `templates`: the kinds of action they offer. */
     private readonly initial: { index: RetrievalIndex; states: RealTransition[]; templates: ReadonlySet<string> },
     private readonly kinds: ReadonlyMap<string, KindStats>,
-    /** Values option lists offered in the data, and those an instruction naming them always asked for (see `unofferedChoices`). */
-    private readonly listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string>; alwaysShown: ReadonlySet<string> },
+    /** Values option lists offered in the data, those an instruction naming them always asked for (see `unofferedChoices`), words successes always showed, and the kinds of action words require (see `learnRequiredKinds`). */
+    private readonly listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string>; alwaysShown: ReadonlySet<string>; requiredKinds: ReadonlyMap<string, ReadonlySet<string>> },
     private readonly binaryRewards: boolean,
     /** What places offer for what the agent carries (see ./arrival.ts). */
     private readonly arrival: ArrivalRules | null,
@@ -569,7 +605,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     if (usable.length === 0) throw new RetrievalDataError('the retrieval experience model needs at least one valid real transition');
 
     const { exact, byVerb, kinds, byTaskAction, byAction } = indexTransitions(usable);
-    const listValues = learnListValues(usable);
+    const listValues = { ...learnListValues(usable), requiredKinds: cfg.requiredKinds ? learnRequiredKinds(usable) : new Map<string, Set<string>>() };
     addSuccessEvidence(usable, kinds, listValues);
     const vectors = await embedder.embed(usable.map((t) => retrievalText(t.state.text, t.action, t.task.instruction)));
     const verbs = verbIndexes(byVerb, vectors, embedder.dim);
@@ -909,11 +945,14 @@ export class RetrievalExperienceModel implements ExperienceModel {
     const rank = openedRank(history);
     const evidence = evidenceFeatures(task.instruction, observation.text, action, history.map((h) => h.action), pageActions, observation.actions, rank);
     const outside = floor && ceiling ? [...floor].findIndex((x, j) => (evidence[j] as number) < x - 1e-6 || (evidence[j] as number) > (ceiling[j] as number) + 1e-6) : -1;
+    // A kind of action every recorded success of an instruction with one of these words took, never taken here.
+    const taken = new Set([...history.map((h) => h.action), action].map((a) => actionTemplate(a).template));
+    const skipped = [...instructionWords(task.instruction)].some((w) => [...(this.listValues.requiredKinds.get(w) ?? [])].some((k) => !taken.has(k)));
     // A choice the instruction names that the page does not offer (more of them than any real success showed).
     // A word of the instruction that every real success showed, nowhere to be seen here (a thing
     // asked for in some state, never brought to it).
     const unshown = trusted && uncoveredWords(task.instruction, [withoutInstruction(observation.text, task.instruction), action, ...history.map((h) => h.action)]).some((w) => this.listValues.alwaysShown.has(w.word));
-    const short = outside < 0 && trusted && (unshown || unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > (ranged?.unofferedCeiling ?? 0)) ? EVIDENCE_DIM : outside;
+    const short = outside < 0 && (skipped || (trusted && (unshown || unofferedChoices(task.instruction, withoutInstruction(observation.text, task.instruction), observation.actions, this.listValues.known, this.listValues.reliable) > (ranged?.unofferedCeiling ?? 0)))) ? EVIDENCE_DIM : outside;
     let success: number;
     let expected: number;
     if (this.rewardModel) {
