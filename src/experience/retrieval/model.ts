@@ -566,7 +566,7 @@ export class RetrievalExperienceModel implements ExperienceModel {
     /** Stored first states, by instruction; `templates`: the kinds of action they offer. */
     private readonly initial: { index: RetrievalIndex; states: RealTransition[]; templates: ReadonlySet<string> },
     private readonly kinds: ReadonlyMap<string, KindStats>,
-    /** Values option lists offered in the data, those an instruction naming them always asked for (see `unofferedChoices`), words successes always showed, and the kinds of action words require (see `learnRequiredKinds`). */
+    /** Values option lists offered in the data, those an instruction naming them always asked for (see `unofferedChoices`), words successes always showed, and the kinds of action a word asks for (see `learnRequiredKinds`). */
     private readonly listValues: { known: ReadonlySet<string>; reliable: ReadonlySet<string>; alwaysShown: ReadonlySet<string>; requiredKinds: ReadonlyMap<string, ReadonlySet<string>> },
     private readonly binaryRewards: boolean,
     /** What places offer for what the agent carries (see ./arrival.ts). */
