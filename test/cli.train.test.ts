@@ -237,6 +237,9 @@ describe('dreamgym train', () => {
       [['train', '--env', 'shop', '--mode', 'sft', '--recorded', '0', '--store', store], /--recorded .*expected an integer from 1 to 1000000, got "0"/],
       [['train', '--env', 'shop', '--mode', 'sft', '--recorded', '10', '--recorded-noise', '1.5', '--store', store], /--recorded-noise .*expected a number from 0 to 1, got "1.5"/],
       [['train', '--env', 'shop', '--mode', 'sft', '--recorded-noise', '0.2', '--store', store], /--recorded-noise 0.2 is the noise of --recorded N's episodes: give --recorded N too/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--recorded', '10', '--noisy-source', 'expert', '--store', store], /--noisy-source expert picks who records the preset's noisy episodes; a --recorded log has none/],
+      [['train', '--env', 'shop', '--mode', 'sft', '--noisy-source', 'oracle', '--store', store], /--noisy-source .*'oracle' is invalid\. Allowed choices are demonstrator, expert/],
+      [['train', '--data', join(dir, 'x.jsonl'), '--mode', 'sft', '--noisy-source', 'expert', '--store', store], /--noisy-source expert records episodes in an environment: --data trains on the file's episodes alone/],
       [['train', '--env', 'shop', '--mode', 'sft', '--cloning', 'best', '--store', store], /--cloning .*'best' is invalid\. Allowed choices are successes, reward-weighted/],
       [['train', '--data', join(dir, 'x.jsonl'), '--mode', 'sft', '--recorded', '10', '--store', store], /--recorded 10 records episodes in an environment: --data trains on the file's episodes alone/],
     ];

@@ -51,6 +51,15 @@ describe('run state codec', () => {
     expect(() => decodeRunState({ ...(encodeRunState(state) as object), validation: { ...validation, kept: 'middle' } })).toThrow(/validation\.kept/);
   });
 
+  it("reads a config stored before the noisy episodes' source existed as the expert's (what it was recorded with), and keeps a stored one", () => {
+    const json = encodeRunState(state) as { config: { offline: Record<string, unknown> } };
+    expect(state.config.offline.noisySource).toBe('demonstrator');
+    const { noisySource: _noisySource, ...older } = json.config.offline;
+    expect(decodeRunState({ ...json, config: { ...json.config, offline: older } }).config.offline.noisySource).toBe('expert');
+    expect(decodeRunState(JSON.parse(JSON.stringify(json))).config.offline.noisySource).toBe('demonstrator');
+    expect(() => decodeRunState({ ...json, config: { ...json.config, offline: { ...older, noisySource: 'oracle' } } })).toThrow(/config\.offline\.noisySource/);
+  });
+
   it('names the first bad field', () => {
     const json = encodeRunState(state) as Record<string, unknown>;
     expect(() => decodeRunState({ ...json, iteration: -1 })).toThrow(RunStateFormatError);

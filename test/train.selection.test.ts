@@ -137,6 +137,25 @@ describe('replacesKept: the recorded figure decides only where the held-out epis
     expect(replacesKept(figures(0.4, shifted(RECORDED_DECISIVE_SE * 1.05)), figures(0.6, kept), 'recorded')).toBe(true);
   });
 
+  it("where the recorded figure cannot tell them apart, the simulator's success decides only beyond its own noise over the validation episodes", () => {
+    const kept = around(0.5, 0);
+    const noisy = kept.map((x, i) => x - 0.01 + (i % 2 === 0 ? 0.3 : -0.3));
+    // One validation task of 25 more inside the simulator (96% -> 100%): noise; without the count, any gain decides (the broken variant).
+    expect(replacesKept(figures(1, noisy), figures(0.96, kept), 'recorded', 25)).toBe(false);
+    expect(replacesKept(figures(1, noisy), figures(0.96, kept), 'recorded')).toBe(true);
+    // 50% -> 90% of 25 tasks is beyond two standard errors (about 0.24): it decides.
+    expect(replacesKept(figures(0.9, noisy), figures(0.5, kept), 'recorded', 25)).toBe(true);
+    // Just under and just over the margin, at 0.5 against p: 2 * sqrt((0.25 + p(1 - p)) / 100).
+    const margin = (p: number): number => RECORDED_DECISIVE_SE * Math.sqrt((0.25 + p * (1 - p)) / 100);
+    expect(replacesKept(figures(0.63, noisy), figures(0.5, kept), 'recorded', 100)).toBe(0.13 > margin(0.63));
+    expect(0.13 > margin(0.63)).toBe(false);
+    expect(replacesKept(figures(0.66, noisy), figures(0.5, kept), 'recorded', 100)).toBe(0.16 > margin(0.66));
+    expect(0.16 > margin(0.66)).toBe(true);
+    // A decisive recorded figure still decides alone, and the simulator criterion keeps comparing successes plainly.
+    expect(replacesKept(figures(0.4, kept.map((x) => x + 0.01)), figures(0.6, kept), 'recorded', 25)).toBe(true);
+    expect(replacesKept(figures(0.64, kept), figures(0.6, kept), 'simulator', 25)).toBe(true);
+  });
+
   it('without per-episode figures (or on other episodes) it compares the recorded figures; the simulator criterion compares successes', () => {
     expect(replacesKept({ success: 0, prefix: 0.6, agreement: 0.6 }, { success: 1, prefix: 0.5, agreement: 0.5 }, 'recorded')).toBe(true);
     expect(replacesKept(figures(0, around(0.6, 0)), figures(1, around(0.5, 0).slice(1)), 'recorded')).toBe(true);

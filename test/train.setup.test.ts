@@ -9,13 +9,14 @@ import { LLMExperienceModel } from '../src/experience/llm.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval/model.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
 import { LexicalPrior, LLMPrior } from '../src/llm/prior.ts';
-import { AUTO_GROUNDING_RIGHT, parseTrainingConfig, TrainingConfigError, type TrainingConfigInput } from '../src/train/config.ts';
+import { AUTO_GROUNDING_RIGHT, parseTrainingConfig, TrainingConfigError, type NoisySource, type TrainingConfigInput } from '../src/train/config.ts';
 import { TrainingSetupError, validationTasks } from '../src/train/loop.ts';
 import type { Task } from '../src/core/types.ts';
 import type { HistoryStep } from '../src/experience/types.ts';
 import { offlineSeedData, prepareRun, recordedSeedData, retrievalSimulator } from '../src/train/setup.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
-import { getEnvSpec } from '../src/envs/registry.ts';
+import { getEnvSpec, registerEnvSpec, unregisterEnvSpec } from '../src/envs/registry.ts';
+import { loadEnvModule } from '../src/cli/module-host.ts';
 import { echoScript, ScriptedEngine } from './fixtures/scripted-engine.ts';
 
 const TINY: TrainingConfigInput = { env: 'shop', mode: 'dreamgym', offline: { expertEpisodes: 4, noisyEpisodes: 2, extraTasks: 0 }, evalEpisodes: 2, policy: { embeddingDim: 32 } };
@@ -175,6 +176,38 @@ describe('offline seed data', () => {
       for (const t of data.extraTasks ?? []) expect(pooled.has(t.id)).toBe(true);
       expect(data.poolTasks).toHaveLength(data.tasks.length - 6 + (data.extraTasks?.length ?? 0));
     }
+  });
+
+  it("records the noisy:0.3 episodes with the goal-blind demonstrator where there is one (the expert's only on request): the expert's succeed blind", async () => {
+    // Calendar's expert reads the free slot from the goal and books without viewing a calendar, and succeeds.
+    const m = loadEnvModule('src/envs/calendar/index.ts');
+    registerEnvSpec(m.spec);
+    try {
+      const seedData = (noisySource?: NoisySource) => {
+        const config = parseTrainingConfig({ env: m.spec.name, mode: 'sft', seed: 1, offline: { expertEpisodes: 1, noisyEpisodes: 60, extraTasks: 0, ...(noisySource ? { noisySource } : {}) } });
+        return offlineSeedData(m.spec, config);
+      };
+      const blindWins = (data: ReturnType<typeof seedData>) => data.trajectories.filter((t) => !data.expertIds.has(t.id) && t.success && !t.steps.some((s) => s.action.startsWith('view '))).length;
+      const byDefault = seedData();
+      expect(byDefault.trajectories.filter((t) => t.id.endsWith(':demonstrator:0.3'))).toHaveLength(30);
+      expect(byDefault.trajectories.filter((t) => t.id.endsWith(':noisy:0.3'))).toHaveLength(0);
+      expect(blindWins(byDefault)).toBe(0);
+      expect(seedData('demonstrator').trajectories).toEqual(byDefault.trajectories);
+      const informed = seedData('expert');
+      expect(informed.trajectories.filter((t) => t.id.endsWith(':noisy:0.3'))).toHaveLength(30);
+      expect(blindWins(informed)).toBeGreaterThanOrEqual(10);
+    } finally {
+      unregisterEnvSpec(m.spec);
+      await m.dispose();
+    }
+  });
+
+  it("falls back to the expert's noisy episodes where there is no demonstrator", () => {
+    const spec = getEnvSpec('shop');
+    const { demonstrator: _demonstrator, ...blind } = spec;
+    const config = parseTrainingConfig({ env: 'shop', mode: 'sft', seed: 1, offline: { expertEpisodes: 2, noisyEpisodes: 8, extraTasks: 0 } });
+    expect(offlineSeedData(blind as AnyEnvSpec, config).trajectories.filter((t) => t.id.endsWith(':noisy:0.3'))).toHaveLength(4);
+    expect(offlineSeedData(spec, config).trajectories.filter((t) => t.id.endsWith(':demonstrator:0.3'))).toHaveLength(4);
   });
 });
 

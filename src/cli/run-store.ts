@@ -53,7 +53,7 @@ import { formatIssue, parseJsonlLine, taskLine, trajectoryLine } from '../core/j
 import { TaskSchema, type Task, type Trajectory } from '../core/types.ts';
 import { parseCheckpoint, serializeCheckpoint, CheckpointError, type Checkpoint } from '../policy/checkpoint.ts';
 import { UnknownRunError } from '../replay/errors.ts';
-import { TrainingConfigSchema, type TrainingConfig } from '../train/config.ts';
+import { StoredTrainingConfigSchema, type TrainingConfig } from '../train/config.ts';
 import type { EvalResult } from '../train/evaluate.ts';
 import type { IterationMetrics, RunSnapshot } from '../train/loop.ts';
 import { decodeMetrics, decodeRunState, encodeRunState, RunStateSchema, StoredMetricsSchema, SyntheticValidationSchema } from '../train/run-state.ts';
@@ -144,7 +144,7 @@ export const RunRecordSchema = z
     created: z.iso.datetime(),
     updated: z.iso.datetime(),
     status: z.enum(RUN_STATUSES),
-    config: TrainingConfigSchema,
+    config: StoredTrainingConfigSchema,
     /** Completed iterations, and how many the config plans. */
     iteration: z.number().int().min(0),
     totalIterations: z.number().int().min(0),

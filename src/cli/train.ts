@@ -26,7 +26,7 @@ import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { PolicyAgent } from '../train/agent.ts';
 import { chatLine, trajectoryToChat } from '../train/chat.ts';
-import { AUTO_GROUNDING_RIGHT, CLONING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, RECORDED_NOISE, RECORDED_SELECTION, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { AUTO_GROUNDING_RIGHT, CLONING_MODES, MAX_RECORDED, NOISY_SOURCES, parseTrainingConfig, PRESETS, RECORDED_NOISE, RECORDED_SELECTION, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type NoisySource, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
@@ -232,11 +232,12 @@ interface SizeOptions {
   recordedSelection?: number;
   cloning?: CloningMode;
   taskVariants?: number;
+  noisySource?: NoisySource;
 }
 
 /** Every size option once, in this order (the compiler checks the list against {@link SizeOptions}). */
 const SIZE_OPTION_NAMES = Object.keys({
-  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0, recorded: 0, recordedNoise: 0, recordedSelection: 0, cloning: 0, taskVariants: 0,
+  iterations: 0, offlineEpisodes: 0, groupSize: 0, tasksPerIteration: 0, maxSteps: 0, sftEpochs: 0, embeddingScale: 0, repeatPenalty: 0, evalEpisodes: 0, validationTasks: 0, validationEvery: 0, validationCriterion: 0, grounding: 0, recorded: 0, recordedNoise: 0, recordedSelection: 0, cloning: 0, taskVariants: 0, noisySource: 0,
 } satisfies Record<keyof SizeOptions, 0>) as (keyof SizeOptions)[];
 
 /**
@@ -251,7 +252,9 @@ function sizeOverrides(opts: SizeOptions, sizedElsewhere = false): Partial<Train
   const logged = opts.recorded !== undefined || sizedElsewhere;
   if (opts.recordedNoise !== undefined && !logged) throw new CliUsageError(`--recorded-noise ${opts.recordedNoise} is the noise of --recorded N's episodes: give --recorded N too`);
   if (opts.recordedSelection !== undefined && !logged) throw new CliUsageError(`--recorded-selection ${opts.recordedSelection} sets aside --recorded N's successes: give --recorded N too`);
+  if (opts.noisySource !== undefined && logged) throw new CliUsageError(`--noisy-source ${opts.noisySource} picks who records the preset's noisy episodes; a --recorded log has none`);
   if (opts.recorded !== undefined) o.offline = { ...o.offline, recorded: opts.recorded };
+  if (opts.noisySource !== undefined) o.offline = { ...o.offline, noisySource: opts.noisySource };
   if (opts.recordedNoise !== undefined) o.offline = { ...o.offline, recordedNoise: opts.recordedNoise };
   if (opts.recordedSelection !== undefined) o.offline = { ...o.offline, recordedSelection: opts.recordedSelection };
   if (opts.groupSize !== undefined) o.groupSize = opts.groupSize;
@@ -385,6 +388,9 @@ async function trainCommand(opts: TrainOptions, command: Command, out: Out, err:
   }
   if (opts.data !== undefined && opts.recorded !== undefined) {
     throw new CliUsageError(`--recorded ${opts.recorded} records episodes in an environment: --data trains on the file's episodes alone; drop one of them`);
+  }
+  if (opts.data !== undefined && opts.noisySource !== undefined) {
+    throw new CliUsageError(`--noisy-source ${opts.noisySource} records episodes in an environment: --data trains on the file's episodes alone; drop one of them`);
   }
   if (opts.data !== undefined && opts.mode !== undefined && (opts.mode === 'real' || opts.mode === 's2r')) {
     throw new CliUsageError(`--data trains purely in simulation: mode ${opts.mode} needs a real environment (use dreamgym, sft or zero-shot, or --env/--env-module)`);
@@ -1228,6 +1234,7 @@ async function experimentOnEnv(opts: ExperimentCliOptions, commandEnv: CommandEn
 const RECORDED_HELP =
   "seed data of a user's kind: N episodes of the environment's goal-blind demonstrator with noise (a random admissible action at half the steps), successes and failures both kept, instead of the preset's demonstrations; behaviour cloning, the simulator's grounding and RL's first tasks come from them alone";
 const TASK_VARIANTS_HELP = "instruction variants in a synthetic phase's task pool: recorded instructions with attribute words swapped for others seen in the same place of other recorded instructions, no goal, so no real phase trains on them (default 0)";
+const NOISY_SOURCE_HELP = `who records the noisy:0.3 half of the preset's noisy episodes: ${NOISY_SOURCES.join(' | ')} (the goal-blind demonstrator where the environment has one, or the expert, which may read the task's goal; default demonstrator)`;
 const CLONING_HELP = `what behaviour cloning learns from: ${CLONING_MODES.join(' | ')} (the successful episodes alike, or every episode weighted by its reward; default successes)`;
 
 /** Adds `train`, `eval`, `runs`, `export` and `experiment` to the program. */
@@ -1282,6 +1289,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
     .addOption(hidden('--recorded-selection <x>', `share of the --recorded successes set aside for model selection, unseen by cloning and the simulator (0: none; default ${RECORDED_SELECTION})`, decimalArg(0, 0.5)))
     .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
+    .addOption(new Option('--noisy-source <who>', NOISY_SOURCE_HELP).choices([...NOISY_SOURCES]))
     .option('--task-variants <n>', TASK_VARIANTS_HELP, countArg(0, 100_000))
     .action(async (opts: TrainOptions, command: Command) => trainCommand(opts, command, out, err));
 
@@ -1368,6 +1376,7 @@ export function addTrainingCommands(program: Command, out: Out, err: Out): void 
     .addOption(hidden('--recorded-noise <x>', `chance of a random admissible action at each step of the --recorded episodes (default ${RECORDED_NOISE})`, decimalArg(0, 1)))
     .addOption(hidden('--recorded-selection <x>', `share of the --recorded successes set aside for model selection, unseen by cloning and the simulator (0: none; default ${RECORDED_SELECTION})`, decimalArg(0, 0.5)))
     .addOption(new Option('--cloning <how>', CLONING_HELP).choices([...CLONING_MODES]))
+    .addOption(new Option('--noisy-source <who>', NOISY_SOURCE_HELP).choices([...NOISY_SOURCES]))
     .option('--task-variants <n>', TASK_VARIANTS_HELP, countArg(0, 100_000))
     .action(async (opts: ExperimentCliOptions) => experimentCommand(opts, out, err));
 }

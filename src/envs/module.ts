@@ -62,8 +62,8 @@ export interface ModuleEnvironment {
   /**
    * The optimal next action from the current state (a rule-based expert that may read the goal).
    * Optional: `data --policy expert|noisy:EPS` and `fidelity` need it; behaviour cloning needs it
-   * or {@link demonstratorAction}; the seed data of `train` uses it, where there is one, for its
-   * `noisy:0.3` episodes (else the demonstrator's, else random ones).
+   * or {@link demonstratorAction}; the seed data of `train` uses it for its `noisy:0.3` episodes
+   * only where there is no demonstrator (or with `offline.noisySource: 'expert'`).
    */
   expertAction?(): string;
   /**

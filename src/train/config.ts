@@ -44,6 +44,14 @@ export type RlAlgorithm = (typeof RL_ALGORITHMS)[number];
 export const CLONING_MODES = ['successes', 'reward-weighted'] as const;
 export type CloningMode = (typeof CLONING_MODES)[number];
 
+/**
+ * Who records the `noisy:0.3` half of the preset's noisy episodes: `demonstrator`, the
+ * environment's goal-blind demonstrator where it has one (else its expert); `expert`, the expert,
+ * which may read the task's hidden goal.
+ */
+export const NOISY_SOURCES = ['demonstrator', 'expert'] as const;
+export type NoisySource = (typeof NOISY_SOURCES)[number];
+
 /** Most recorded episodes (`offline.recorded`): the bound of the other episode counts. */
 export const MAX_RECORDED = 1_000_000;
 
@@ -125,6 +133,13 @@ export const TrainingConfigSchema = z
         poolDemonstrations: z.number().int().min(0).default(200),
         /** Noisy episodes (half `noisy:0.3`, half random) that show the simulator failures too. */
         noisyEpisodes: z.number().int().min(0).default(200),
+        /**
+         * Who takes the non-random steps of the `noisy:0.3` episodes (see {@link NOISY_SOURCES}).
+         * Default `demonstrator`: an expert that reads the goal succeeds where an agent seeing only
+         * the page cannot (a booking made without viewing anyone's calendar), and a simulator
+         * grounded on its episodes pays that shortcut (BENCHMARKS.md, "Grounding").
+         */
+        noisySource: z.enum(NOISY_SOURCES).default('demonstrator'),
         /**
          * Further train-split tasks with no recorded episode (instructions are cheap, demonstrations
          * are not): RL trains on them too; a synthetic episode on one starts from the experience
@@ -352,6 +367,14 @@ export const TrainingConfigSchema = z
     };
   });
 
+/**
+ * A configuration as a run stored it. One stored before `offline.noisySource` existed recorded its
+ * noisy episodes with the expert: it reads back as `expert`, so a resumed run keeps its seed data.
+ */
+export const StoredTrainingConfigSchema = z.preprocess((stored: unknown) => {
+  if (!isPlainObject(stored) || !isPlainObject(stored.offline) || 'noisySource' in stored.offline) return stored;
+  return { ...stored, offline: { ...stored.offline, noisySource: 'expert' } };
+}, TrainingConfigSchema);
 export type TrainingConfig = z.output<typeof TrainingConfigSchema>;
 export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 

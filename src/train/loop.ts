@@ -621,7 +621,7 @@ async function checkSynthetic(run: Run, done: number): Promise<void> {
   if (!run.validation) return;
   const check = await validatePolicy(run, done);
   const validation = run.validation;
-  const best = replacesKept(check, validation.best ?? validation.checks?.[0] ?? { success: validation.start }, run.criterion);
+  const best = replacesKept(check, validation.best ?? validation.checks?.[0] ?? { success: validation.start }, run.criterion, validation.tasks);
   if (best) run.trainer.keepWeights();
   run.validation = { ...withCheck(validation, check), between: [...(validation.between ?? []), check], ...(best ? { best: check } : {}) };
 }
@@ -632,7 +632,7 @@ async function selectSynthetic(run: Run): Promise<void> {
   const end = await validatePolicy(run, Math.min(run.iteration, run.schedule.realStart) - run.schedule.rlStart);
   const validation = run.validation;
   const best = validation.best ?? validation.checks?.[0] ?? { success: validation.start };
-  const kept = replacesKept(end, best, run.criterion) ? 'end' : validation.best ? 'between' : 'start';
+  const kept = replacesKept(end, best, run.criterion, validation.tasks) ? 'end' : validation.best ? 'between' : 'start';
   if (kept === 'start') run.trainer.restoreReference();
   if (kept === 'between') run.trainer.restoreKept();
   run.trainer.dropKept();

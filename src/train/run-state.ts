@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { JsonValueSchema, TaskSchema, type JsonValue } from '../core/types.ts';
-import { TrainingConfigSchema } from './config.ts';
+import { StoredTrainingConfigSchema } from './config.ts';
 import type { IterationMetrics, RunSnapshot } from './loop.ts';
 
 /** The loop's state without the checkpoint. */
@@ -45,7 +45,7 @@ export const RunStateSchema = z
   .object({
     format: z.literal('dreamgym-run'),
     version: z.literal(1),
-    config: TrainingConfigSchema,
+    config: StoredTrainingConfigSchema,
     iteration: z.number().int().min(0),
     pool: z.array(TaskSchema),
     lastSeen: z.record(z.string(), z.object({ iteration: z.number().int(), vTau: z.number().nullable() }).strict()),

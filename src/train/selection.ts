@@ -137,11 +137,14 @@ export const RECORDED_DECISIVE_SE = 2;
  * Whether `candidate` replaces `kept` as the policy a synthetic phase keeps under `criterion`.
  * `simulator`: a higher success inside the simulator. `recorded`: where both carry per-episode
  * figures on the same held-out successes, their mean paired difference decides when it is beyond
- * {@link RECORDED_DECISIVE_SE} standard errors; closer than that the held-out episodes
- * cannot tell the two apart and the simulator's success decides, so noise in a few episodes does
- * not swap a policy for a worse one. Without per-episode figures, a higher recorded figure.
+ * {@link RECORDED_DECISIVE_SE} standard errors; closer than that the held-out episodes cannot tell
+ * the two apart and the simulator's success decides, by as many standard errors of the two
+ * successes over `simulatorTasks` validation episodes where that count is given, so that noise in
+ * a few episodes of either figure does not swap a policy for a worse one (one validation task more
+ * inside tickets' simulator swapped a cloned start at 60% real for a policy at 50%). Without
+ * per-episode figures, a higher recorded figure.
  */
-export function replacesKept(candidate: ValidationFigures, kept: ValidationFigures, criterion: SelectionCriterion): boolean {
+export function replacesKept(candidate: ValidationFigures, kept: ValidationFigures, criterion: SelectionCriterion, simulatorTasks?: number): boolean {
   const a = candidate.perEpisode;
   const b = kept.perEpisode;
   if (criterion === 'recorded' && a !== undefined && b !== undefined && a.length === b.length && a.length > 1) {
@@ -151,7 +154,9 @@ export function replacesKept(candidate: ValidationFigures, kept: ValidationFigur
     const margin = RECORDED_DECISIVE_SE * Math.sqrt(variance / diffs.length);
     if (mean > margin) return true;
     if (mean < -margin) return false;
-    return candidate.success > kept.success;
+    const spread = (p: number): number => p * (1 - p);
+    const simulatorMargin = simulatorTasks === undefined ? 0 : RECORDED_DECISIVE_SE * Math.sqrt((spread(candidate.success) + spread(kept.success)) / simulatorTasks);
+    return candidate.success - kept.success > simulatorMargin;
   }
   return selectionScore(candidate, criterion) > selectionScore(kept, criterion);
 }
@@ -233,6 +238,8 @@ export interface SelectionPoint {
   real: number;
   /** What the validation measured, for the recorded criterion's decision (see {@link replacesKept}). */
   figures: ValidationFigures;
+  /** Validation episodes inside the simulator behind `simulator`. */
+  tasks?: number;
 }
 
 /** Spearman rank correlations of the two criteria with real success, over the suite's validated policies. */
@@ -261,7 +268,7 @@ export function selectionPoints(domains: readonly ExperimentOfDomain[]): { basis
     for (const a of d.experiment.arms) {
       for (const s of a.seeds) {
         if (s.probes && s.probes.length > 0) {
-          runs.push(s.probes.map((p) => ({ domain: d.name, arm: a.name, seed: s.seed, iteration: p.iteration, simulator: p.success, recorded: p.prefix === undefined || p.agreement === undefined ? null : selectionScore(p, 'recorded'), real: p.real, figures: p })));
+          runs.push(s.probes.map((p) => ({ domain: d.name, arm: a.name, seed: s.seed, iteration: p.iteration, simulator: p.success, recorded: p.prefix === undefined || p.agreement === undefined ? null : selectionScore(p, 'recorded'), real: p.real, figures: p, ...(s.validation ? { tasks: s.validation.tasks } : {}) })));
         } else if (s.validation?.end !== undefined && a.config?.mode !== 's2r') {
           const simulator = keptValidation(s.validation);
           kept.push({ domain: d.name, arm: a.name, seed: s.seed, iteration: -1, simulator, recorded: null, real: s.heldOut.successRate, figures: { success: simulator } });
@@ -306,7 +313,7 @@ export function selectionCorrelation(domains: readonly ExperimentOfDomain[]): Se
         : {
             runs: scored.length,
             simulator: meanReal((r) => keptBy(r, (p, k) => p.simulator > k.simulator)),
-            recorded: meanReal((r) => keptBy(r, (p, k) => replacesKept(p.figures, k.figures, 'recorded'))),
+            recorded: meanReal((r) => keptBy(r, (p, k) => replacesKept(p.figures, k.figures, 'recorded', p.tasks))),
             best: meanReal((r) => keptBy(r, (p, k) => p.real > k.real)),
           },
   };

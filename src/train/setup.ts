@@ -36,9 +36,9 @@ export function evaluationTasks(spec: AnyEnvSpec, count: number): Task[] {
  * Offline seed data on train tasks: `expertEpisodes` demonstrations (the behaviour-cloning data:
  * the environment's goal-blind demonstrator where it has one, else its expert) and
  * `noisyEpisodes` noisy ones, half `noisy:0.3` and half random, so that the simulator's reward
- * model has seen failures. Deterministic for the seed. An environment without an expert (a
- * module without `expertAction()`) gets its demonstrator's noisy episodes instead of the
- * expert's, and, with no demonstrator either, random episodes throughout (no demonstrations).
+ * model has seen failures. Deterministic for the seed. The `noisy:0.3` half is the demonstrator's
+ * where there is one (`offline.noisySource`), else the expert's; with neither, random episodes
+ * throughout (no demonstrations).
  */
 export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, 'seed' | 'offline'> & Partial<Pick<TrainingConfig, 'mode' | 'validation'>>, options: { selection?: boolean } = {}): OfflineData {
   if (config.offline.recorded > 0) return recordedSeedData(spec, config);
@@ -61,7 +61,8 @@ export function offlineSeedData(spec: AnyEnvSpec, config: Pick<TrainingConfig, '
   const demonstrations = spec.demonstrator ? DEMONSTRATOR : expert ? 'expert' : null;
   add(config.offline.expertEpisodes, demonstrations ?? 'noisy:1', 0, demonstrations !== null);
   const half = Math.floor(config.offline.noisyEpisodes / 2);
-  add(config.offline.noisyEpisodes - half, expert ? 'noisy:0.3' : spec.demonstrator ? `${DEMONSTRATOR}:0.3` : 'noisy:1', 1, false);
+  const informed = expert && (config.offline.noisySource === 'expert' || !spec.demonstrator);
+  add(config.offline.noisyEpisodes - half, informed ? 'noisy:0.3' : spec.demonstrator ? `${DEMONSTRATOR}:0.3` : 'noisy:1', 1, false);
   add(half, 'noisy:1', 2, false);
   const extraTasks = config.offline.extraTasks > 0 ? spec.tasks({ split: 'train', count: config.offline.extraTasks, seed: config.seed * 7919 + 3 }) : [];
   const known = new Set(tasks.map((t) => t.id));
