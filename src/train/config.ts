@@ -375,6 +375,7 @@ export const StoredTrainingConfigSchema = z.preprocess((stored: unknown) => {
   if (!isPlainObject(stored) || !isPlainObject(stored.offline) || 'noisySource' in stored.offline) return stored;
   return { ...stored, offline: { ...stored.offline, noisySource: 'expert' } };
 }, TrainingConfigSchema);
+
 export type TrainingConfig = z.output<typeof TrainingConfigSchema>;
 export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 
