@@ -9,11 +9,11 @@ import { LLMExperienceModel } from '../src/experience/llm.ts';
 import { RetrievalExperienceModel } from '../src/experience/retrieval/model.ts';
 import { LLMTaskGenerator, RecombinationTaskGenerator } from '../src/curriculum/generator.ts';
 import { LexicalPrior, LLMPrior } from '../src/llm/prior.ts';
-import { AUTO_GROUNDING_RIGHT, parseTrainingConfig, TrainingConfigError, type NoisySource, type TrainingConfigInput } from '../src/train/config.ts';
+import { AUTO_GROUNDING_RIGHT, groundingPhrase, parseTrainingConfig, TrainingConfigError, type NoisySource, type TrainingConfigInput } from '../src/train/config.ts';
 import { TrainingSetupError, validationTasks } from '../src/train/loop.ts';
 import type { Task } from '../src/core/types.ts';
 import type { HistoryStep } from '../src/experience/types.ts';
-import { offlineSeedData, prepareRun, recordedSeedData, retrievalSimulator } from '../src/train/setup.ts';
+import { offlineSeedData, prepareRun, recordedSeedData, retrievalSimulator, simulatorGrounding } from '../src/train/setup.ts';
 import type { AnyEnvSpec } from '../src/envs/spec.ts';
 import { getEnvSpec, registerEnvSpec, unregisterEnvSpec } from '../src/envs/registry.ts';
 import { loadEnvModule } from '../src/cli/module-host.ts';
@@ -46,6 +46,11 @@ describe('prepareRun', () => {
       const report = (grounded.deps.experience as RetrievalExperienceModel).grounding;
       expect(report).not.toBeNull();
       expect(report?.heldOutSteps).toBeGreaterThan(0);
+      // What the run record and the page say of it.
+      expect(simulatorGrounding(parseTrainingConfig({ ...TINY, offline }), plain)).toEqual({ mode: 'off', grounded: false });
+      expect(simulatorGrounding(parseTrainingConfig({ ...TINY, offline, grounding: 'calibrated' }), grounded)).toEqual({ mode: 'calibrated', grounded: true });
+      expect(groundingPhrase({ mode: 'calibrated', grounded: true })).toBe('simulator grounded');
+      expect(simulatorGrounding(parseTrainingConfig({ ...TINY, mode: 'real' }), { experience: null, autoGrounding: null })).toBeNull();
     } finally {
       plain.dispose();
       grounded.dispose();
@@ -313,6 +318,8 @@ describe('recorded seed data (a log of mixed quality)', () => {
       expect(none).toBeNull();
       expect(taught.grounding).toBeNull();
       expect(taughtAuto).toEqual({ grounded: false, heldOutRight: calibrated.grounding?.heldOutRight });
+      expect(simulatorGrounding({ grounding: 'auto' }, { experience: misled, autoGrounding: misledAuto })).toEqual({ mode: 'auto', grounded: true, heldOutRight: misled.grounding?.heldOutRight });
+      expect(groundingPhrase({ mode: 'auto', ...(misledAuto as { grounded: boolean; heldOutRight: number }) })).toMatch(/^simulator grounded \(\d+% of held-out recorded steps predicted right, under 10%: unknown steps halt\)$/);
       expect(misledAuto?.grounded).toBe(true);
       expect(misled.grounding).not.toBeNull();
       expect(misled.grounding?.heldOutRight).toBeLessThan(AUTO_GROUNDING_RIGHT);

@@ -1,7 +1,7 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
 import { ENV_PRESETS, PRESETS, VALIDATION_EVERY, VALIDATION_TASKS } from '../src/train/config.ts';
-import { ADVANCED_FIELDS, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, recordedOf, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
+import { ADVANCED_FIELDS, choiceDefault, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, recordedOf, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 import { experienceModelProblem } from '../src/llm/catalogue.ts';
 
@@ -134,6 +134,27 @@ describe('setup form', () => {
     expect(configFromForm({ ...defaultSetupForm(), advanced: { validationTasks: '0', validationEvery: '2' } }).validation).toEqual({ tasks: 0, every: 2, ...chosen });
     expect(configFromForm({ ...defaultSetupForm(), advanced: { validationEvery: '3' } }).validation).toEqual({ tasks: VALIDATION_TASKS, every: 3, ...chosen });
     expect(() => configFromForm({ ...defaultSetupForm(), advanced: { validationTasks: '-1' } })).toThrow(/Simulator validation tasks \(0: none\): expected a whole number of at least 0/);
+  });
+
+  it('chooses the simulator\'s grounding and what picks the kept policy; blank is the default the rest of the form implies', () => {
+    const warm = defaultSetupForm();
+    const log = { ...warm, advanced: { recorded: '25' } };
+    // A preset's demonstrations answer every step, a recorded log grounds `auto`; a cloned start is picked by `recorded`, a recorded log's by the simulator.
+    expect([choiceDefault(warm, 'grounding'), choiceDefault(warm, 'validationCriterion')]).toEqual(['off', 'recorded']);
+    expect([choiceDefault(log, 'grounding'), choiceDefault(log, 'validationCriterion')]).toEqual(['auto', 'simulator']);
+    expect(choiceDefault({ ...warm, warmStart: false }, 'validationCriterion')).toBe('simulator');
+    // A field being typed does not hide the default: the preset's, with the form's recorded log.
+    expect(choiceDefault({ ...log, advanced: { recorded: '25', groupSize: '1' } }, 'grounding')).toBe('auto');
+    expect(configFromForm({ ...warm, choices: { grounding: '', validationCriterion: '' } })).toEqual(configFromForm(warm));
+    const chosen = configFromForm({ ...warm, choices: { grounding: 'calibrated', validationCriterion: 'simulator' } });
+    expect(chosen.grounding).toBe('calibrated');
+    expect(chosen.validation.criterion).toBe('simulator');
+    expect(configFromForm({ ...log, choices: { grounding: 'off' } }).grounding).toBe('off');
+    const e = thrown(() => configFromForm({ ...warm, choices: { grounding: 'sometimes' } }));
+    expect(e).toBeInstanceOf(SetupFormError);
+    expect(e?.field).toBe('grounding');
+    expect(e?.message).toMatch(/Simulator grounding: expected one of calibrated, auto, off \(or the default\), got "sometimes"/);
+    expect(thrown(() => configFromForm({ ...warm, choices: { validationCriterion: 'best' } }))?.field).toBe('validationCriterion');
   });
 
   it('no download by default: retrieval, no LLM to load', () => {

@@ -126,6 +126,10 @@ describe('training page (browser)', () => {
     expect(byTestId<HTMLInputElement>('setup-sim-retrieval').checked).toBe(true);
     expect(byTestId<HTMLInputElement>('setup-sim-llm').disabled).toBe(false);
     await setUpTinyRun(byTestId, 3);
+    // The menus name what blank stands for here (from scratch, a preset's demonstrations), and a choice reaches the run.
+    expect(byTestId<HTMLSelectElement>('advanced-grounding').options[0]?.textContent).toBe('Default (off: answer every step)');
+    expect(byTestId<HTMLSelectElement>('advanced-validationCriterion').options[0]?.textContent).toBe('Default (simulator: success inside the simulator)');
+    await userEvent.selectOptions(byTestId<HTMLSelectElement>('advanced-grounding'), 'calibrated');
     // Where the charts sit inside their panel: the first points must not move them (a relayout of the whole panel).
     const chartOffset = (): number => byTestId('chart-success').getBoundingClientRect().top - byTestId('charts-panel').getBoundingClientRect().top;
     const offsetBefore = chartOffset();
@@ -148,6 +152,8 @@ describe('training page (browser)', () => {
     const rows = byTestId('comparison-table').querySelectorAll('tbody tr[data-run-id]');
     expect(rows).toHaveLength(1);
     expect(rows[0]?.textContent).toContain('dreamgym');
+    expect(page.store.state.value.record?.config.grounding).toBe('calibrated');
+    expect(rows[0]?.querySelectorAll('td')[1]?.textContent).toBe('dreamgym, simulator grounded');
     // Synthetic-only training: no real transitions.
     expect(rows[0]?.querySelectorAll('td')[6]?.textContent).toBe('0');
     expect(page.store.state.value.metrics.map((m) => m.phase)).toEqual(['synthetic', 'synthetic', 'synthetic']);

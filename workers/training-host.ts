@@ -19,7 +19,7 @@ import { PolicyAgent } from '../src/train/agent.ts';
 import { evaluate } from '../src/train/evaluate.ts';
 import { plannedIterations, runTraining, TrainingAbortedError, type RunSnapshot, type TrainingDeps, type TrainingResult } from '../src/train/loop.ts';
 import type { SyntheticValidation } from '../src/train/validation.ts';
-import { prepareRun, type PreparedRun, type RunLLM } from '../src/train/setup.ts';
+import { prepareRun, simulatorGrounding, type PreparedRun, type RunLLM } from '../src/train/setup.ts';
 import { LLMBridgeClient, type BridgeEndpoint } from '../src/llm/bridge.ts';
 import { WebLLMEmbedder } from '../src/llm/embedder.ts';
 import { LLMConfigError, LLMRequestError, LLMUnavailableError } from '../src/llm/errors.ts';
@@ -169,7 +169,8 @@ export class TrainingHost {
       prepared = await prepareRun(record.config, { ...(offline ? { data: seedFileRun(record.config, offline) } : {}), ...link?.options });
       if (!seeded) await this.storeSeedData(replay, runId, prepared);
       const offlineTransitions = prepared.deps.offline.trajectories.reduce((s, t) => s + t.steps.length, 0);
-      record = await index.update(runId, { status: 'running', offlineTransitions, error: undefined });
+      const grounding = simulatorGrounding(record.config, prepared);
+      record = await index.update(runId, { status: 'running', offlineTransitions, error: undefined, ...(grounding ? { grounding } : {}) });
       this.post({ kind: 'started', record, metrics: resume?.metrics.slice() ?? [] });
 
       const outcome = await this.train(record, prepared, replay, index, active, resume);

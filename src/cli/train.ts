@@ -26,7 +26,7 @@ import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { PolicyAgent } from '../train/agent.ts';
 import { chatLine, trajectoryToChat } from '../train/chat.ts';
-import { AUTO_GROUNDING_RIGHT, CLONING_MODES, MAX_RECORDED, NOISY_SOURCES, parseTrainingConfig, PRESETS, RECORDED_NOISE, RECORDED_SELECTION, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type NoisySource, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
+import { CLONING_MODES, groundingPhrase, MAX_RECORDED, NOISY_SOURCES, parseTrainingConfig, PRESETS, RECORDED_NOISE, RECORDED_SELECTION, RL_ALGORITHMS, TRAINING_MODES, TrainingConfigError, type CloningMode, type NoisySource, type PresetName, type RlAlgorithm, type TrainingConfig, type TrainingConfigInput } from '../train/config.ts';
 import { evaluate, type EvalActor, type EvalResult, type Interval } from '../train/evaluate.ts';
 import { EXPERIMENT_ARMS, experimentFiles, runExperiment, type ExperimentResult } from '../train/experiment.ts';
 import { ExperimentWorkerPool } from './experiment-pool.ts';
@@ -634,11 +634,7 @@ function isAbortError(e: unknown): boolean {
 
 /** The header's note on what `grounding: 'auto'` decided (empty for another mode). */
 export function autoGroundingLine(auto: AutoGrounding | null): string {
-  if (auto === null) return '';
-  const right = Number.isFinite(auto.heldOutRight) ? `${(auto.heldOutRight * 100).toFixed(0)}% of held-out recorded steps predicted right` : 'no recorded episode could be held out';
-  return auto.grounded
-    ? `; simulator grounded (${right}, under ${AUTO_GROUNDING_RIGHT * 100}%: unknown steps halt)`
-    : `; simulator not grounded (${right})`;
+  return auto === null ? '' : `; ${groundingPhrase({ mode: 'auto', ...auto })}`;
 }
 
 /** The record fields that follow a snapshot. */

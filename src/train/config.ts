@@ -20,6 +20,23 @@ export const AUTO_GROUNDING_RIGHT = 0.1;
 
 export type GroundingMode = (typeof GROUNDING_MODES)[number];
 
+/** What a run's retrieval simulator does where its data is thin: the mode and whether steps halt. */
+export interface SimulatorGrounding {
+  mode: GroundingMode;
+  /** Whether unknown steps halt (for `auto`, what it decided). */
+  grounded: boolean;
+  /** `auto` only: the share of held-out recorded steps the cross-fitted simulator predicted right (NaN: none could be held out). */
+  heldOutRight?: number;
+}
+
+/** `simulator grounded (3% of held-out recorded steps predicted right, under 10%: unknown steps halt)`, `simulator not grounded`, ... */
+export function groundingPhrase(g: SimulatorGrounding): string {
+  const state = g.grounded ? 'simulator grounded' : 'simulator not grounded';
+  if (g.mode !== 'auto' || g.heldOutRight === undefined) return state;
+  const right = Number.isFinite(g.heldOutRight) ? `${(g.heldOutRight * 100).toFixed(0)}% of held-out recorded steps predicted right` : 'no recorded episode could be held out';
+  return g.grounded ? `${state} (${right}, under ${AUTO_GROUNDING_RIGHT * 100}%: unknown steps halt)` : `${state} (${right})`;
+}
+
 /**
  * - `zero-shot`: the prior alone (no update);
  * - `sft`: behaviour cloning on the offline expert data;

@@ -24,7 +24,7 @@ import { LexicalPrior, LLMPrior } from '../llm/prior.ts';
 import { Featurizer } from '../policy/features.ts';
 import { HashedEmbedder } from '../policy/hashed-embedder.ts';
 import { hashString } from '../core/rng.ts';
-import { AUTO_GROUNDING_RIGHT, MIN_RECORDED_SELECTION, type GroundingMode, type TrainingConfig } from './config.ts';
+import { AUTO_GROUNDING_RIGHT, MIN_RECORDED_SELECTION, type GroundingMode, type SimulatorGrounding, type TrainingConfig } from './config.ts';
 import { TrainingSetupError, validationTasks, type OfflineData, type TrainingDeps } from './loop.ts';
 
 /** The held-out tasks every run of an environment is evaluated on (the same for all seeds and modes, so comparisons are paired). */
@@ -220,6 +220,13 @@ export async function retrievalSimulator(offline: Pick<OfflineData, 'tasks' | 't
   const grounded = !(heldOutRight >= AUTO_GROUNDING_RIGHT);
   if (!grounded) model.dropGrounding();
   return { model, auto: { grounded, heldOutRight } };
+}
+
+/** What the run's retrieval simulator does where its data is thin; null for a run without one. */
+export function simulatorGrounding(config: Pick<TrainingConfig, 'grounding'>, prepared: Pick<PreparedRun, 'experience' | 'autoGrounding'>): SimulatorGrounding | null {
+  if (prepared.experience === null) return null;
+  const auto = prepared.autoGrounding;
+  return { mode: config.grounding, grounded: prepared.experience.grounding !== null, ...(auto ? { heldOutRight: auto.heldOutRight } : {}) };
 }
 
 /** Builds the dependencies of `config` (Node and page alike; `sim: 'llm'` and `prior: 'llm'` need `options.llm`). */

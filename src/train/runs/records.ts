@@ -6,7 +6,7 @@
  */
 import type { SeedFileSummary } from './seed-file.ts';
 import { wrap, type DBSchema, type IDBPDatabase } from 'idb';
-import type { TrainingConfig } from '../../train/config.ts';
+import type { SimulatorGrounding, TrainingConfig } from '../../train/config.ts';
 import type { Interval } from '../../train/evaluate.ts';
 import type { SyntheticValidation } from '../../train/validation.ts';
 
@@ -63,6 +63,8 @@ export interface PageRunRecord {
   seedData?: SeedFileSummary;
   /** The run trains on the page's local LLM (WebLLM): it resumes only with these models loaded. */
   llm?: RunLLMModels;
+  /** What its retrieval simulator does where the data is thin (synthetic runs on the retrieval model). */
+  grounding?: SimulatorGrounding;
 }
 
 /** The local LLM models of a run. */

@@ -3,6 +3,7 @@
  * table comparing every evaluated run, like the CLI's experiment table.
  */
 import { memo } from 'preact/compat';
+import { groundingPhrase } from '../../train/config.ts';
 import type { Interval } from '../../train/evaluate.ts';
 import type { PageRunRecord, StoredRunEvaluation } from '../../train/runs/records.ts';
 import { keptPhrase } from '../../train/validation.ts';
@@ -79,6 +80,7 @@ export const ResultsPanel = memo(function ResultsPanel({ evaluation, runs }: Res
                   <td>
                     {modeLabel(r.config)}
                     {r.llm ? `, on ${r.llm.chatModel}` : ''}
+                    {r.grounding ? `, ${groundingPhrase(r.grounding)}` : ''}
                   </td>
                   <td>{r.config.seed}</td>
                   <td>

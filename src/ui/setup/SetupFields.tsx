@@ -8,7 +8,7 @@ import { ENVIRONMENTS } from '../../envs/registry.ts';
 import { BACKEND_NAMES, type BackendPreference } from '../../policy/backend-preference.ts';
 import { PRESETS, TRAINING_MODES, type PresetName, type TrainingMode } from '../../train/config.ts';
 import type { LLMViewState } from '../state/llm-state.ts';
-import { ADVANCED_FIELDS, isRlMode, iterationSummary, presetValue, recordedOf, VRAM_BUDGET_FIELD, type SetupForm } from './form.ts';
+import { ADVANCED_CHOICES, ADVANCED_FIELDS, choiceDefault, isRlMode, iterationSummary, presetValue, recordedOf, VRAM_BUDGET_FIELD, type SetupForm } from './form.ts';
 import { LLMLoadStatus, LLMModelChoice } from './LLMChoice.tsx';
 import type { SetupFormModel } from './useSetupForm.ts';
 
@@ -158,6 +158,29 @@ export function AdvancedSettings({ model }: SetupPartProps) {
             </span>
           </div>
         ))}
+        {ADVANCED_CHOICES.map(({ key, label, options, describe }) => {
+          const fallback = choiceDefault(form, key) as keyof typeof describe;
+          return (
+            <div class="field" key={key}>
+              <label for={`setup-${key}`}>{label}</label>
+              <select
+                id={`setup-${key}`}
+                data-testid={`advanced-${key}`}
+                value={form.choices?.[key] ?? ''}
+                disabled={busy}
+                aria-invalid={error?.field === key}
+                onChange={(e) => update({ choices: { ...form.choices, [key]: (e.currentTarget as HTMLSelectElement).value } })}
+              >
+                <option value="">{`Default (${describe[fallback] ?? fallback})`}</option>
+                {options.map((o) => (
+                  <option key={o} value={o}>
+                    {describe[o as keyof typeof describe]}
+                  </option>
+                ))}
+              </select>
+            </div>
+          );
+        })}
         <div class="field">
           <label for={`setup-${vram.key}`}>{vram.label}</label>
           <input

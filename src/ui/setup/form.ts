@@ -4,7 +4,8 @@
  * experience model is a local LLM, which models to load (checked against the device's catalogue).
  */
 import { ENV_NAMES, type EnvName } from '../../core/types.ts';
-import { MAX_RECORDED, parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
+import { GROUNDING_MODES, MAX_RECORDED, parseTrainingConfig, PRESETS, TRAINING_MODES, type PresetName, type TrainingConfig, type TrainingConfigInput, type TrainingMode } from '../../train/config.ts';
+import { SELECTION_CRITERIA } from '../../train/selection.ts';
 import type { LLMSelection, ModelView } from '../state/llm-state.ts';
 
 /**
@@ -30,6 +31,29 @@ export const ADVANCED_FIELDS = [
 ] as const;
 
 export type AdvancedField = (typeof ADVANCED_FIELDS)[number]['key'];
+
+/**
+ * The advanced menus: what the simulator does where its data is thin (`grounding`) and what picks
+ * the policy a synthetic phase keeps (`validation.criterion`). Blank: the configuration's default,
+ * which depends on the rest of the form (a recorded log grounds `auto`, a cloned start selects by
+ * `recorded`); see `grounding` and `validation.criterion` in src/train/config.ts.
+ */
+export const ADVANCED_CHOICES = [
+  {
+    key: 'grounding',
+    label: 'Simulator grounding',
+    options: GROUNDING_MODES,
+    describe: { calibrated: 'calibrated: halt where the data is thin', auto: 'auto: grounded only where it is mostly wrong', off: 'off: answer every step' },
+  },
+  {
+    key: 'validationCriterion',
+    label: 'What picks the policy a synthetic phase keeps',
+    options: SELECTION_CRITERIA,
+    describe: { recorded: 'recorded: following held-out recorded successes', simulator: 'simulator: success inside the simulator' },
+  },
+] as const;
+
+export type AdvancedChoice = (typeof ADVANCED_CHOICES)[number]['key'];
 
 /**
  * The GPU memory the local models may use, MB, in place of the page's estimate (which sees at
@@ -58,6 +82,8 @@ export interface SetupForm {
   embeddingModel: string;
   /** {@link VRAM_BUDGET_FIELD} as typed ('' for the device's estimate). */
   vramBudgetMB: string;
+  /** {@link ADVANCED_CHOICES} as chosen; absent or '' for the configuration's default. */
+  choices?: Partial<Record<AdvancedChoice, string>>;
 }
 
 /**
@@ -157,9 +183,30 @@ export function configFromForm(form: SetupForm): TrainingConfig {
     else if (key === 'validationEvery') validation.every = n;
     else input[key] = n;
   }
+  for (const { key, label, options } of ADVANCED_CHOICES) {
+    const value = form.choices?.[key] ?? '';
+    if (value === '') continue;
+    if (!(options as readonly string[]).includes(value)) throw new SetupFormError(key, `${label}: expected one of ${options.join(', ')} (or the default), got ${JSON.stringify(value)}`);
+    if (key === 'grounding') input.grounding = value as (typeof GROUNDING_MODES)[number];
+    else validation.criterion = value as (typeof SELECTION_CRITERIA)[number];
+  }
   if (Object.keys(offline).length > 0) input.offline = offline;
   if (Object.keys(validation).length > 0) input.validation = validation;
   return parseTrainingConfig(input, form.preset);
+}
+
+/**
+ * The value a blank {@link ADVANCED_CHOICES} menu stands for with the rest of `form` as it is (the
+ * preset's, with the form's mode and warm start, while a field is being typed).
+ */
+export function choiceDefault(form: SetupForm, key: AdvancedChoice): string {
+  let c: TrainingConfig;
+  try {
+    c = configFromForm({ ...form, choices: {} });
+  } catch {
+    c = parseTrainingConfig({ env: form.env, mode: form.mode, offline: { recorded: recordedOf(form) }, ...(form.warmStart && isRlMode(form.mode) ? { warmStart: 'sft' as const } : {}) }, form.preset);
+  }
+  return key === 'grounding' ? c.grounding : c.validation.criterion;
 }
 
 /**
