@@ -1,7 +1,7 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
 import { ENV_PRESETS, PRESETS, VALIDATION_EVERY, VALIDATION_TASKS } from '../src/train/config.ts';
-import { ADVANCED_FIELDS, choiceDefault, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, recordedOf, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
+import { ADVANCED_FIELDS, choiceApplies, choiceDefault, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, recordedOf, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 import { experienceModelProblem } from '../src/llm/catalogue.ts';
 
@@ -155,6 +155,13 @@ describe('setup form', () => {
     expect(e?.field).toBe('grounding');
     expect(e?.message).toMatch(/Simulator grounding: expected one of calibrated, auto, off \(or the default\), got "sometimes"/);
     expect(thrown(() => configFromForm({ ...warm, choices: { validationCriterion: 'best' } }))?.field).toBe('validationCriterion');
+    // Both act on a synthetic phase only; grounding on the no-download simulator only.
+    expect(choiceApplies(warm, 'grounding')).toBe(true);
+    expect(choiceApplies({ ...warm, mode: 's2r' }, 'validationCriterion')).toBe(true);
+    expect(choiceApplies({ ...warm, mode: 'real' }, 'validationCriterion')).toBe(false);
+    expect(choiceApplies({ ...warm, mode: 'sft' }, 'grounding')).toBe(false);
+    expect(choiceApplies({ ...warm, sim: 'llm' }, 'grounding')).toBe(false);
+    expect(choiceApplies({ ...warm, sim: 'llm' }, 'validationCriterion')).toBe(true);
   });
 
   it('no download by default: retrieval, no LLM to load', () => {

@@ -127,8 +127,13 @@ describe('training page (browser)', () => {
     expect(byTestId<HTMLInputElement>('setup-sim-llm').disabled).toBe(false);
     await setUpTinyRun(byTestId, 3);
     // The menus name what blank stands for here (from scratch, a preset's demonstrations), and a choice reaches the run.
-    expect(byTestId<HTMLSelectElement>('advanced-grounding').options[0]?.textContent).toBe('Default (off: answer every step)');
-    expect(byTestId<HTMLSelectElement>('advanced-validationCriterion').options[0]?.textContent).toBe('Default (simulator: success inside the simulator)');
+    expect(byTestId<HTMLSelectElement>('advanced-grounding').options[0]?.textContent).toBe('Default (off)');
+    expect(byTestId<HTMLSelectElement>('advanced-validationCriterion').options[0]?.textContent).toBe('Default (simulator)');
+    expect(byTestId<HTMLSelectElement>('advanced-grounding').disabled).toBe(false);
+    await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-mode'), 'real');
+    expect(byTestId<HTMLSelectElement>('advanced-grounding').disabled).toBe(true);
+    expect(byTestId('advanced-grounding-help').textContent).toMatch(/Only for dreamgym and s2r/);
+    await userEvent.selectOptions(byTestId<HTMLSelectElement>('setup-mode'), 'dreamgym');
     await userEvent.selectOptions(byTestId<HTMLSelectElement>('advanced-grounding'), 'calibrated');
     // Where the charts sit inside their panel: the first points must not move them (a relayout of the whole panel).
     const chartOffset = (): number => byTestId('chart-success').getBoundingClientRect().top - byTestId('charts-panel').getBoundingClientRect().top;

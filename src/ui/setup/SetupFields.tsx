@@ -8,7 +8,7 @@ import { ENVIRONMENTS } from '../../envs/registry.ts';
 import { BACKEND_NAMES, type BackendPreference } from '../../policy/backend-preference.ts';
 import { PRESETS, TRAINING_MODES, type PresetName, type TrainingMode } from '../../train/config.ts';
 import type { LLMViewState } from '../state/llm-state.ts';
-import { ADVANCED_CHOICES, ADVANCED_FIELDS, choiceDefault, isRlMode, iterationSummary, presetValue, recordedOf, VRAM_BUDGET_FIELD, type SetupForm } from './form.ts';
+import { ADVANCED_CHOICES, ADVANCED_FIELDS, choiceApplies, choiceDefault, isRlMode, iterationSummary, presetValue, recordedOf, VRAM_BUDGET_FIELD, type SetupForm } from './form.ts';
 import { LLMLoadStatus, LLMModelChoice } from './LLMChoice.tsx';
 import type { SetupFormModel } from './useSetupForm.ts';
 
@@ -159,7 +159,8 @@ export function AdvancedSettings({ model }: SetupPartProps) {
           </div>
         ))}
         {ADVANCED_CHOICES.map(({ key, label, options, describe }) => {
-          const fallback = choiceDefault(form, key) as keyof typeof describe;
+          const fallback = choiceDefault(form, key);
+          const applies = choiceApplies(form, key);
           return (
             <div class="field" key={key}>
               <label for={`setup-${key}`}>{label}</label>
@@ -167,17 +168,23 @@ export function AdvancedSettings({ model }: SetupPartProps) {
                 id={`setup-${key}`}
                 data-testid={`advanced-${key}`}
                 value={form.choices?.[key] ?? ''}
-                disabled={busy}
+                disabled={busy || !applies}
                 aria-invalid={error?.field === key}
+                aria-describedby={applies ? undefined : `setup-${key}-help`}
                 onChange={(e) => update({ choices: { ...form.choices, [key]: (e.currentTarget as HTMLSelectElement).value } })}
               >
-                <option value="">{`Default (${describe[fallback] ?? fallback})`}</option>
+                <option value="">{`Default (${fallback})`}</option>
                 {options.map((o) => (
                   <option key={o} value={o}>
                     {describe[o as keyof typeof describe]}
                   </option>
                 ))}
               </select>
+              {!applies && (
+                <span class="help" id={`setup-${key}-help`} data-testid={`advanced-${key}-help`}>
+                  {key === 'grounding' ? 'Only for dreamgym and s2r on the no-download simulator.' : 'Only for dreamgym and s2r.'}
+                </span>
+              )}
             </div>
           );
         })}

@@ -196,6 +196,15 @@ export function configFromForm(form: SetupForm): TrainingConfig {
 }
 
 /**
+ * Whether an {@link ADVANCED_CHOICES} menu acts on the run `form` sets up: both concern a
+ * synthetic phase (`dreamgym`, `s2r`), and grounding the no-download simulator only.
+ */
+export function choiceApplies(form: Pick<SetupForm, 'mode' | 'sim'>, key: AdvancedChoice): boolean {
+  const synthetic = form.mode === 'dreamgym' || form.mode === 's2r';
+  return key === 'grounding' ? synthetic && form.sim === 'retrieval' : synthetic;
+}
+
+/**
  * The value a blank {@link ADVANCED_CHOICES} menu stands for with the rest of `form` as it is (the
  * preset's, with the form's mode and warm start, while a field is being typed).
  */
