@@ -1,7 +1,7 @@
 /** The setup form's values as a training configuration (src/ui/setup/form.ts). */
 import { describe, expect, it } from 'vitest';
 import { ENV_PRESETS, PRESETS, VALIDATION_EVERY, VALIDATION_TASKS } from '../src/train/config.ts';
-import { ADVANCED_FIELDS, choiceApplies, choiceDefault, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, recordedOf, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
+import { ADVANCED_FIELDS, choiceApplies, choiceDefaults, configFromForm, defaultSetupForm, iterationSummary, llmSelectionFromForm, presetValue, recordedOf, SetupFormError, vramBudgetFromForm, type AdvancedField } from '../src/ui/setup/form.ts';
 import type { ModelView } from '../src/ui/state/llm-state.ts';
 import { experienceModelProblem } from '../src/llm/catalogue.ts';
 
@@ -140,11 +140,11 @@ describe('setup form', () => {
     const warm = defaultSetupForm();
     const log = { ...warm, advanced: { recorded: '25' } };
     // A preset's demonstrations answer every step, a recorded log grounds `auto`; a cloned start is picked by `recorded`, a recorded log's by the simulator.
-    expect([choiceDefault(warm, 'grounding'), choiceDefault(warm, 'validationCriterion')]).toEqual(['off', 'recorded']);
-    expect([choiceDefault(log, 'grounding'), choiceDefault(log, 'validationCriterion')]).toEqual(['auto', 'simulator']);
-    expect(choiceDefault({ ...warm, warmStart: false }, 'validationCriterion')).toBe('simulator');
+    expect(choiceDefaults(warm)).toEqual({ grounding: 'off', validationCriterion: 'recorded' });
+    expect(choiceDefaults(log)).toEqual({ grounding: 'auto', validationCriterion: 'simulator' });
+    expect(choiceDefaults({ ...warm, warmStart: false }).validationCriterion).toBe('simulator');
     // A field being typed does not hide the default: the preset's, with the form's recorded log.
-    expect(choiceDefault({ ...log, advanced: { recorded: '25', groupSize: '1' } }, 'grounding')).toBe('auto');
+    expect(choiceDefaults({ ...log, advanced: { recorded: '25', groupSize: '1' } }).grounding).toBe('auto');
     expect(configFromForm({ ...warm, choices: { grounding: '', validationCriterion: '' } })).toEqual(configFromForm(warm));
     const chosen = configFromForm({ ...warm, choices: { grounding: 'calibrated', validationCriterion: 'simulator' } });
     expect(chosen.grounding).toBe('calibrated');

@@ -8,7 +8,7 @@ import { ENVIRONMENTS } from '../../envs/registry.ts';
 import { BACKEND_NAMES, type BackendPreference } from '../../policy/backend-preference.ts';
 import { PRESETS, TRAINING_MODES, type PresetName, type TrainingMode } from '../../train/config.ts';
 import type { LLMViewState } from '../state/llm-state.ts';
-import { ADVANCED_CHOICES, ADVANCED_FIELDS, choiceApplies, choiceDefault, isRlMode, iterationSummary, presetValue, recordedOf, VRAM_BUDGET_FIELD, type SetupForm } from './form.ts';
+import { ADVANCED_CHOICES, ADVANCED_FIELDS, choiceApplies, choiceDefaults, isRlMode, iterationSummary, presetValue, recordedOf, VRAM_BUDGET_FIELD, type SetupForm } from './form.ts';
 import { LLMLoadStatus, LLMModelChoice } from './LLMChoice.tsx';
 import type { SetupFormModel } from './useSetupForm.ts';
 
@@ -133,6 +133,7 @@ export function SimChoice({ model, llm, running }: SetupLLMPartProps) {
 export function AdvancedSettings({ model }: SetupPartProps) {
   const { form, update, setAdvanced, error, busy, budget, applyBudget } = model;
   const vram = VRAM_BUDGET_FIELD;
+  const defaults = choiceDefaults(form);
   return (
     <details class="advanced" data-testid="setup-advanced">
       <summary>Advanced settings (blank: the preset’s value)</summary>
@@ -159,7 +160,6 @@ export function AdvancedSettings({ model }: SetupPartProps) {
           </div>
         ))}
         {ADVANCED_CHOICES.map(({ key, label, options, describe }) => {
-          const fallback = choiceDefault(form, key);
           const applies = choiceApplies(form, key);
           return (
             <div class="field" key={key}>
@@ -173,7 +173,7 @@ export function AdvancedSettings({ model }: SetupPartProps) {
                 aria-describedby={applies ? undefined : `setup-${key}-help`}
                 onChange={(e) => update({ choices: { ...form.choices, [key]: (e.currentTarget as HTMLSelectElement).value } })}
               >
-                <option value="">{`Default (${fallback})`}</option>
+                <option value="">{`Default (${defaults[key]})`}</option>
                 {options.map((o) => (
                   <option key={o} value={o}>
                     {describe[o as keyof typeof describe]}

@@ -204,18 +204,22 @@ export function choiceApplies(form: Pick<SetupForm, 'mode' | 'sim'>, key: Advanc
   return key === 'grounding' ? synthetic && form.sim === 'retrieval' : synthetic;
 }
 
+/** What the blank {@link ADVANCED_CHOICES} menus stand for with the rest of `form` as it is. */
+export function choiceDefaults(form: SetupForm): Record<AdvancedChoice, string> {
+  const c = configWhileTyping({ ...form, choices: {} });
+  return { grounding: c.grounding, validationCriterion: c.validation.criterion };
+}
+
 /**
- * The value a blank {@link ADVANCED_CHOICES} menu stands for with the rest of `form` as it is (the
- * preset's, with the form's mode and warm start, while a field is being typed).
+ * The form's configuration or, while a field is being typed (not yet valid), the preset's with the
+ * form's mode, warm start and recorded log.
  */
-export function choiceDefault(form: SetupForm, key: AdvancedChoice): string {
-  let c: TrainingConfig;
+function configWhileTyping(form: SetupForm): TrainingConfig {
   try {
-    c = configFromForm({ ...form, choices: {} });
+    return configFromForm(form);
   } catch {
-    c = parseTrainingConfig({ env: form.env, mode: form.mode, offline: { recorded: recordedOf(form) }, ...(form.warmStart && isRlMode(form.mode) ? { warmStart: 'sft' as const } : {}) }, form.preset);
+    return parseTrainingConfig({ env: form.env, mode: form.mode, offline: { recorded: recordedOf(form) }, ...(form.warmStart && isRlMode(form.mode) ? { warmStart: 'sft' as const } : {}) }, form.preset);
   }
-  return key === 'grounding' ? c.grounding : c.validation.criterion;
 }
 
 /**
@@ -224,13 +228,7 @@ export function choiceDefault(form: SetupForm, key: AdvancedChoice): string {
  * `plannedIterations` (src/train/loop.ts) counts them, without loading the training loop here.
  */
 export function iterationSummary(form: SetupForm): string {
-  let c: TrainingConfig;
-  try {
-    c = configFromForm(form);
-  } catch {
-    // A field being typed: the preset's figures, with the form's mode and warm start.
-    c = parseTrainingConfig({ env: form.env, mode: form.mode, ...(form.warmStart && isRlMode(form.mode) ? { warmStart: 'sft' as const } : {}) }, form.preset);
-  }
+  const c = configWhileTyping(form);
   const sft = c.mode === 'sft' || (c.warmStart === 'sft' && c.mode !== 'zero-shot') ? c.sft.epochs : 0;
   const rl = isRlMode(c.mode) ? c.iterations : 0;
   const real = c.mode === 's2r' ? c.iterations : 0;
